@@ -1,0 +1,239 @@
+/* galerkin-bench: Galerkin products P^T A P of smoothed-aggregation model
+ * hierarchies with tilerap's plans (first time = plan + numeric, and
+ * numeric re-runs), side by side with PETSc's own MatPtAP on SEQAIJ
+ * (MAT_INITIAL_MATRIX and MAT_REUSE_MATRIX) on the same matrices, in the
+ * same run.  Medians of -reps runs after one warm-up; every tilerap result
+ * is checked against the plain CSR reference before its time counts.
+ *
+ *   galerkin-bench [-reps N] [-engine cpu|cuda|auto] [-no-petsc] [case ...]
+ *   case = p2d5:N | p2d9:N | p3d7:N | p3d27:N   (default: p3d7:64 p3d7:101)
+ */
+#ifdef HAVE_CONFIG_H
+#include "tilerap_config.h"
+#endif
+#include "tilerap.h"
+#include "tilerap_model.h"
+#include "../test/ref_gustavson.h"
+#include "bench_timer.h"
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+#ifdef TILERAP_HAVE_PETSC
+#include <petscmat.h>
+#endif
+
+#define MAXREPS 101
+
+typedef struct {
+  double conv, first, numeric, petsc_first, petsc_reuse, relerr, petsc_relerr;
+} level_times;
+
+#ifdef TILERAP_HAVE_PETSC
+/* SEQAIJ copy of a CSR (PETSc keeps its own arrays). */
+static Mat petsc_from_csr(const tilerap_csr *A)
+{
+  Mat M;
+  PetscInt *nnz = malloc(((size_t)A->m + 1) * sizeof *nnz);
+  for (int32_t i = 0; i < A->m; i++) nnz[i] = (PetscInt)(A->rowptr[i + 1] - A->rowptr[i]);
+  MatCreateSeqAIJ(PETSC_COMM_SELF, A->m, A->n, 0, nnz, &M);
+  for (int32_t i = 0; i < A->m; i++) {
+    PetscInt row = i, *cols = malloc(((size_t)nnz[i] + 1) * sizeof *cols);
+    for (PetscInt k = 0; k < nnz[i]; k++) cols[k] = A->colidx[A->rowptr[i] + k];
+    MatSetValues(M, 1, &row, nnz[i], cols, A->val + A->rowptr[i], INSERT_VALUES);
+    free(cols);
+  }
+  MatAssemblyBegin(M, MAT_FINAL_ASSEMBLY);
+  MatAssemblyEnd(M, MAT_FINAL_ASSEMBLY);
+  free(nnz);
+  return M;
+}
+
+/* ||C_petsc - R||_F / ||R||_F, entries matched by (row, column). */
+static double petsc_relerr(Mat C, const tilerap_csr *R)
+{
+  double num = 0, den = 0;
+  for (int32_t i = 0; i < R->m; i++) {
+    PetscInt ncols;
+    const PetscInt *cols;
+    const PetscScalar *vals;
+    MatGetRow(C, i, &ncols, &cols, &vals);
+    int64_t p = R->rowptr[i];
+    for (PetscInt k = 0; k < ncols; k++) {
+      while (p < R->rowptr[i + 1] && R->colidx[p] < cols[k]) { den += R->val[p] * R->val[p]; num += R->val[p] * R->val[p]; p++; }
+      double r = (p < R->rowptr[i + 1] && R->colidx[p] == cols[k]) ? R->val[p++] : 0.0;
+      num += (vals[k] - r) * (vals[k] - r);
+      den += r * r;
+    }
+    for (; p < R->rowptr[i + 1]; p++) { den += R->val[p] * R->val[p]; num += R->val[p] * R->val[p]; }
+    MatRestoreRow(C, i, &ncols, &cols, &vals);
+  }
+  return den > 0 ? sqrt(num / den) : sqrt(num);
+}
+#endif
+
+static double tile_relerr(const tilerap_tile_matrix *T, const tilerap_csr *R)
+{
+  tilerap_tile_matrix *H = NULL;
+  const tilerap_tile_matrix *h = T;
+  if (T->memtype != TILERAP_MEM_HOST) { tilerap_tile_copy(T, TILERAP_MEM_HOST, &H); h = H; }
+  tilerap_csr *C = ref_tile_to_csr(h);
+  double e = ref_same_structure(C, R) ? ref_relerr(C, R) : INFINITY;
+  tilerap_csr_destroy(&C);
+  tilerap_tile_destroy(&H);
+  return e;
+}
+
+static int run_case(const char *spec, int reps, tilerap_engine engine, int with_petsc)
+{
+  char name[32];
+  int32_t n;
+  const char *colon = strchr(spec, ':');
+  if (!colon || colon - spec >= (long)sizeof name) { fprintf(stderr, "bad case '%s'\n", spec); return 1; }
+  memcpy(name, spec, (size_t)(colon - spec));
+  name[colon - spec] = 0;
+  n = atoi(colon + 1);
+  tilerap_stencil s;
+  if (tilerap_stencil_parse(name, &s)) { fprintf(stderr, "%s\n", tilerap_last_error()); return 1; }
+  tilerap_options opt;
+  tilerap_options_default(&opt);
+  opt.engine = engine;
+
+  double tb = bench_now();
+  tilerap_csr *Al[5] = {0}, *Pl[4] = {0};
+  int32_t dims[3], cd[3];
+  int nd, L = 0;
+  if (tilerap_model_poisson(s, n, &Al[0], dims, &nd)) { fprintf(stderr, "%s\n", tilerap_last_error()); return 1; }
+  for (; L < 4 && Al[L]->m >= 500; L++) {
+    tilerap_model_prolongator(Al[L], nd, dims, 2.0 / 3.0, &Pl[L], cd);
+    Al[L + 1] = ref_ptap(Al[L], Pl[L]);
+    memcpy(dims, cd, sizeof cd);
+  }
+  printf("# %s: %d levels, hierarchy built on the CPU in %.1f s\n", spec, L, bench_now() - tb);
+
+  level_times tot = {0};
+  int bad = 0;
+  for (int l = 0; l < L; l++) {
+    level_times t = {0};
+    double ts[MAXREPS];
+    tilerap_tile_matrix *tA = NULL, *tP = NULL, *tC = NULL;
+    /* CSR -> tile of this level's inputs (one-time cost in a tile-native hierarchy) */
+    for (int r = 0; r <= reps; r++) {
+      tilerap_tile_destroy(&tA); tilerap_tile_destroy(&tP);
+      double t0 = bench_now();
+      tilerap_tile_from_csr(Al[l]->m, Al[l]->n, Al[l]->rowptr, Al[l]->colidx, Al[l]->val, &tA);
+      tilerap_tile_from_csr(Pl[l]->m, Pl[l]->n, Pl[l]->rowptr, Pl[l]->colidx, Pl[l]->val, &tP);
+      if (r) ts[r - 1] = bench_now() - t0;
+    }
+    t.conv = bench_median(ts, reps);
+    /* first time: plan + numeric */
+    tilerap_ptap_plan plan = NULL;
+    for (int r = 0; r <= reps; r++) {
+      tilerap_ptap_plan_destroy(&plan); tilerap_tile_destroy(&tC);
+      double t0 = bench_now();
+      int err = tilerap_ptap_plan_create(tA, tP, &opt, &plan, &tC);
+      if (!err) err = tilerap_ptap_numeric(plan, tA, tP, tC);
+      if (err) { fprintf(stderr, "tilerap: %s\n", tilerap_last_error()); return 1; }
+      if (r) ts[r - 1] = bench_now() - t0;
+      if (r == 0) {
+        t.relerr = tile_relerr(tC, Al[l + 1]);
+        if (!(t.relerr <= 1e-14)) { fprintf(stderr, "level %d: WRONG RESULT relerr %.2e\n", l, t.relerr); bad = 1; }
+      }
+    }
+    t.first = bench_median(ts, reps);
+    for (int r = 0; r <= reps; r++) {
+      double t0 = bench_now();
+      tilerap_ptap_numeric(plan, tA, tP, tC);
+      if (r) ts[r - 1] = bench_now() - t0;
+    }
+    t.numeric = bench_median(ts, reps);
+    if (!(tile_relerr(tC, Al[l + 1]) <= 1e-14)) { fprintf(stderr, "level %d: WRONG RESULT after re-run\n", l); bad = 1; }
+    tilerap_ptap_info info;
+    tilerap_ptap_plan_info(plan, &info);
+#ifdef TILERAP_HAVE_PETSC
+    if (with_petsc) {
+      Mat A = petsc_from_csr(Al[l]), P = petsc_from_csr(Pl[l]), C = NULL;
+      for (int r = 0; r <= reps; r++) {
+        if (C) MatDestroy(&C);
+        double t0 = bench_now();
+        MatPtAP(A, P, MAT_INITIAL_MATRIX, 2.0, &C);
+        if (r) ts[r - 1] = bench_now() - t0;
+      }
+      t.petsc_first = bench_median(ts, reps);
+      for (int r = 0; r <= reps; r++) {
+        double t0 = bench_now();
+        MatPtAP(A, P, MAT_REUSE_MATRIX, 2.0, &C);
+        if (r) ts[r - 1] = bench_now() - t0;
+      }
+      t.petsc_reuse = bench_median(ts, reps);
+      t.petsc_relerr = petsc_relerr(C, Al[l + 1]);
+      MatDestroy(&C); MatDestroy(&A); MatDestroy(&P);
+    }
+#endif
+    printf("%-10s %3d %9d %10lld %9lld %9lld %11lld %9.3f %9.3f %9.3f", spec, l, Al[l]->m, (long long)Al[l]->nnz,
+           (long long)Pl[l]->nnz, (long long)Al[l + 1]->nnz, (long long)(info.ap.flops + info.ptap.flops),
+           1e3 * t.conv, 1e3 * t.first, 1e3 * t.numeric);
+    if (with_petsc)
+      printf(" %9.3f %9.3f %6.2f %6.2f", 1e3 * t.petsc_first, 1e3 * t.petsc_reuse, t.petsc_first / t.first,
+             t.petsc_reuse / t.numeric);
+    printf(" %8.1e\n", t.relerr);
+    tot.conv += t.conv; tot.first += t.first; tot.numeric += t.numeric;
+    tot.petsc_first += t.petsc_first; tot.petsc_reuse += t.petsc_reuse;
+    tilerap_ptap_plan_destroy(&plan);
+    tilerap_tile_destroy(&tA); tilerap_tile_destroy(&tP); tilerap_tile_destroy(&tC);
+  }
+  printf("%-10s all %9s %10s %9s %9s %11s %9.3f %9.3f %9.3f", spec, "", "", "", "", "", 1e3 * tot.conv, 1e3 * tot.first,
+         1e3 * tot.numeric);
+  if (with_petsc)
+    printf(" %9.3f %9.3f %6.2f %6.2f", 1e3 * tot.petsc_first, 1e3 * tot.petsc_reuse, tot.petsc_first / tot.first,
+           tot.petsc_reuse / tot.numeric);
+  printf("\n");
+  for (int l = 0; l <= L; l++) tilerap_csr_destroy(&Al[l]);
+  for (int l = 0; l < L; l++) tilerap_csr_destroy(&Pl[l]);
+  return bad;
+}
+
+int main(int argc, char **argv)
+{
+  int reps = 7, with_petsc = 0, ncases = 0;
+  tilerap_engine engine = TILERAP_ENGINE_CPU;
+  const char *cases[32];
+#ifdef TILERAP_HAVE_PETSC
+  with_petsc = 1;
+#endif
+  for (int i = 1; i < argc; i++) {
+    if (!strcmp(argv[i], "-reps") && i + 1 < argc) reps = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "-engine") && i + 1 < argc) {
+      if (tilerap_engine_parse(argv[++i], &engine)) { fprintf(stderr, "%s\n", tilerap_last_error()); return 2; }
+    } else if (!strcmp(argv[i], "-no-petsc")) with_petsc = 0;
+    else if (argv[i][0] == '-') { fprintf(stderr, "usage: %s [-reps N] [-engine cpu|cuda|auto] [-no-petsc] [case ...]\n", argv[0]); return 2; }
+    else if (ncases < 32) cases[ncases++] = argv[i];
+  }
+  if (reps < 1 || reps > MAXREPS - 1) reps = 7;
+  if (!ncases) { cases[0] = "p3d7:64"; cases[1] = "p3d7:101"; ncases = 2; }
+#ifdef TILERAP_HAVE_PETSC
+  int pargc = 1;
+  char **pargv = argv;
+  if (with_petsc) PetscInitialize(&pargc, &pargv, NULL, NULL);
+#endif
+  int threads = 1;
+#ifdef _OPENMP
+  threads = omp_get_max_threads();
+#endif
+  engine = tilerap_engine_resolve(engine);
+  printf("# galerkin-bench: engine %s, %d OpenMP threads, median of %d after warm-up, times in ms%s\n",
+         tilerap_engine_name(engine), threads, reps, with_petsc ? "; PETSc MatPtAP on SEQAIJ (1 thread)" : "");
+  printf("%-10s %3s %9s %10s %9s %9s %11s %9s %9s %9s", "case", "lvl", "n", "nnzA", "nnzP", "nnzC", "flops", "csr2tile",
+         "tr_first", "tr_num");
+  if (with_petsc) printf(" %9s %9s %6s %6s", "petsc_1st", "petsc_re", "x1st", "xnum");
+  printf(" %8s\n", "relerr");
+  int bad = 0;
+  for (int c = 0; c < ncases; c++) bad |= run_case(cases[c], reps, engine, with_petsc);
+#ifdef TILERAP_HAVE_PETSC
+  if (with_petsc) PetscFinalize();
+#endif
+  return bad;
+}

@@ -1,0 +1,249 @@
+/*
+ * tilerap.h -- core C API of tilerap: sparse 16x16 tile matrices, the
+ * three-step tiled SpGEMM (C = A*B) and the Galerkin product C = P^T A P,
+ * both split into a plan (symbolic work, done once) and a numeric phase
+ * (re-run whenever values change, no allocation).
+ *
+ * Depends on nothing but C99.  PETSc and hypre integrations sit on top
+ * of this header (tilerap_petsc.h, tilerap_hypre.h).
+ *
+ * Conventions
+ *   - Every function that can fail returns an int error code
+ *     (TILERAP_SUCCESS == 0); tilerap_last_error() gives a message for the
+ *     most recent failure of the calling thread.
+ *   - Row/column/tile indices are int32_t; entry counts, offsets and
+ *     intermediate-product counts are int64_t.
+ *   - Values are double (fp64).
+ */
+#ifndef TILERAP_H
+#define TILERAP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define TILERAP_VERSION_MAJOR 0
+#define TILERAP_VERSION_MINOR 1
+#define TILERAP_VERSION_PATCH 0
+
+/* Tile edge: indices inside a tile fit in 4 bits, row masks in 16 bits. */
+#define TILERAP_TILE 16
+
+/* ------------------------------------------------------------------ */
+/* Errors                                                              */
+/* ------------------------------------------------------------------ */
+typedef enum {
+  TILERAP_SUCCESS = 0,
+  TILERAP_ERR_NULL = 1,      /* a required pointer argument is NULL           */
+  TILERAP_ERR_SIZE = 2,      /* dimensions do not match / negative sizes       */
+  TILERAP_ERR_UNSORTED = 3,  /* CSR column indices not strictly increasing     */
+  TILERAP_ERR_RANGE = 4,     /* an index lies outside its dimension            */
+  TILERAP_ERR_INVALID = 5,   /* inconsistent arguments (row pointers, masks..) */
+  TILERAP_ERR_NOMEM = 6,     /* host allocation failed                         */
+  TILERAP_ERR_OVERFLOW = 7,  /* a count exceeds what the format can index      */
+  TILERAP_ERR_STRUCTURE = 8, /* numeric phase called with another structure    */
+  TILERAP_ERR_ENGINE = 9,    /* requested engine not available                 */
+  TILERAP_ERR_MEMTYPE = 10,  /* matrix lives in the wrong memory for the call  */
+  TILERAP_ERR_CUDA = 11,     /* CUDA runtime / launch failure                  */
+  TILERAP_ERR_DEVICE_NOMEM = 12 /* device allocation failed                    */
+} tilerap_error;
+
+/* Static description of an error code. */
+const char *tilerap_error_string(int err);
+/* Detailed message of the calling thread's most recent failure ("" if none). */
+const char *tilerap_last_error(void);
+
+/* ------------------------------------------------------------------ */
+/* Engines and options                                                 */
+/* ------------------------------------------------------------------ */
+typedef enum {
+  TILERAP_ENGINE_AUTO = 0, /* CUDA when built with it and a GPU is present   */
+  TILERAP_ENGINE_CPU = 1,  /* C + OpenMP                                      */
+  TILERAP_ENGINE_CUDA = 2
+} tilerap_engine;
+
+typedef enum {
+  TILERAP_MEM_HOST = 0,
+  TILERAP_MEM_DEVICE = 1 /* CUDA device memory of the current device */
+} tilerap_memtype;
+
+typedef struct {
+  tilerap_engine engine; /* AUTO: environment TILERAP_ENGINE=cpu|cuda|auto, then probe */
+  int dense_threshold;   /* C tiles with more entries use the dense 16x16
+                            accumulator, others the sparse one; default 192 */
+  void *stream;          /* cudaStream_t for the CUDA engine; NULL = default */
+} tilerap_options;
+
+/* Fills *opt with the defaults (AUTO engine, threshold 192). */
+void tilerap_options_default(tilerap_options *opt);
+
+/* Engine an AUTO request resolves to on this machine (reads TILERAP_ENGINE). */
+tilerap_engine tilerap_engine_resolve(tilerap_engine requested);
+/* 1 if the engine was compiled in and usable now (CUDA: a device is present). */
+int tilerap_engine_available(tilerap_engine engine);
+const char *tilerap_engine_name(tilerap_engine engine);
+/* Parses "auto", "cpu", "cuda"; returns TILERAP_ERR_INVALID otherwise. */
+int tilerap_engine_parse(const char *name, tilerap_engine *engine);
+
+/* ------------------------------------------------------------------ */
+/* CSR matrices (interchange format)                                   */
+/* ------------------------------------------------------------------ */
+typedef struct {
+  int32_t m, n;     /* rows, columns                                      */
+  int64_t nnz;
+  int64_t *rowptr;  /* [m+1]                                              */
+  int32_t *colidx;  /* [nnz], strictly increasing within each row          */
+  double *val;      /* [nnz]                                              */
+} tilerap_csr;
+
+/* Allocates an m x n CSR with room for nnz entries (rowptr zeroed). */
+int tilerap_csr_create(int32_t m, int32_t n, int64_t nnz, tilerap_csr **A);
+void tilerap_csr_destroy(tilerap_csr **A);
+/* Checks shape, monotone row pointers, column range and sortedness. */
+int tilerap_csr_check(int32_t m, int32_t n, const int64_t *rowptr, const int32_t *colidx);
+
+/* ------------------------------------------------------------------ */
+/* Tile matrices                                                       */
+/* ------------------------------------------------------------------ */
+/*
+ * Only non-empty 16x16 tiles are stored, tile rows in order and tiles of a
+ * tile row by ascending tile column.  Inside a tile, entries are stored
+ * row by row, columns ascending.  Tile t (0 <= t < num_tiles) owns entries
+ * tile_off[t] .. tile_off[t+1]-1 of idx[] and val[]; its local row r starts
+ * at tile_off[t] + row_ptr[16t+r].  row_mask[16t+r] has bit c set iff local
+ * entry (r,c) is stored.  Edge tiles of a matrix whose size is not a
+ * multiple of 16 simply have no entries outside the matrix.
+ *
+ * Every stored tile has at least one entry: products never emit empty
+ * tiles (they are dropped in step 2).
+ */
+typedef struct tilerap_tile_matrix {
+  int32_t m, n;               /* rows, columns                               */
+  int32_t tile_rows, tile_cols; /* ceil(m/16), ceil(n/16)                     */
+  int64_t num_tiles;
+  int64_t nnz;
+  tilerap_memtype memtype;    /* where every array below lives               */
+  int64_t *tile_ptr;          /* [tile_rows+1] first tile of each tile row   */
+  int32_t *tile_col;          /* [num_tiles]   tile column index             */
+  int64_t *tile_off;          /* [num_tiles+1] first entry of each tile      */
+  uint8_t *row_ptr;           /* [16*num_tiles] local row starts (0..240)    */
+  uint16_t *row_mask;         /* [16*num_tiles] column bit mask of each row  */
+  uint8_t *idx;               /* [nnz] (local row << 4) | local column        */
+  double *val;                /* [nnz]                                        */
+  void *internal;             /* engine-private cache; NULL for user-built   */
+} tilerap_tile_matrix;
+
+/* Allocates a tile matrix with the given counts in memory `mem` (arrays
+ * uninitialised except tile_ptr[0] = tile_off[0] = 0 on the host). */
+int tilerap_tile_create(int32_t m, int32_t n, int64_t num_tiles, int64_t nnz,
+                        tilerap_memtype mem, tilerap_tile_matrix **T);
+void tilerap_tile_destroy(tilerap_tile_matrix **T);
+
+/* Full consistency check of a host tile matrix (masks, row pointers,
+ * idx, sortedness, no empty tile).  Used by tests and debug builds. */
+int tilerap_tile_check(const tilerap_tile_matrix *T);
+
+/* CSR -> tile.  Column indices must be strictly increasing in each row
+ * (TILERAP_ERR_UNSORTED otherwise).  val may be NULL (values set to 0).
+ * The _i32 variant takes 32-bit row pointers (PETSc/hypre with 32-bit ints). */
+int tilerap_tile_from_csr(int32_t m, int32_t n, const int64_t *rowptr,
+                          const int32_t *colidx, const double *val,
+                          tilerap_tile_matrix **T);
+int tilerap_tile_from_csr_i32(int32_t m, int32_t n, const int32_t *rowptr,
+                              const int32_t *colidx, const double *val,
+                              tilerap_tile_matrix **T);
+/* Values-only refresh from a CSR with exactly the structure T was built
+ * from (no allocation).  Structure is not re-checked beyond nnz. */
+int tilerap_tile_update_values_from_csr(tilerap_tile_matrix *T, const int64_t *rowptr,
+                                        const double *val);
+int tilerap_tile_update_values_from_csr_i32(tilerap_tile_matrix *T, const int32_t *rowptr,
+                                            const double *val);
+
+/* tile -> CSR into caller arrays (rowptr[m+1], colidx[nnz], val[nnz]);
+ * any of the three may be NULL to skip it.  Host matrices only. */
+int tilerap_tile_to_csr(const tilerap_tile_matrix *T, int64_t *rowptr, int32_t *colidx,
+                        double *val);
+int tilerap_tile_to_csr_i32(const tilerap_tile_matrix *T, int32_t *rowptr, int32_t *colidx,
+                            double *val);
+/* tile -> newly allocated CSR. */
+int tilerap_tile_to_csr_alloc(const tilerap_tile_matrix *T, tilerap_csr **A);
+
+/* Deep copy into memory `mem` (host<->device transfers for the CUDA build). */
+int tilerap_tile_copy(const tilerap_tile_matrix *src, tilerap_memtype mem,
+                      tilerap_tile_matrix **dst);
+/* Copies values only between two matrices of identical structure. */
+int tilerap_tile_copy_values(const tilerap_tile_matrix *src, tilerap_tile_matrix *dst);
+
+/* Tile transpose T^T in tile form (tile structure and every tile's masks
+ * transposed).  perm (optional, [nnz]) receives, for each entry of the
+ * transpose, the position of its value in T: Tt->val[q] = T->val[perm[q]]. */
+int tilerap_tile_transpose(const tilerap_tile_matrix *T, tilerap_tile_matrix **Tt,
+                           int64_t **perm);
+
+/* ------------------------------------------------------------------ */
+/* SpGEMM C = A*B with a plan                                          */
+/* ------------------------------------------------------------------ */
+typedef struct tilerap_spgemm_plan_s *tilerap_spgemm_plan;
+
+/* Steps 1-2: tile structure of C, per-tile masks, row pointers and the
+ * pairing lists.  Allocates *C exactly (structure set, values undefined
+ * until tilerap_spgemm_numeric).  A and B must live in the same memory;
+ * the engine follows opt (host matrices with the CUDA engine are uploaded
+ * and the result downloaded: host-resident interface). */
+int tilerap_spgemm_plan_create(const tilerap_tile_matrix *A, const tilerap_tile_matrix *B,
+                               const tilerap_options *opt, tilerap_spgemm_plan *plan,
+                               tilerap_tile_matrix **C);
+/* Step 3: numeric C = A*B for A, B with the plan's structure (new values
+ * allowed).  No allocation. */
+int tilerap_spgemm_numeric(tilerap_spgemm_plan plan, const tilerap_tile_matrix *A,
+                           const tilerap_tile_matrix *B, tilerap_tile_matrix *C);
+void tilerap_spgemm_plan_destroy(tilerap_spgemm_plan *plan);
+/* One-shot product (plan, numeric, destroy plan). */
+int tilerap_spgemm(const tilerap_tile_matrix *A, const tilerap_tile_matrix *B,
+                   const tilerap_options *opt, tilerap_tile_matrix **C);
+
+typedef struct {
+  tilerap_engine engine;  /* engine that runs the plan            */
+  int64_t c_tiles;        /* tiles of C (after dropping empty ones) */
+  int64_t c_tiles_step1;  /* candidate tiles found by step 1        */
+  int64_t c_nnz;
+  int64_t pairs;          /* (A tile, B tile) pairs in the plan     */
+  int64_t flops;          /* 2 * scalar multiply-adds of numeric     */
+  int64_t dense_tiles;    /* C tiles using the dense accumulator     */
+} tilerap_spgemm_info;
+int tilerap_spgemm_plan_info(tilerap_spgemm_plan plan, tilerap_spgemm_info *info);
+
+/* ------------------------------------------------------------------ */
+/* Galerkin product C = P^T A P with a plan                            */
+/* ------------------------------------------------------------------ */
+typedef struct tilerap_ptap_plan_s *tilerap_ptap_plan;
+
+/* A square (n x n), P rectangular (n x nc).  Forms P^T in tile form and
+ * plans AP = A*P and C = P^T*(AP).  *C (nc x nc) is allocated with the
+ * exact structural product; values are set by tilerap_ptap_numeric.
+ * C is an ordinary tile matrix: it can be the A of the next level. */
+int tilerap_ptap_plan_create(const tilerap_tile_matrix *A, const tilerap_tile_matrix *P,
+                             const tilerap_options *opt, tilerap_ptap_plan *plan,
+                             tilerap_tile_matrix **C);
+/* Numeric C = P^T A P for new values of A and P (same structure as at
+ * plan creation).  No allocation. */
+int tilerap_ptap_numeric(tilerap_ptap_plan plan, const tilerap_tile_matrix *A,
+                         const tilerap_tile_matrix *P, tilerap_tile_matrix *C);
+void tilerap_ptap_plan_destroy(tilerap_ptap_plan *plan);
+int tilerap_ptap(const tilerap_tile_matrix *A, const tilerap_tile_matrix *P,
+                 const tilerap_options *opt, tilerap_tile_matrix **C);
+
+typedef struct {
+  tilerap_engine engine;
+  tilerap_spgemm_info ap;   /* AP = A*P      */
+  tilerap_spgemm_info ptap; /* C = P^T*(AP)  */
+} tilerap_ptap_info;
+int tilerap_ptap_plan_info(tilerap_ptap_plan plan, tilerap_ptap_info *info);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* TILERAP_H */

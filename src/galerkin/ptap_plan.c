@@ -1,0 +1,164 @@
+/* Galerkin plans C = P^T (A P).  P^T is built once in tile form together
+ * with a value permutation; the numeric phase refreshes P^T's values by a
+ * gather and runs the two planned products.  C is an ordinary tile
+ * matrix, so it is the next level's A as it stands.  With the CUDA engine
+ * and host matrices, everything (P^T, AP, plans) lives on the device and
+ * only A's and P's values go up and C's values come down on re-runs. */
+#include "../kernels/tile_internal.h"
+#include "../kernels/engine_cuda.h"
+
+struct tilerap_ptap_plan_s {
+  tilerap_engine engine;
+  void *stream;
+  tr_fingerprint fa, fp, fc;
+  tilerap_tile_matrix *Pt;  /* P^T, in the engine's memory */
+  int64_t *perm;            /* Pt->val[q] = P->val[perm[q]], same memory */
+  tilerap_tile_matrix *AP;  /* intermediate, engine's memory */
+  tilerap_spgemm_plan ap_plan, c_plan;
+  tilerap_ptap_info info;
+  /* host-resident use of the CUDA engine: device mirrors */
+  tilerap_tile_matrix *dA, *dP, *dC;
+};
+
+static void tr_free_in(int64_t *p, tilerap_memtype mem)
+{
+  if (!p) return;
+  if (mem == TILERAP_MEM_HOST) free(p);
+#ifdef TILERAP_HAVE_CUDA
+  else tr_cuda_free(p);
+#endif
+}
+
+void tilerap_ptap_plan_destroy(tilerap_ptap_plan *plan)
+{
+  if (!plan || !*plan) return;
+  tilerap_ptap_plan G = *plan;
+  tilerap_spgemm_plan_destroy(&G->ap_plan);
+  tilerap_spgemm_plan_destroy(&G->c_plan);
+  if (G->Pt) tr_free_in(G->perm, G->Pt->memtype);
+  tilerap_tile_destroy(&G->Pt);
+  tilerap_tile_destroy(&G->AP);
+  tilerap_tile_destroy(&G->dA); tilerap_tile_destroy(&G->dP); tilerap_tile_destroy(&G->dC);
+  free(G);
+  *plan = NULL;
+}
+
+static int tr_ptap_check(const tilerap_tile_matrix *A, const tilerap_tile_matrix *P, const char *who)
+{
+  if (!A || !P) return tilerap_set_error(TILERAP_ERR_NULL, "%s: NULL matrix", who);
+  if (A->m != A->n) return tilerap_set_error(TILERAP_ERR_SIZE, "%s: A must be square (is %d x %d)", who, A->m, A->n);
+  if (P->m != A->n)
+    return tilerap_set_error(TILERAP_ERR_SIZE, "%s: P has %d rows, A is %d x %d", who, P->m, A->m, A->n);
+  if (A->memtype != P->memtype) return tilerap_set_error(TILERAP_ERR_MEMTYPE, "%s: A and P live in different memories", who);
+  return TILERAP_SUCCESS;
+}
+
+/* Refreshes Pt's values from P's through the permutation. */
+static int tr_refresh_pt(tilerap_ptap_plan G, const tilerap_tile_matrix *P)
+{
+  if (G->Pt->memtype == TILERAP_MEM_HOST) {
+    const double *src = P->val;
+    double *dst = G->Pt->val;
+    const int64_t *perm = G->perm;
+#pragma omp parallel for schedule(static)
+    for (int64_t q = 0; q < G->Pt->nnz; q++) dst[q] = src[perm[q]];
+    return TILERAP_SUCCESS;
+  }
+#ifdef TILERAP_HAVE_CUDA
+  return tr_cuda_gather_values(P->val, G->perm, G->Pt->nnz, G->Pt->val, G->stream);
+#else
+  return tilerap_set_error(TILERAP_ERR_ENGINE, "built without CUDA");
+#endif
+}
+
+int tilerap_ptap_plan_create(const tilerap_tile_matrix *A, const tilerap_tile_matrix *P, const tilerap_options *opt,
+                             tilerap_ptap_plan *plan, tilerap_tile_matrix **C)
+{
+  if (!plan || !C) return tilerap_set_error(TILERAP_ERR_NULL, "tilerap_ptap_plan_create: NULL output");
+  *plan = NULL; *C = NULL;
+  int err = tr_ptap_check(A, P, "tilerap_ptap_plan_create");
+  if (err) return err;
+  tilerap_options o;
+  if (opt) o = *opt;
+  else tilerap_options_default(&o);
+  tilerap_engine engine = A->memtype == TILERAP_MEM_DEVICE ? TILERAP_ENGINE_CUDA : tilerap_engine_resolve(o.engine);
+  if (!tilerap_engine_available(engine))
+    return tilerap_set_error(TILERAP_ERR_ENGINE, "engine '%s' is not available (built without CUDA or no GPU)",
+                             tilerap_engine_name(engine));
+  o.engine = engine;
+  tilerap_ptap_plan G = tilerap_host_calloc(1, sizeof *G);
+  if (!G) return TILERAP_ERR_NOMEM;
+  G->engine = engine;
+  G->stream = o.stream;
+  G->fa = tr_fingerprint_of(A);
+  G->fp = tr_fingerprint_of(P);
+  const tilerap_tile_matrix *wA = A, *wP = P;
+  tilerap_tile_matrix *wC = NULL;
+  if (engine == TILERAP_ENGINE_CUDA && A->memtype == TILERAP_MEM_HOST) {
+    if ((err = tilerap_tile_copy(A, TILERAP_MEM_DEVICE, &G->dA)) || (err = tilerap_tile_copy(P, TILERAP_MEM_DEVICE, &G->dP)))
+      goto fail;
+    wA = G->dA; wP = G->dP;
+  }
+  if ((err = tilerap_tile_transpose(wP, &G->Pt, &G->perm))) goto fail;
+  if ((err = tilerap_spgemm_plan_create(wA, wP, &o, &G->ap_plan, &G->AP))) goto fail;
+  if ((err = tilerap_spgemm_plan_create(G->Pt, G->AP, &o, &G->c_plan, &wC))) goto fail;
+  if (wA != A) { /* host-resident: keep the device C, hand out a host copy */
+    G->dC = wC;
+    wC = NULL;
+    if ((err = tilerap_tile_copy(G->dC, TILERAP_MEM_HOST, C))) goto fail;
+  } else {
+    *C = wC;
+    wC = NULL;
+  }
+  G->fc = tr_fingerprint_of(*C);
+  G->info.engine = engine;
+  tilerap_spgemm_plan_info(G->ap_plan, &G->info.ap);
+  tilerap_spgemm_plan_info(G->c_plan, &G->info.ptap);
+  *plan = G;
+  return TILERAP_SUCCESS;
+fail:
+  tilerap_tile_destroy(&wC);
+  tilerap_tile_destroy(C);
+  tilerap_ptap_plan_destroy(&G);
+  return err;
+}
+
+int tilerap_ptap_numeric(tilerap_ptap_plan G, const tilerap_tile_matrix *A, const tilerap_tile_matrix *P,
+                         tilerap_tile_matrix *C)
+{
+  if (!G || !C) return tilerap_set_error(TILERAP_ERR_NULL, "tilerap_ptap_numeric: NULL plan or C");
+  int err = tr_ptap_check(A, P, "tilerap_ptap_numeric");
+  if (err) return err;
+  if (!tr_fingerprint_equal(G->fa, A) || !tr_fingerprint_equal(G->fp, P) || !tr_fingerprint_equal(G->fc, C))
+    return tilerap_set_error(TILERAP_ERR_STRUCTURE, "tilerap_ptap_numeric: A, P or C differ from the plan's structure");
+  if (C->memtype != A->memtype) return tilerap_set_error(TILERAP_ERR_MEMTYPE, "tilerap_ptap_numeric: C in another memory than A, P");
+  const tilerap_tile_matrix *wA = A, *wP = P;
+  tilerap_tile_matrix *wC = C;
+  if (G->dA) {
+    if ((err = tilerap_tile_copy_values(A, G->dA)) || (err = tilerap_tile_copy_values(P, G->dP))) return err;
+    wA = G->dA; wP = G->dP; wC = G->dC;
+  }
+  if ((err = tr_refresh_pt(G, wP))) return err;
+  if ((err = tilerap_spgemm_numeric(G->ap_plan, wA, wP, G->AP))) return err;
+  if ((err = tilerap_spgemm_numeric(G->c_plan, G->Pt, G->AP, wC))) return err;
+  if (wC != C) return tilerap_tile_copy_values(wC, C);
+  return TILERAP_SUCCESS;
+}
+
+int tilerap_ptap_plan_info(tilerap_ptap_plan plan, tilerap_ptap_info *info)
+{
+  if (!plan || !info) return tilerap_set_error(TILERAP_ERR_NULL, "tilerap_ptap_plan_info: NULL argument");
+  *info = plan->info;
+  return TILERAP_SUCCESS;
+}
+
+int tilerap_ptap(const tilerap_tile_matrix *A, const tilerap_tile_matrix *P, const tilerap_options *opt,
+                 tilerap_tile_matrix **C)
+{
+  tilerap_ptap_plan G = NULL;
+  int err = tilerap_ptap_plan_create(A, P, opt, &G, C);
+  if (!err) err = tilerap_ptap_numeric(G, A, P, *C);
+  if (err) tilerap_tile_destroy(C);
+  tilerap_ptap_plan_destroy(&G);
+  return err;
+}

@@ -1,0 +1,1 @@
+# hypre BoomerAMG hook libtilerap_hypre (included from Makefile.am).

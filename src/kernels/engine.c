@@ -1,0 +1,60 @@
+/* Engine selection: AUTO picks CUDA when compiled in and a GPU is visible. */
+#include "tile_internal.h"
+#include "engine_cuda.h"
+#include <stdlib.h>
+#include <strings.h>
+
+void tilerap_options_default(tilerap_options *opt)
+{
+  if (!opt) return;
+  opt->engine = TILERAP_ENGINE_AUTO;
+  opt->dense_threshold = 192;
+  opt->stream = NULL;
+}
+
+const char *tilerap_engine_name(tilerap_engine e)
+{
+  switch (e) {
+  case TILERAP_ENGINE_AUTO: return "auto";
+  case TILERAP_ENGINE_CPU: return "cpu";
+  case TILERAP_ENGINE_CUDA: return "cuda";
+  }
+  return "unknown";
+}
+
+int tilerap_engine_parse(const char *name, tilerap_engine *engine)
+{
+  if (!name || !engine) return tilerap_set_error(TILERAP_ERR_NULL, "tilerap_engine_parse: NULL argument");
+  if (!strcasecmp(name, "auto")) *engine = TILERAP_ENGINE_AUTO;
+  else if (!strcasecmp(name, "cpu")) *engine = TILERAP_ENGINE_CPU;
+  else if (!strcasecmp(name, "cuda")) *engine = TILERAP_ENGINE_CUDA;
+  else return tilerap_set_error(TILERAP_ERR_INVALID, "unknown engine '%s' (expected auto, cpu or cuda)", name);
+  return TILERAP_SUCCESS;
+}
+
+int tilerap_engine_available(tilerap_engine e)
+{
+  switch (e) {
+  case TILERAP_ENGINE_CPU: return 1;
+  case TILERAP_ENGINE_CUDA:
+#ifdef TILERAP_HAVE_CUDA
+    return tr_cuda_device_count() > 0;
+#else
+    return 0;
+#endif
+  case TILERAP_ENGINE_AUTO: return 1;
+  }
+  return 0;
+}
+
+tilerap_engine tilerap_engine_resolve(tilerap_engine requested)
+{
+  if (requested == TILERAP_ENGINE_AUTO) {
+    const char *env = getenv("TILERAP_ENGINE");
+    tilerap_engine e;
+    if (env && *env && tilerap_engine_parse(env, &e) == TILERAP_SUCCESS) requested = e;
+  }
+  if (requested == TILERAP_ENGINE_AUTO)
+    return tilerap_engine_available(TILERAP_ENGINE_CUDA) ? TILERAP_ENGINE_CUDA : TILERAP_ENGINE_CPU;
+  return requested;
+}

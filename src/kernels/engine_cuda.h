@@ -1,0 +1,37 @@
+/* Entry points of the CUDA engine (spgemm_cuda_*.cu), called by the
+ * engine-neutral dispatch in tile_matrix.c, spgemm_plan.c and the
+ * galerkin plan.  Only declared when the CUDA engine is compiled in. */
+#ifndef TILERAP_ENGINE_CUDA_H
+#define TILERAP_ENGINE_CUDA_H
+#include "tilerap.h"
+#ifdef __cplusplus
+extern "C" {
+#endif
+#ifdef TILERAP_HAVE_CUDA
+int tr_cuda_device_count(void);
+/* memory of tile matrices on the device */
+int tr_cuda_tile_alloc(tilerap_tile_matrix *T);         /* arrays by counts in T */
+void tr_cuda_tile_free(tilerap_tile_matrix *T);
+int tr_cuda_tile_copy(const tilerap_tile_matrix *src, tilerap_tile_matrix *dst); /* any direction */
+int tr_cuda_tile_copy_values(const tilerap_tile_matrix *src, tilerap_tile_matrix *dst);
+
+/* SpGEMM plan on the device: A, B device-resident; C allocated on the device. */
+typedef struct tr_cuda_spgemm tr_cuda_spgemm;
+int tr_cuda_spgemm_plan(const tilerap_tile_matrix *A, const tilerap_tile_matrix *B,
+                        const tilerap_options *opt, tr_cuda_spgemm **plan, tilerap_tile_matrix **C,
+                        tilerap_spgemm_info *info);
+int tr_cuda_spgemm_numeric(tr_cuda_spgemm *plan, const tilerap_tile_matrix *A,
+                           const tilerap_tile_matrix *B, tilerap_tile_matrix *C);
+void tr_cuda_spgemm_destroy(tr_cuda_spgemm *plan);
+
+/* Tile transpose on the device with a value permutation (device array). */
+int tr_cuda_tile_transpose(const tilerap_tile_matrix *T, tilerap_tile_matrix **Tt, int64_t **perm_dev,
+                           void *stream);
+int tr_cuda_gather_values(const double *src, const int64_t *perm, int64_t n, double *dst, void *stream);
+int tr_cuda_stream_sync(void *stream);
+void tr_cuda_free(void *p);
+#endif
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,119 @@
+/* Step 1 (CPU): symbolic SpGEMM of the tile graphs of A and B.  Every C
+ * tile (I,J) with some k such that A(I,k) and B(k,J) are stored becomes a
+ * candidate, and the (A tile, B tile) pairs that feed it are listed. */
+#include "spgemm_cpu.h"
+
+void tr_pairs_free(tr_pairs *P)
+{
+  free(P->pair_ptr); free(P->pair_a); free(P->pair_b);
+  memset(P, 0, sizeof *P);
+}
+
+static int cmp_i32(const void *a, const void *b)
+{
+  int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+  return (x > y) - (x < y);
+}
+
+int tr_cpu_step1_structure(const tilerap_tile_matrix *A, const tilerap_tile_matrix *B, int64_t *tile_ptr,
+                           int32_t **tile_col_out, tr_pairs *pairs)
+{
+  const int32_t TR = A->tile_rows, TC = B->tile_cols;
+  int64_t *pair_row = tilerap_host_calloc((size_t)TR + 1, sizeof(int64_t));
+  if (!pair_row) return TILERAP_ERR_NOMEM;
+  memset(pairs, 0, sizeof *pairs);
+  tile_ptr[0] = 0;
+  int failed = 0;
+
+  /* count candidate tiles and pairs per tile row */
+#pragma omp parallel reduction(| : failed)
+  {
+    int32_t *stamp = tilerap_host_alloc((size_t)TC + 1, sizeof(int32_t));
+    if (!stamp) failed = 1;
+    else {
+      for (int32_t J = 0; J <= TC; J++) stamp[J] = -1;
+#pragma omp for schedule(dynamic, 64)
+      for (int32_t I = 0; I < TR; I++) {
+        int64_t nt = 0, np = 0;
+        for (int64_t a = A->tile_ptr[I]; a < A->tile_ptr[I + 1]; a++) {
+          int32_t k = A->tile_col[a];
+          np += B->tile_ptr[k + 1] - B->tile_ptr[k];
+          for (int64_t b = B->tile_ptr[k]; b < B->tile_ptr[k + 1]; b++) {
+            int32_t J = B->tile_col[b];
+            if (stamp[J] != I) { stamp[J] = I; nt++; }
+          }
+        }
+        tile_ptr[I + 1] = nt;
+        pair_row[I + 1] = np;
+      }
+      free(stamp);
+    }
+  }
+  if (failed) { free(pair_row); return TILERAP_ERR_NOMEM; }
+  for (int32_t I = 0; I < TR; I++) { tile_ptr[I + 1] += tile_ptr[I]; pair_row[I + 1] += pair_row[I]; }
+  const int64_t ntiles = tile_ptr[TR], npairs = pair_row[TR];
+  if (ntiles > INT32_MAX) {
+    free(pair_row);
+    return tilerap_set_error(TILERAP_ERR_OVERFLOW, "product has %lld candidate tiles (limit 2^31)", (long long)ntiles);
+  }
+  int32_t *tile_col = tilerap_host_alloc((size_t)ntiles, sizeof(int32_t));
+  pairs->num_tiles = ntiles;
+  pairs->pair_ptr = tilerap_host_alloc((size_t)ntiles + 1, sizeof(int64_t));
+  pairs->pair_a = tilerap_host_alloc((size_t)npairs, sizeof(int32_t));
+  pairs->pair_b = tilerap_host_alloc((size_t)npairs, sizeof(int32_t));
+  if (!tile_col || !pairs->pair_ptr || !pairs->pair_a || !pairs->pair_b) {
+    free(tile_col); free(pair_row); tr_pairs_free(pairs);
+    return TILERAP_ERR_NOMEM;
+  }
+
+  /* fill: sorted tile columns, pairs grouped by C tile, ascending k */
+#pragma omp parallel reduction(| : failed)
+  {
+    int32_t *slot = tilerap_host_alloc((size_t)TC + 1, sizeof(int32_t));
+    int64_t *cursor = tilerap_host_alloc((size_t)TC + 1, sizeof(int64_t));
+    if (!slot || !cursor) failed = 1;
+    else {
+      for (int32_t J = 0; J <= TC; J++) slot[J] = -1;
+#pragma omp for schedule(dynamic, 64)
+      for (int32_t I = 0; I < TR; I++) {
+        int64_t t0 = tile_ptr[I], nt = tile_ptr[I + 1] - t0, k0 = 0;
+        int32_t *cols = tile_col + t0;
+        for (int64_t a = A->tile_ptr[I]; a < A->tile_ptr[I + 1]; a++) {
+          int32_t k = A->tile_col[a];
+          for (int64_t b = B->tile_ptr[k]; b < B->tile_ptr[k + 1]; b++) {
+            int32_t J = B->tile_col[b];
+            if (slot[J] < 0) { slot[J] = 0; cols[k0++] = J; }
+          }
+        }
+        qsort(cols, (size_t)nt, sizeof *cols, cmp_i32);
+        for (int64_t s = 0; s < nt; s++) { slot[cols[s]] = (int32_t)s; cursor[s] = 0; }
+        for (int64_t a = A->tile_ptr[I]; a < A->tile_ptr[I + 1]; a++) {
+          int32_t k = A->tile_col[a];
+          for (int64_t b = B->tile_ptr[k]; b < B->tile_ptr[k + 1]; b++) cursor[slot[B->tile_col[b]]]++;
+        }
+        int64_t p = pair_row[I];
+        for (int64_t s = 0; s < nt; s++) {
+          int64_t c = cursor[s];
+          pairs->pair_ptr[t0 + s] = p;
+          cursor[s] = p;
+          p += c;
+        }
+        for (int64_t a = A->tile_ptr[I]; a < A->tile_ptr[I + 1]; a++) {
+          int32_t k = A->tile_col[a];
+          for (int64_t b = B->tile_ptr[k]; b < B->tile_ptr[k + 1]; b++) {
+            int64_t q = cursor[slot[B->tile_col[b]]]++;
+            pairs->pair_a[q] = (int32_t)a;
+            pairs->pair_b[q] = (int32_t)b;
+          }
+        }
+        for (int64_t s = 0; s < nt; s++) slot[cols[s]] = -1;
+      }
+    }
+    free(slot); free(cursor);
+  }
+  pairs->pair_ptr[ntiles] = npairs;
+  free(pair_row);
+  if (failed) { free(tile_col); tr_pairs_free(pairs); return TILERAP_ERR_NOMEM; }
+  *tile_col_out = tile_col;
+  return TILERAP_SUCCESS;
+}

@@ -1,0 +1,293 @@
+/* Conversions between CSR and the tile format, and values-only refreshes.
+ * Row pointers come as int64 or int32 (PETSc/hypre with 32-bit ints);
+ * one implementation reads both through tr_rowptr. */
+#include "tile_internal.h"
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+typedef struct {
+  const int64_t *p64;
+  const int32_t *p32;
+} tr_rowptr;
+static inline int64_t rp_at(tr_rowptr rp, int64_t i) { return rp.p64 ? rp.p64[i] : (int64_t)rp.p32[i]; }
+
+static int tr_check_csr_generic(int32_t m, int32_t n, tr_rowptr rp, const int32_t *colidx)
+{
+  if (m < 0 || n < 0) return tilerap_set_error(TILERAP_ERR_SIZE, "CSR with negative size %d x %d", m, n);
+  if (!rp.p64 && !rp.p32) return tilerap_set_error(TILERAP_ERR_NULL, "CSR row pointers are NULL");
+  if (rp_at(rp, 0) != 0) return tilerap_set_error(TILERAP_ERR_INVALID, "CSR rowptr[0] = %lld, expected 0", (long long)rp_at(rp, 0));
+  if (rp_at(rp, m) > 0 && !colidx) return tilerap_set_error(TILERAP_ERR_NULL, "CSR column indices are NULL");
+  for (int32_t i = 0; i < m; i++) /* row pointers first: entries are only meaningful if they are monotone */
+    if (rp_at(rp, i + 1) < rp_at(rp, i)) return tilerap_set_error(TILERAP_ERR_INVALID, "CSR row pointers decrease at row %d", i);
+  int err = TILERAP_SUCCESS;
+#pragma omp parallel for schedule(static) reduction(max : err)
+  for (int32_t i = 0; i < m; i++) {
+    int64_t b = rp_at(rp, i), e = rp_at(rp, i + 1);
+    for (int64_t p = b; p < e; p++) {
+      int32_t c = colidx[p];
+      if (c < 0 || c >= n) { err = err > TILERAP_ERR_RANGE ? err : TILERAP_ERR_RANGE; break; }
+      if (p > b && c <= colidx[p - 1]) { err = err > TILERAP_ERR_UNSORTED ? err : TILERAP_ERR_UNSORTED; break; }
+    }
+  }
+  if (err) {
+    /* locate the first offending row for the message (rare path) */
+    for (int32_t i = 0; i < m; i++) {
+      int64_t b = rp_at(rp, i), e = rp_at(rp, i + 1);
+      for (int64_t p = b; p < e; p++) {
+        if (colidx[p] < 0 || colidx[p] >= n)
+          return tilerap_set_error(TILERAP_ERR_RANGE, "CSR column index %d out of range [0,%d) in row %d", colidx[p], n, i);
+        if (p > b && colidx[p] <= colidx[p - 1])
+          return tilerap_set_error(TILERAP_ERR_UNSORTED, "CSR row %d: column indices not strictly increasing (%d after %d)", i, colidx[p], colidx[p - 1]);
+      }
+    }
+  }
+  return err;
+}
+
+int tilerap_csr_check(int32_t m, int32_t n, const int64_t *rowptr, const int32_t *colidx)
+{
+  tr_rowptr rp = {rowptr, NULL};
+  if (!rowptr) return tilerap_set_error(TILERAP_ERR_NULL, "CSR row pointers are NULL");
+  return tr_check_csr_generic(m, n, rp, colidx);
+}
+
+/* Number of distinct tile columns touched by rows [r0,r1). Uses stamp[] (per
+ * thread, tile_cols entries) marked with the tile row id. */
+static int64_t tr_count_tile_cols(tr_rowptr rp, const int32_t *colidx, int32_t r0, int32_t r1, int32_t *stamp,
+                                  int32_t I)
+{
+  int64_t cnt = 0;
+  for (int32_t i = r0; i < r1; i++)
+    for (int64_t p = rp_at(rp, i); p < rp_at(rp, i + 1); p++) {
+      int32_t J = colidx[p] >> 4;
+      if (stamp[J] != I) { stamp[J] = I; cnt++; }
+    }
+  return cnt;
+}
+
+static int cmp_i32(const void *a, const void *b)
+{
+  int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+  return (x > y) - (x < y);
+}
+
+static int tr_from_csr_generic(int32_t m, int32_t n, tr_rowptr rp, const int32_t *colidx, const double *val,
+                               tilerap_tile_matrix **out)
+{
+  if (!out) return tilerap_set_error(TILERAP_ERR_NULL, "tile conversion: NULL output");
+  *out = NULL;
+  int err = tr_check_csr_generic(m, n, rp, colidx);
+  if (err) return err;
+  const int32_t TR = tr_ceil16(m), TC = tr_ceil16(n);
+  const int64_t nnz = rp_at(rp, m);
+  int64_t *tiles_in_row = tilerap_host_calloc((size_t)TR + 1, sizeof(int64_t));
+  if (!tiles_in_row) return TILERAP_ERR_NOMEM;
+
+  /* pass 1: tiles per tile row */
+  int failed = 0;
+#pragma omp parallel reduction(| : failed)
+  {
+    int32_t *stamp = tilerap_host_alloc((size_t)TC + 1, sizeof(int32_t));
+    if (!stamp) failed = 1;
+    else {
+      for (int32_t J = 0; J <= TC; J++) stamp[J] = -1;
+#pragma omp for schedule(dynamic, 64)
+      for (int32_t I = 0; I < TR; I++) {
+        int32_t r1 = 16 * I + 16 < m ? 16 * I + 16 : m;
+        tiles_in_row[I + 1] = tr_count_tile_cols(rp, colidx, 16 * I, r1, stamp, I);
+      }
+      free(stamp);
+    }
+  }
+  if (failed) { free(tiles_in_row); return TILERAP_ERR_NOMEM; }
+  for (int32_t I = 0; I < TR; I++) tiles_in_row[I + 1] += tiles_in_row[I];
+  tilerap_tile_matrix *T = NULL;
+  err = tilerap_tile_create(m, n, tiles_in_row[TR], nnz, TILERAP_MEM_HOST, &T);
+  if (err) { free(tiles_in_row); return err; }
+  memcpy(T->tile_ptr, tiles_in_row, ((size_t)TR + 1) * sizeof(int64_t));
+  free(tiles_in_row);
+
+  /* pass 2: tile columns, masks, offsets, row pointers, entries */
+#pragma omp parallel reduction(| : failed)
+  {
+    int32_t *slot = tilerap_host_alloc((size_t)TC + 1, sizeof(int32_t));
+    if (!slot) failed = 1;
+    else {
+      for (int32_t J = 0; J <= TC; J++) slot[J] = -1;
+#pragma omp for schedule(dynamic, 64)
+      for (int32_t I = 0; I < TR; I++) {
+        int32_t r0 = 16 * I, r1 = r0 + 16 < m ? r0 + 16 : m;
+        int64_t t0 = T->tile_ptr[I], nt = T->tile_ptr[I + 1] - t0;
+        int32_t *cols = T->tile_col + t0;
+        int64_t k = 0;
+        for (int32_t i = r0; i < r1; i++)
+          for (int64_t p = rp_at(rp, i); p < rp_at(rp, i + 1); p++) {
+            int32_t J = colidx[p] >> 4;
+            if (slot[J] < 0) { slot[J] = 0; cols[k++] = J; }
+          }
+        qsort(cols, (size_t)nt, sizeof *cols, cmp_i32);
+        for (int64_t s = 0; s < nt; s++) slot[cols[s]] = (int32_t)s;
+        uint16_t *mask = T->row_mask + 16 * t0;
+        memset(mask, 0, 16 * (size_t)nt * sizeof *mask);
+        for (int32_t i = r0; i < r1; i++)
+          for (int64_t p = rp_at(rp, i); p < rp_at(rp, i + 1); p++)
+            mask[16 * slot[colidx[p] >> 4] + (i - r0)] |= (uint16_t)(1u << (colidx[p] & 15));
+        /* entries of tile row I are CSR entries rowptr[r0].. */
+        int64_t off = rp_at(rp, r0);
+        for (int64_t s = 0; s < nt; s++) {
+          int64_t t = t0 + s;
+          int acc = 0;
+          for (int r = 0; r < 16; r++) { T->row_ptr[16 * t + r] = (uint8_t)acc; acc += tr_popcount16(mask[16 * s + r]); }
+          T->tile_off[t] = off;
+          off += acc;
+          if (t + 1 == T->num_tiles) T->tile_off[t + 1] = off;
+        }
+        for (int32_t i = r0; i < r1; i++) {
+          int64_t t = -1; int e = 0;
+          for (int64_t p = rp_at(rp, i); p < rp_at(rp, i + 1); p++) {
+            int64_t tt = t0 + slot[colidx[p] >> 4];
+            if (tt != t) { t = tt; e = 0; }
+            int64_t q = T->tile_off[t] + T->row_ptr[16 * t + (i - r0)] + e++;
+            T->idx[q] = (uint8_t)(((i - r0) << 4) | (colidx[p] & 15));
+            T->val[q] = val ? val[p] : 0.0;
+          }
+        }
+        for (int64_t s = 0; s < nt; s++) slot[cols[s]] = -1;
+      }
+      free(slot);
+    }
+  }
+  if (failed) { tilerap_tile_destroy(&T); return TILERAP_ERR_NOMEM; }
+  T->tile_off[T->num_tiles] = nnz;
+  *out = T;
+  return TILERAP_SUCCESS;
+}
+
+int tilerap_tile_from_csr(int32_t m, int32_t n, const int64_t *rowptr, const int32_t *colidx, const double *val,
+                          tilerap_tile_matrix **T)
+{
+  tr_rowptr rp = {rowptr, NULL};
+  if (!rowptr) return tilerap_set_error(TILERAP_ERR_NULL, "tile conversion: CSR row pointers are NULL");
+  return tr_from_csr_generic(m, n, rp, colidx, val, T);
+}
+
+int tilerap_tile_from_csr_i32(int32_t m, int32_t n, const int32_t *rowptr, const int32_t *colidx,
+                              const double *val, tilerap_tile_matrix **T)
+{
+  tr_rowptr rp = {NULL, rowptr};
+  if (!rowptr) return tilerap_set_error(TILERAP_ERR_NULL, "tile conversion: CSR row pointers are NULL");
+  return tr_from_csr_generic(m, n, rp, colidx, val, T);
+}
+
+/* Walks row i of T: for each tile of its tile row holding entries in local
+ * row lr, the run of values is contiguous in both formats. dir > 0 copies
+ * CSR -> tile, dir < 0 tile -> CSR. Returns the number of entries seen. */
+static inline int64_t tr_row_walk(const tilerap_tile_matrix *T, int32_t i, double *csr_row, int64_t csr_len,
+                                  int32_t *csr_cols, int dir)
+{
+  int32_t I = i >> 4, lr = i & 15;
+  int64_t k = 0;
+  for (int64_t t = T->tile_ptr[I]; t < T->tile_ptr[I + 1]; t++) {
+    unsigned mask = T->row_mask[16 * t + lr];
+    if (!mask) continue;
+    int len = tr_popcount16(mask);
+    if (k + len > csr_len) return -1;
+    int64_t q = T->tile_off[t] + T->row_ptr[16 * t + lr];
+    if (dir > 0) memcpy(T->val + q, csr_row + k, (size_t)len * sizeof(double));
+    else if (csr_row) memcpy(csr_row + k, T->val + q, (size_t)len * sizeof(double));
+    if (csr_cols)
+      for (int e = 0; e < len; e++) csr_cols[k + e] = 16 * T->tile_col[t] + (T->idx[q + e] & 15);
+    k += len;
+  }
+  return k;
+}
+
+static int tr_update_values_generic(tilerap_tile_matrix *T, tr_rowptr rp, const double *val)
+{
+  int err = tr_require_host(T, "tile matrix");
+  if (err) return err;
+  if ((!rp.p64 && !rp.p32) || (!val && T->nnz)) return tilerap_set_error(TILERAP_ERR_NULL, "values refresh: NULL CSR arrays");
+  if (rp_at(rp, T->m) != T->nnz)
+    return tilerap_set_error(TILERAP_ERR_STRUCTURE, "values refresh: CSR has %lld entries, tile matrix %lld",
+                             (long long)rp_at(rp, T->m), (long long)T->nnz);
+  int bad = 0;
+#pragma omp parallel for schedule(static) reduction(| : bad)
+  for (int32_t i = 0; i < T->m; i++) {
+    int64_t b = rp_at(rp, i), len = rp_at(rp, i + 1) - b;
+    if (tr_row_walk(T, i, (double *)(val + b), len, NULL, +1) != len) bad = 1;
+  }
+  if (bad) return tilerap_set_error(TILERAP_ERR_STRUCTURE, "values refresh: CSR row lengths differ from the tile structure");
+  return TILERAP_SUCCESS;
+}
+
+int tilerap_tile_update_values_from_csr(tilerap_tile_matrix *T, const int64_t *rowptr, const double *val)
+{
+  tr_rowptr rp = {rowptr, NULL};
+  return tr_update_values_generic(T, rp, val);
+}
+
+int tilerap_tile_update_values_from_csr_i32(tilerap_tile_matrix *T, const int32_t *rowptr, const double *val)
+{
+  tr_rowptr rp = {NULL, rowptr};
+  return tr_update_values_generic(T, rp, val);
+}
+
+/* Row lengths of T into len[m] (host). */
+static void tr_row_lengths(const tilerap_tile_matrix *T, int64_t *len)
+{
+#pragma omp parallel for schedule(static)
+  for (int32_t i = 0; i < T->m; i++) {
+    int32_t I = i >> 4, lr = i & 15;
+    int64_t k = 0;
+    for (int64_t t = T->tile_ptr[I]; t < T->tile_ptr[I + 1]; t++) k += tr_popcount16(T->row_mask[16 * t + lr]);
+    len[i] = k;
+  }
+}
+
+static int tr_to_csr_generic(const tilerap_tile_matrix *T, int64_t *rp64, int32_t *rp32, int32_t *colidx,
+                             double *val)
+{
+  int err = tr_require_host(T, "tile matrix");
+  if (err) return err;
+  if (rp32 && T->nnz > INT32_MAX)
+    return tilerap_set_error(TILERAP_ERR_OVERFLOW, "%lld entries do not fit 32-bit row pointers", (long long)T->nnz);
+  int64_t *start = tilerap_host_alloc((size_t)T->m + 1, sizeof(int64_t));
+  if (!start) return TILERAP_ERR_NOMEM;
+  tr_row_lengths(T, start + 1);
+  start[0] = 0;
+  for (int32_t i = 0; i < T->m; i++) start[i + 1] += start[i];
+  if (rp64) memcpy(rp64, start, ((size_t)T->m + 1) * sizeof(int64_t));
+  if (rp32)
+    for (int32_t i = 0; i <= T->m; i++) rp32[i] = (int32_t)start[i];
+  if (colidx || val) {
+#pragma omp parallel for schedule(static)
+    for (int32_t i = 0; i < T->m; i++)
+      tr_row_walk(T, i, val ? val + start[i] : NULL, start[i + 1] - start[i], colidx ? colidx + start[i] : NULL, -1);
+  }
+  free(start);
+  return TILERAP_SUCCESS;
+}
+
+int tilerap_tile_to_csr(const tilerap_tile_matrix *T, int64_t *rowptr, int32_t *colidx, double *val)
+{
+  return tr_to_csr_generic(T, rowptr, NULL, colidx, val);
+}
+
+int tilerap_tile_to_csr_i32(const tilerap_tile_matrix *T, int32_t *rowptr, int32_t *colidx, double *val)
+{
+  return tr_to_csr_generic(T, NULL, rowptr, colidx, val);
+}
+
+int tilerap_tile_to_csr_alloc(const tilerap_tile_matrix *T, tilerap_csr **A)
+{
+  if (!A) return tilerap_set_error(TILERAP_ERR_NULL, "tilerap_tile_to_csr_alloc: NULL output");
+  *A = NULL;
+  int err = tr_require_host(T, "tile matrix");
+  if (err) return err;
+  err = tilerap_csr_create(T->m, T->n, T->nnz, A);
+  if (err) return err;
+  err = tilerap_tile_to_csr(T, (*A)->rowptr, (*A)->colidx, (*A)->val);
+  if (err) tilerap_csr_destroy(A);
+  return err;
+}

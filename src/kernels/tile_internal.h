@@ -1,0 +1,65 @@
+/* Internal helpers shared by the engine sources (not installed). */
+#ifndef TILERAP_TILE_INTERNAL_H
+#define TILERAP_TILE_INTERNAL_H
+
+#ifdef HAVE_CONFIG_H
+#include "tilerap_config.h"
+#endif
+#include "tilerap.h"
+#include <stdlib.h>
+#include <string.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Records a message for tilerap_last_error() and returns code. */
+int tilerap_set_error(int code, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+/* Host allocation of count*size bytes with overflow check; NULL on failure
+ * (with the error recorded). */
+void *tilerap_host_alloc(size_t count, size_t size);
+void *tilerap_host_calloc(size_t count, size_t size);
+
+/* Popcount of a 16-bit mask; portable (no -mpopcnt needed). */
+extern const uint8_t tilerap_popcount8[256];
+static inline int tr_popcount16(unsigned m)
+{
+  return tilerap_popcount8[m & 0xffu] + tilerap_popcount8[(m >> 8) & 0xffu];
+}
+
+/* End (exclusive) of local row r inside tile t, relative to tile_off[t]. */
+static inline int tr_row_end(const tilerap_tile_matrix *T, int64_t t, int r)
+{
+  return r < TILERAP_TILE - 1 ? T->row_ptr[16 * t + r + 1] : (int)(T->tile_off[t + 1] - T->tile_off[t]);
+}
+
+static inline int32_t tr_ceil16(int32_t x) { return (int32_t)(((int64_t)x + 15) / 16); }
+
+/* Structural fingerprint used by numeric phases to refuse a matrix whose
+ * structure differs from the one the plan was built for. */
+typedef struct {
+  int32_t m, n;
+  int64_t num_tiles, nnz;
+} tr_fingerprint;
+static inline tr_fingerprint tr_fingerprint_of(const tilerap_tile_matrix *T)
+{
+  tr_fingerprint f = {T->m, T->n, T->num_tiles, T->nnz};
+  return f;
+}
+static inline int tr_fingerprint_equal(tr_fingerprint a, const tilerap_tile_matrix *T)
+{
+  return a.m == T->m && a.n == T->n && a.num_tiles == T->num_tiles && a.nnz == T->nnz;
+}
+
+/* Returns TILERAP_SUCCESS if T is a non-NULL host tile matrix with its arrays. */
+int tr_require_host(const tilerap_tile_matrix *T, const char *name);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

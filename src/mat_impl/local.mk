@@ -1,0 +1,1 @@
+# PETSc matrix types MATSEQTILE / MATMPITILE (included from Makefile.am).

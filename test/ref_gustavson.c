@@ -1,0 +1,186 @@
+/* Plain CSR references for the tests (no tile code). */
+#include "ref_gustavson.h"
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static void *xmalloc(size_t n)
+{
+  void *p = malloc(n ? n : 1);
+  if (!p) { fprintf(stderr, "ref: out of memory (%zu bytes)\n", n); abort(); }
+  return p;
+}
+
+static tilerap_csr *ref_alloc(int32_t m, int32_t n, int64_t nnz)
+{
+  tilerap_csr *C = NULL;
+  if (tilerap_csr_create(m, n, nnz, &C)) { fprintf(stderr, "ref: %s\n", tilerap_last_error()); abort(); }
+  return C;
+}
+
+tilerap_csr *ref_spgemm(const tilerap_csr *A, const tilerap_csr *B)
+{
+  if (A->n != B->m) { fprintf(stderr, "ref_spgemm: size mismatch\n"); abort(); }
+  int32_t m = A->m, n = B->n;
+  int64_t *marker = xmalloc(((size_t)n + 1) * sizeof *marker);
+  for (int32_t j = 0; j < n; j++) marker[j] = -1;
+  int64_t *rowptr = xmalloc(((size_t)m + 1) * sizeof *rowptr);
+  rowptr[0] = 0;
+  for (int32_t i = 0; i < m; i++) { /* symbolic */
+    int64_t cnt = 0;
+    for (int64_t p = A->rowptr[i]; p < A->rowptr[i + 1]; p++) {
+      int32_t k = A->colidx[p];
+      for (int64_t q = B->rowptr[k]; q < B->rowptr[k + 1]; q++)
+        if (marker[B->colidx[q]] != i) { marker[B->colidx[q]] = i; cnt++; }
+    }
+    rowptr[i + 1] = rowptr[i] + cnt;
+  }
+  tilerap_csr *C = ref_alloc(m, n, rowptr[m]);
+  memcpy(C->rowptr, rowptr, ((size_t)m + 1) * sizeof *rowptr);
+  free(rowptr);
+  double *acc = xmalloc(((size_t)n + 1) * sizeof *acc);
+  for (int32_t j = 0; j < n; j++) marker[j] = -1;
+  for (int32_t i = 0; i < m; i++) { /* numeric, columns sorted afterwards */
+    int64_t q0 = C->rowptr[i], cnt = 0;
+    for (int64_t p = A->rowptr[i]; p < A->rowptr[i + 1]; p++) {
+      int32_t k = A->colidx[p];
+      double a = A->val[p];
+      for (int64_t q = B->rowptr[k]; q < B->rowptr[k + 1]; q++) {
+        int32_t j = B->colidx[q];
+        if (marker[j] != i) { marker[j] = i; acc[j] = 0.0; C->colidx[q0 + cnt++] = j; }
+        acc[j] += a * B->val[q];
+      }
+    }
+    /* insertion sort of the row's columns */
+    int32_t *c = C->colidx + q0;
+    for (int64_t x = 1; x < cnt; x++) {
+      int32_t v = c[x]; int64_t y = x - 1;
+      while (y >= 0 && c[y] > v) { c[y + 1] = c[y]; y--; }
+      c[y + 1] = v;
+    }
+    for (int64_t x = 0; x < cnt; x++) C->val[q0 + x] = acc[c[x]];
+  }
+  free(acc); free(marker);
+  return C;
+}
+
+tilerap_csr *ref_transpose(const tilerap_csr *A)
+{
+  tilerap_csr *T = ref_alloc(A->n, A->m, A->nnz);
+  for (int64_t p = 0; p < A->nnz; p++) T->rowptr[A->colidx[p] + 1]++;
+  for (int32_t j = 0; j < A->n; j++) T->rowptr[j + 1] += T->rowptr[j];
+  int64_t *next = xmalloc(((size_t)A->n + 1) * sizeof *next);
+  memcpy(next, T->rowptr, ((size_t)A->n + 1) * sizeof *next);
+  for (int32_t i = 0; i < A->m; i++)
+    for (int64_t p = A->rowptr[i]; p < A->rowptr[i + 1]; p++) {
+      int64_t q = next[A->colidx[p]]++;
+      T->colidx[q] = i;
+      T->val[q] = A->val[p];
+    }
+  free(next);
+  return T;
+}
+
+tilerap_csr *ref_ptap(const tilerap_csr *A, const tilerap_csr *P)
+{
+  tilerap_csr *AP = ref_spgemm(A, P), *Pt = ref_transpose(P);
+  tilerap_csr *C = ref_spgemm(Pt, AP);
+  tilerap_csr_destroy(&AP);
+  tilerap_csr_destroy(&Pt);
+  return C;
+}
+
+double ref_rand01(uint64_t *s)
+{ /* splitmix64 */
+  uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  z ^= z >> 31;
+  return (double)(z >> 11) / 9007199254740992.0;
+}
+
+tilerap_csr *ref_random(int32_t m, int32_t n, double density, int empty_rows_every, uint64_t *seed)
+{
+  int64_t cap = 0;
+  int64_t *rowptr = xmalloc(((size_t)m + 1) * sizeof *rowptr);
+  int32_t *cols = NULL;
+  int64_t nnz = 0;
+  rowptr[0] = 0;
+  for (int32_t i = 0; i < m; i++) {
+    int skip = empty_rows_every > 0 && (i % empty_rows_every) == 0;
+    for (int32_t j = 0; j < n && !skip; j++)
+      if (ref_rand01(seed) < density) {
+        if (nnz == cap) { cap = cap ? 2 * cap : 1024; cols = realloc(cols, (size_t)cap * sizeof *cols); if (!cols) abort(); }
+        cols[nnz++] = j;
+      }
+    rowptr[i + 1] = nnz;
+  }
+  tilerap_csr *A = ref_alloc(m, n, nnz);
+  memcpy(A->rowptr, rowptr, ((size_t)m + 1) * sizeof *rowptr);
+  if (nnz) memcpy(A->colidx, cols, (size_t)nnz * sizeof *cols);
+  for (int64_t p = 0; p < nnz; p++) A->val[p] = 2.0 * ref_rand01(seed) - 1.0;
+  free(cols); free(rowptr);
+  return A;
+}
+
+tilerap_csr *ref_dense(int32_t m, int32_t n, uint64_t *seed) { return ref_random(m, n, 1.0, 0, seed); }
+
+void ref_randomize_values(tilerap_csr *A, uint64_t *seed)
+{
+  for (int64_t p = 0; p < A->nnz; p++) A->val[p] = 2.0 * ref_rand01(seed) - 1.0;
+}
+
+int ref_same_structure(const tilerap_csr *X, const tilerap_csr *Y)
+{
+  if (X->m != Y->m || X->n != Y->n || X->nnz != Y->nnz) return 0;
+  if (memcmp(X->rowptr, Y->rowptr, ((size_t)X->m + 1) * sizeof *X->rowptr)) return 0;
+  return X->nnz == 0 || !memcmp(X->colidx, Y->colidx, (size_t)X->nnz * sizeof *X->colidx);
+}
+
+double ref_relerr(const tilerap_csr *X, const tilerap_csr *Y)
+{
+  double num = 0.0, den = 0.0;
+  for (int64_t p = 0; p < Y->nnz; p++) {
+    double d = X->val[p] - Y->val[p];
+    if (d != d) return INFINITY; /* NaN in X */
+    num += d * d;
+    den += Y->val[p] * Y->val[p];
+  }
+  if (den == 0.0) return num == 0.0 ? 0.0 : INFINITY;
+  return sqrt(num / den);
+}
+
+tilerap_csr *ref_copy(const tilerap_csr *A)
+{
+  tilerap_csr *C = ref_alloc(A->m, A->n, A->nnz);
+  memcpy(C->rowptr, A->rowptr, ((size_t)A->m + 1) * sizeof *A->rowptr);
+  memcpy(C->colidx, A->colidx, (size_t)A->nnz * sizeof *A->colidx);
+  memcpy(C->val, A->val, (size_t)A->nnz * sizeof *A->val);
+  return C;
+}
+
+tilerap_csr *ref_tile_to_csr(const tilerap_tile_matrix *T)
+{
+  tilerap_csr *A = NULL;
+  if (tilerap_tile_to_csr_alloc(T, &A)) { fprintf(stderr, "tile->csr: %s\n", tilerap_last_error()); abort(); }
+  return A;
+}
+
+tilerap_tile_matrix *ref_csr_to_tile(const tilerap_csr *A)
+{
+  tilerap_tile_matrix *T = NULL;
+  if (tilerap_tile_from_csr(A->m, A->n, A->rowptr, A->colidx, A->val, &T)) {
+    fprintf(stderr, "csr->tile: %s\n", tilerap_last_error());
+    abort();
+  }
+  return T;
+}
+
+double ref_wtime(void)
+{
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}

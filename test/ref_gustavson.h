@@ -1,0 +1,39 @@
+/* Independent references for the tests: plain scalar CSR kernels written
+ * without any tile code (Gustavson's row-by-row SpGEMM with a dense
+ * accumulator and a structural marker), random matrices, comparisons. */
+#ifndef TILERAP_TEST_REF_H
+#define TILERAP_TEST_REF_H
+#include "tilerap.h"
+#include <stdint.h>
+
+/* C = A*B, structural (entries that sum to zero are kept). */
+tilerap_csr *ref_spgemm(const tilerap_csr *A, const tilerap_csr *B);
+/* A^T */
+tilerap_csr *ref_transpose(const tilerap_csr *A);
+/* P^T A P by two products. */
+tilerap_csr *ref_ptap(const tilerap_csr *A, const tilerap_csr *P);
+
+/* Random m x n CSR with about density*m*n entries (sorted, unique);
+ * empty_rows_every > 0 empties every k-th row; values uniform in [-1,1). */
+tilerap_csr *ref_random(int32_t m, int32_t n, double density, int empty_rows_every, uint64_t *seed);
+/* m x n matrix whose 16x16 tiles listed as full are completely dense. */
+tilerap_csr *ref_dense(int32_t m, int32_t n, uint64_t *seed);
+/* Random values in place, same structure. */
+void ref_randomize_values(tilerap_csr *A, uint64_t *seed);
+double ref_rand01(uint64_t *seed);
+
+/* Structure of X equals structure of Y? */
+int ref_same_structure(const tilerap_csr *X, const tilerap_csr *Y);
+/* ||X - Y||_F / ||Y||_F over identical structures (0 if ||Y|| = 0 and X == 0). */
+double ref_relerr(const tilerap_csr *X, const tilerap_csr *Y);
+/* Deep copy */
+tilerap_csr *ref_copy(const tilerap_csr *A);
+
+/* Tile matrix -> CSR through the library's conversion (aborts on error). */
+tilerap_csr *ref_tile_to_csr(const tilerap_tile_matrix *T);
+/* CSR -> tile through the library's conversion (aborts on error). */
+tilerap_tile_matrix *ref_csr_to_tile(const tilerap_csr *A);
+
+/* Wall-clock seconds. */
+double ref_wtime(void);
+#endif

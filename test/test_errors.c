@@ -1,0 +1,109 @@
+/* Error paths of the core API: every bad input gets its documented code
+ * and a message, never a crash. */
+#include "ref_gustavson.h"
+#include "tap.h"
+#include "tilerap_model.h"
+#include <string.h>
+
+#define EXPECT(call, code, what)                                                                   \
+  do {                                                                                             \
+    int e_ = (call);                                                                               \
+    tap_ok(e_ == (code), "%s -> %s (got %d: %s)", what, tilerap_error_string(code), e_, tilerap_last_error()); \
+  } while (0)
+
+int main(void)
+{
+  tilerap_tile_matrix *T = NULL, *C = NULL;
+  int64_t rp[4] = {0, 2, 3, 5};
+  int32_t sorted[5] = {0, 2, 1, 0, 2}, unsorted[5] = {2, 0, 1, 0, 2}, dup[5] = {1, 1, 1, 0, 2}, range[5] = {0, 3, 1, 0, 2};
+  double v[5] = {1, 2, 3, 4, 5};
+  int64_t bad_rp[4] = {0, 3, 2, 5};
+  int64_t bad_first[4] = {1, 2, 3, 5};
+
+  EXPECT(tilerap_tile_from_csr(3, 3, rp, unsorted, v, &T), TILERAP_ERR_UNSORTED, "unsorted columns");
+  tap_ok(T == NULL, "no matrix left behind after an error");
+  EXPECT(tilerap_tile_from_csr(3, 3, rp, dup, v, &T), TILERAP_ERR_UNSORTED, "duplicate column");
+  EXPECT(tilerap_tile_from_csr(3, 3, rp, range, v, &T), TILERAP_ERR_RANGE, "column out of range");
+  EXPECT(tilerap_tile_from_csr(3, 3, bad_rp, sorted, v, &T), TILERAP_ERR_INVALID, "decreasing row pointers");
+  EXPECT(tilerap_tile_from_csr(3, 3, bad_first, sorted, v, &T), TILERAP_ERR_INVALID, "rowptr[0] != 0");
+  EXPECT(tilerap_tile_from_csr(-1, 3, rp, sorted, v, &T), TILERAP_ERR_SIZE, "negative size");
+  EXPECT(tilerap_tile_from_csr(3, 3, NULL, sorted, v, &T), TILERAP_ERR_NULL, "NULL row pointers");
+  EXPECT(tilerap_tile_from_csr(3, 3, rp, NULL, v, &T), TILERAP_ERR_NULL, "NULL column indices");
+  EXPECT(tilerap_tile_from_csr(3, 3, rp, sorted, v, NULL), TILERAP_ERR_NULL, "NULL output");
+  EXPECT(tilerap_csr_check(3, 3, rp, unsorted), TILERAP_ERR_UNSORTED, "tilerap_csr_check finds unsorted rows");
+  EXPECT(tilerap_tile_from_csr(3, 3, rp, sorted, v, &T), TILERAP_SUCCESS, "valid 3x3");
+
+  /* products with mismatched or missing operands */
+  uint64_t seed = 5;
+  tilerap_csr *a = ref_random(20, 30, 0.2, 0, &seed), *b = ref_random(20, 30, 0.2, 0, &seed);
+  tilerap_tile_matrix *A = ref_csr_to_tile(a), *B = ref_csr_to_tile(b);
+  tilerap_options o;
+  tilerap_options_default(&o);
+  o.engine = TILERAP_ENGINE_CPU;
+  tilerap_spgemm_plan plan = NULL;
+  EXPECT(tilerap_spgemm_plan_create(A, B, &o, &plan, &C), TILERAP_ERR_SIZE, "A*B with inner dimensions 30 and 20");
+  EXPECT(tilerap_spgemm_plan_create(NULL, B, &o, &plan, &C), TILERAP_ERR_NULL, "A*B with NULL A");
+  EXPECT(tilerap_spgemm_plan_create(A, B, &o, NULL, &C), TILERAP_ERR_NULL, "A*B with NULL plan");
+  o.dense_threshold = 300;
+  EXPECT(tilerap_spgemm_plan_create(T, T, &o, &plan, &C), TILERAP_ERR_INVALID, "dense threshold 300");
+  o.dense_threshold = 192;
+
+  /* numeric with another structure than the plan's */
+  tilerap_csr *bt = ref_transpose(b);
+  tilerap_tile_matrix *Bt = ref_csr_to_tile(bt), *AB = NULL;
+  EXPECT(tilerap_spgemm_plan_create(A, Bt, &o, &plan, &AB), TILERAP_SUCCESS, "A*B^T plan");
+  EXPECT(tilerap_spgemm_numeric(plan, A, Bt, AB), TILERAP_SUCCESS, "A*B^T numeric");
+  tilerap_csr *a2 = ref_random(20, 30, 0.5, 0, &seed);
+  tilerap_tile_matrix *A2 = ref_csr_to_tile(a2);
+  EXPECT(tilerap_spgemm_numeric(plan, A2, Bt, AB), TILERAP_ERR_STRUCTURE, "numeric with a denser A");
+  EXPECT(tilerap_spgemm_numeric(NULL, A, Bt, AB), TILERAP_ERR_NULL, "numeric with NULL plan");
+  tilerap_spgemm_plan_destroy(&plan);
+  tap_ok(plan == NULL, "plan destroy clears the handle");
+  tilerap_spgemm_plan_destroy(&plan); /* second destroy is harmless */
+
+  /* Galerkin: A must be square, P must match */
+  tilerap_ptap_plan g = NULL;
+  EXPECT(tilerap_ptap_plan_create(A, Bt, &o, &g, &C), TILERAP_ERR_SIZE, "PtAP with non-square A");
+  tilerap_csr *sq = ref_random(20, 20, 0.2, 0, &seed);
+  tilerap_tile_matrix *S = ref_csr_to_tile(sq);
+  EXPECT(tilerap_ptap_plan_create(S, Bt, &o, &g, &C), TILERAP_ERR_SIZE, "PtAP with P of 30 rows for a 20x20 A");
+  EXPECT(tilerap_ptap_plan_create(S, A, &o, &g, &C), TILERAP_SUCCESS, "PtAP with 20x30 P");
+  tilerap_ptap_plan_destroy(&g);
+  tilerap_tile_destroy(&C);
+
+  /* values refresh with a different structure */
+  int64_t rp_long[4] = {0, 2, 3, 6};
+  int32_t cols6[6] = {0, 2, 1, 0, 1, 2};
+  double v6[6] = {0};
+  EXPECT(tilerap_tile_update_values_from_csr(T, rp_long, v6), TILERAP_ERR_STRUCTURE, "values refresh with more entries");
+  (void)cols6;
+
+  /* engines */
+  tilerap_engine e;
+  EXPECT(tilerap_engine_parse("gpu", &e), TILERAP_ERR_INVALID, "engine name 'gpu'");
+  EXPECT(tilerap_engine_parse("CUDA", &e), TILERAP_SUCCESS, "engine name 'CUDA'");
+  if (!tilerap_engine_available(TILERAP_ENGINE_CUDA)) {
+    o.engine = TILERAP_ENGINE_CUDA;
+    EXPECT(tilerap_spgemm_plan_create(T, T, &o, &plan, &C), TILERAP_ERR_ENGINE, "CUDA engine without CUDA/GPU");
+    EXPECT(tilerap_tile_create(4, 4, 1, 1, TILERAP_MEM_DEVICE, &C), TILERAP_ERR_ENGINE,
+           "device matrix without CUDA/GPU");
+  }
+  EXPECT(tilerap_tile_create(4, 4, 5, 10, TILERAP_MEM_HOST, &C), TILERAP_ERR_INVALID, "5 tiles in a 4x4 matrix");
+  EXPECT(tilerap_tile_check(NULL), TILERAP_ERR_NULL, "check of NULL");
+  tap_ok(strlen(tilerap_error_string(TILERAP_ERR_DEVICE_NOMEM)) > 0 && strcmp(tilerap_error_string(999), "unknown error") == 0,
+         "error strings");
+
+  /* model problem generators */
+  tilerap_stencil s;
+  EXPECT(tilerap_stencil_parse("p4d9", &s), TILERAP_ERR_INVALID, "unknown stencil");
+  tilerap_csr *M = NULL;
+  int32_t dims[3];
+  int nd;
+  EXPECT(tilerap_model_poisson(TILERAP_P3D7, 0, &M, dims, &nd), TILERAP_ERR_SIZE, "0^3 grid");
+
+  tilerap_tile_destroy(&T); tilerap_tile_destroy(&A); tilerap_tile_destroy(&B); tilerap_tile_destroy(&Bt);
+  tilerap_tile_destroy(&AB); tilerap_tile_destroy(&A2); tilerap_tile_destroy(&S);
+  tilerap_csr_destroy(&a); tilerap_csr_destroy(&b); tilerap_csr_destroy(&bt); tilerap_csr_destroy(&a2);
+  tilerap_csr_destroy(&sq);
+  return tap_done();
+}
