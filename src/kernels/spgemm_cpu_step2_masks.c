@@ -2,8 +2,34 @@
  * masks selected by A's entries (mask_C[r] |= mask_B[k] for every stored
  * (r,k) of A(I,k)).  Popcounts give every tile's size; candidates whose
  * masks are all zero (A's columns miss B's rows) are dropped here, so C
- * stores no empty tile.  C is then allocated exactly. */
+ * stores no empty tile.  C is then allocated exactly.  The same walk
+ * records, per pair, the A entries that meet a non-empty B row (the
+ * "hits"), so the numeric phase skips every entry that yields nothing. */
 #include "spgemm_cpu.h"
+
+/* Masks of one pair OR-ed into m[16]; writes the hits (entry positions
+ * inside A's tile whose B row is non-empty) and returns their number.
+ * Only (r,k) with k in B's row-occupancy mask are visited. */
+static inline int tr_pair_masks(const tilerap_tile_matrix *A, const tilerap_tile_matrix *B, int64_t a, int64_t b,
+                                uint16_t m[16], uint8_t *hits, int64_t *flops)
+{
+  const uint16_t *ma = A->row_mask + 16 * a, *mb = B->row_mask + 16 * b;
+  const uint8_t *arp = A->row_ptr + 16 * a;
+  unsigned occ = 0;
+  for (int k = 0; k < 16; k++) occ |= (unsigned)(mb[k] != 0) << k;
+  int nh = 0;
+  for (int r = 0; r < 16; r++) {
+    unsigned full = ma[r], bits = full & occ;
+    while (bits) {
+      int k = __builtin_ctz(bits);
+      bits &= bits - 1;
+      m[r] |= mb[k];
+      *flops += 2 * tr_popcount16(mb[k]);
+      hits[nh++] = (uint8_t)(arp[r] + tr_popcount16(full & ((1u << k) - 1u)));
+    }
+  }
+  return nh;
+}
 
 int tr_cpu_step2_masks(const tilerap_tile_matrix *A, const tilerap_tile_matrix *B, const int64_t *cand_ptr,
                        const int32_t *cand_col, tr_pairs *pairs, tilerap_tile_matrix **Cout, int64_t *flops_out)
@@ -15,39 +41,48 @@ int tr_cpu_step2_masks(const tilerap_tile_matrix *A, const tilerap_tile_matrix *
   int64_t *kept_ptr = tilerap_host_calloc((size_t)TR + 1, sizeof(int64_t));
   int64_t *nnz_row = tilerap_host_calloc((size_t)TR + 1, sizeof(int64_t));
   int64_t *pairs_row = tilerap_host_calloc((size_t)TR + 1, sizeof(int64_t));
+  int64_t *hits_row = tilerap_host_calloc((size_t)TR + 1, sizeof(int64_t));
   int err = TILERAP_SUCCESS;
   tilerap_tile_matrix *C = NULL;
   tr_pairs kept = {0};
-  if (!mask || !cnt || !kept_ptr || !nnz_row || !pairs_row) { err = TILERAP_ERR_NOMEM; goto done; }
+  int64_t *ub = NULL;
+  uint16_t *hcount = NULL;
+  uint8_t *hbuf = NULL;
+  if (!mask || !cnt || !kept_ptr || !nnz_row || !pairs_row || !hits_row) { err = TILERAP_ERR_NOMEM; goto done; }
+
+  /* hits of every candidate pair go to a buffer sized by an upper bound
+   * (the entries of the pair's A tile), so the walk is done once */
+  const int64_t npairs = pairs->pair_ptr[ncand];
+  ub = tilerap_host_alloc((size_t)npairs + 1, sizeof(int64_t));
+  hcount = tilerap_host_alloc((size_t)npairs, sizeof(uint16_t));
+  if (!ub || !hcount) { err = TILERAP_ERR_NOMEM; goto done; }
+  ub[0] = 0;
+  for (int64_t p = 0; p < npairs; p++) ub[p + 1] = ub[p] + (A->tile_off[pairs->pair_a[p] + 1] - A->tile_off[pairs->pair_a[p]]);
+  hbuf = tilerap_host_alloc((size_t)ub[npairs], sizeof(uint8_t));
+  if (!hbuf) { err = TILERAP_ERR_NOMEM; goto done; }
 
   int64_t flops = 0;
 #pragma omp parallel for schedule(dynamic, 64) reduction(+ : flops)
   for (int32_t I = 0; I < TR; I++) {
-    int64_t kt = 0, kn = 0, kp = 0;
+    int64_t kt = 0, kn = 0, kp = 0, kh = 0;
     for (int64_t t = cand_ptr[I]; t < cand_ptr[I + 1]; t++) {
       uint16_t m[16] = {0};
+      int64_t h = 0, f = 0;
       for (int64_t p = pairs->pair_ptr[t]; p < pairs->pair_ptr[t + 1]; p++) {
-        const uint16_t *ma = A->row_mask + 16 * (int64_t)pairs->pair_a[p];
-        const uint16_t *mb = B->row_mask + 16 * (int64_t)pairs->pair_b[p];
-        for (int r = 0; r < 16; r++) {
-          unsigned bits = ma[r];
-          while (bits) {
-            int k = __builtin_ctz(bits);
-            bits &= bits - 1;
-            m[r] |= mb[k];
-            flops += 2 * tr_popcount16(mb[k]);
-          }
-        }
+        int nh = tr_pair_masks(A, B, pairs->pair_a[p], pairs->pair_b[p], m, hbuf + ub[p], &f);
+        hcount[p] = (uint16_t)nh;
+        h += nh;
       }
       int c = 0;
       for (int r = 0; r < 16; r++) { mask[16 * t + r] = m[r]; c += tr_popcount16(m[r]); }
       cnt[t] = c;
-      if (c) { kt++; kn += c; kp += pairs->pair_ptr[t + 1] - pairs->pair_ptr[t]; }
+      if (c) { kt++; kn += c; kp += pairs->pair_ptr[t + 1] - pairs->pair_ptr[t]; kh += h; flops += f; }
     }
-    kept_ptr[I + 1] = kt; nnz_row[I + 1] = kn; pairs_row[I + 1] = kp;
+    kept_ptr[I + 1] = kt; nnz_row[I + 1] = kn; pairs_row[I + 1] = kp; hits_row[I + 1] = kh;
   }
   for (int32_t I = 0; I < TR; I++) {
-    kept_ptr[I + 1] += kept_ptr[I]; nnz_row[I + 1] += nnz_row[I]; pairs_row[I + 1] += pairs_row[I];
+    kept_ptr[I + 1] += kept_ptr[I]; nnz_row[I + 1] += nnz_row[I];
+    pairs_row[I + 1] += pairs_row[I]; hits_row[I + 1] += hits_row[I];
   }
 
   err = tilerap_tile_create(A->m, B->n, kept_ptr[TR], nnz_row[TR], TILERAP_MEM_HOST, &C);
@@ -56,12 +91,14 @@ int tr_cpu_step2_masks(const tilerap_tile_matrix *A, const tilerap_tile_matrix *
   kept.pair_ptr = tilerap_host_alloc((size_t)C->num_tiles + 1, sizeof(int64_t));
   kept.pair_a = tilerap_host_alloc((size_t)pairs_row[TR], sizeof(int32_t));
   kept.pair_b = tilerap_host_alloc((size_t)pairs_row[TR], sizeof(int32_t));
-  if (!kept.pair_ptr || !kept.pair_a || !kept.pair_b) { err = TILERAP_ERR_NOMEM; goto done; }
+  kept.hit_ptr = tilerap_host_alloc((size_t)pairs_row[TR] + 1, sizeof(int64_t));
+  kept.hits = tilerap_host_alloc((size_t)hits_row[TR], sizeof(uint8_t));
+  if (!kept.pair_ptr || !kept.pair_a || !kept.pair_b || !kept.hit_ptr || !kept.hits) { err = TILERAP_ERR_NOMEM; goto done; }
   memcpy(C->tile_ptr, kept_ptr, ((size_t)TR + 1) * sizeof(int64_t));
 
 #pragma omp parallel for schedule(dynamic, 64)
   for (int32_t I = 0; I < TR; I++) {
-    int64_t u = kept_ptr[I], off = nnz_row[I], pp = pairs_row[I];
+    int64_t u = kept_ptr[I], off = nnz_row[I], pp = pairs_row[I], hh = hits_row[I];
     for (int64_t t = cand_ptr[I]; t < cand_ptr[I + 1]; t++) {
       if (!cnt[t]) continue;
       C->tile_col[u] = cand_col[t];
@@ -70,6 +107,9 @@ int tr_cpu_step2_masks(const tilerap_tile_matrix *A, const tilerap_tile_matrix *
       for (int64_t p = pairs->pair_ptr[t]; p < pairs->pair_ptr[t + 1]; p++, pp++) {
         kept.pair_a[pp] = pairs->pair_a[p];
         kept.pair_b[pp] = pairs->pair_b[p];
+        kept.hit_ptr[pp] = hh;
+        memcpy(kept.hits + hh, hbuf + ub[p], hcount[p]);
+        hh += hcount[p];
       }
       int rp = 0;
       for (int r = 0; r < 16; r++) {
@@ -88,6 +128,7 @@ int tr_cpu_step2_masks(const tilerap_tile_matrix *A, const tilerap_tile_matrix *
   }
   C->tile_off[C->num_tiles] = C->nnz;
   kept.pair_ptr[C->num_tiles] = pairs_row[TR];
+  kept.hit_ptr[pairs_row[TR]] = hits_row[TR];
   tr_pairs_free(pairs);
   *pairs = kept;
   memset(&kept, 0, sizeof kept);
@@ -97,6 +138,7 @@ int tr_cpu_step2_masks(const tilerap_tile_matrix *A, const tilerap_tile_matrix *
 done:
   tr_pairs_free(&kept);
   tilerap_tile_destroy(&C);
-  free(mask); free(cnt); free(kept_ptr); free(nnz_row); free(pairs_row);
+  free(mask); free(cnt); free(kept_ptr); free(nnz_row); free(pairs_row); free(hits_row);
+  free(ub); free(hcount); free(hbuf);
   return err;
 }

@@ -1,65 +1,68 @@
 /* Step 3 (CPU): numeric phase.  Each C tile sums the products of its
- * pairs.  Sparse tiles accumulate straight into C's values: the position
- * of (r,c) is row_ptr[r] + popcount(mask[r] below bit c).  Dense tiles
- * (more than dense_threshold entries) accumulate in a 16x16 array and are
- * compressed through the masks.  Nothing is allocated. */
+ * pairs.  Only the A entries in each pair's hit list (those whose row k
+ * of B holds entries, found in step 2) are visited: on sparse AMG tiles
+ * most (r,k) entries of A meet an empty row of B.
+ *  - sparse accumulator (tiles with at most dense_threshold entries):
+ *    products go straight into C's values; the slot of (r,c) comes from a
+ *    byte map filled from C's packed indices (O(entries) to build);
+ *  - dense accumulator: a 16x16 array, compressed through C's indices;
+ *    only the touched entries are reset, so its cost is O(entries) too.
+ * Nothing is allocated: both scratch arrays live on the stack. */
 #include "spgemm_cpu.h"
+
+/* Visits every product of pair p through its hit list: BODY sees r, c, prod. */
+#define TR_FOR_EACH_PRODUCT(A, B, P, p, BODY)                                                          \
+  do {                                                                                                 \
+    const int64_t a_ = (P)->pair_a[p], b_ = (P)->pair_b[p];                                            \
+    const uint8_t *brp_ = (B)->row_ptr + 16 * b_, *ai_ = (A)->idx + (A)->tile_off[a_];                 \
+    const double *av_ = (A)->val + (A)->tile_off[a_], *bv_ = (B)->val + (B)->tile_off[b_];             \
+    const uint8_t *bi_ = (B)->idx + (B)->tile_off[b_];                                                 \
+    const int blen_ = (int)((B)->tile_off[b_ + 1] - (B)->tile_off[b_]);                                \
+    for (int64_t h_ = (P)->hit_ptr[p]; h_ < (P)->hit_ptr[(p) + 1]; h_++) {                             \
+      int e_ = (P)->hits[h_], r = ai_[e_] >> 4, k_ = ai_[e_] & 15;                                     \
+      double x_ = av_[e_];                                                                             \
+      int fe_ = k_ < 15 ? brp_[k_ + 1] : blen_;                                                        \
+      for (int f_ = brp_[k_]; f_ < fe_; f_++) {                                                        \
+        int c = bi_[f_] & 15;                                                                          \
+        double prod = x_ * bv_[f_];                                                                    \
+        BODY;                                                                                          \
+      }                                                                                                \
+    }                                                                                                  \
+  } while (0)
 
 static inline void tr_tile_sparse(const tilerap_tile_matrix *A, const tilerap_tile_matrix *B, const tr_pairs *P,
                                   int64_t t, tilerap_tile_matrix *C)
 {
   double *cv = C->val + C->tile_off[t];
-  const uint8_t *crp = C->row_ptr + 16 * t;
-  const uint16_t *cm = C->row_mask + 16 * t;
+  const uint8_t *ci = C->idx + C->tile_off[t];
   int len = (int)(C->tile_off[t + 1] - C->tile_off[t]);
-  for (int e = 0; e < len; e++) cv[e] = 0.0;
-  for (int64_t p = P->pair_ptr[t]; p < P->pair_ptr[t + 1]; p++) {
-    int64_t a = P->pair_a[p], b = P->pair_b[p];
-    const double *av = A->val + A->tile_off[a], *bv = B->val + B->tile_off[b];
-    const uint8_t *ai = A->idx + A->tile_off[a], *bi = B->idx + B->tile_off[b];
-    int alen = (int)(A->tile_off[a + 1] - A->tile_off[a]);
-    for (int e = 0; e < alen; e++) {
-      int r = ai[e] >> 4, k = ai[e] & 15;
-      double x = av[e];
-      unsigned below_mask = cm[r];
-      int base = crp[r];
-      for (int f = B->row_ptr[16 * b + k], fe = tr_row_end(B, b, k); f < fe; f++) {
-        int c = bi[f] & 15;
-        cv[base + tr_popcount16(below_mask & ((1u << c) - 1u))] += x * bv[f];
-      }
-    }
-  }
+  uint8_t slot[256];
+  for (int e = 0; e < len; e++) { cv[e] = 0.0; slot[ci[e]] = (uint8_t)e; }
+  for (int64_t p = P->pair_ptr[t]; p < P->pair_ptr[t + 1]; p++) TR_FOR_EACH_PRODUCT(A, B, P, p, cv[slot[16 * r + c]] += prod);
 }
 
 static inline void tr_tile_dense(const tilerap_tile_matrix *A, const tilerap_tile_matrix *B, const tr_pairs *P,
-                                 int64_t t, tilerap_tile_matrix *C)
+                                 int64_t t, tilerap_tile_matrix *C, double *acc)
 {
-  double acc[256];
-  for (int e = 0; e < 256; e++) acc[e] = 0.0;
-  for (int64_t p = P->pair_ptr[t]; p < P->pair_ptr[t + 1]; p++) {
-    int64_t a = P->pair_a[p], b = P->pair_b[p];
-    const double *av = A->val + A->tile_off[a], *bv = B->val + B->tile_off[b];
-    const uint8_t *ai = A->idx + A->tile_off[a], *bi = B->idx + B->tile_off[b];
-    int alen = (int)(A->tile_off[a + 1] - A->tile_off[a]);
-    for (int e = 0; e < alen; e++) {
-      int r = ai[e] >> 4, k = ai[e] & 15;
-      double x = av[e];
-      double *row = acc + 16 * r;
-      for (int f = B->row_ptr[16 * b + k], fe = tr_row_end(B, b, k); f < fe; f++) row[bi[f] & 15] += x * bv[f];
-    }
-  }
+  for (int64_t p = P->pair_ptr[t]; p < P->pair_ptr[t + 1]; p++) TR_FOR_EACH_PRODUCT(A, B, P, p, acc[16 * r + c] += prod);
   double *cv = C->val + C->tile_off[t];
   const uint8_t *ci = C->idx + C->tile_off[t];
   int len = (int)(C->tile_off[t + 1] - C->tile_off[t]);
-  for (int e = 0; e < len; e++) cv[e] = acc[ci[e]]; /* idx = 16*r + c */
+  for (int e = 0; e < len; e++) { cv[e] = acc[ci[e]]; acc[ci[e]] = 0.0; } /* idx = 16*r + c */
 }
 
 void tr_cpu_step3_numeric(const tilerap_tile_matrix *A, const tilerap_tile_matrix *B, const tr_pairs *pairs,
                           int dense_threshold, tilerap_tile_matrix *C)
 {
-#pragma omp parallel for schedule(dynamic, 256)
-  for (int64_t t = 0; t < C->num_tiles; t++) {
-    if (C->tile_off[t + 1] - C->tile_off[t] > dense_threshold) tr_tile_dense(A, B, pairs, t, C);
-    else tr_tile_sparse(A, B, pairs, t, C);
+#pragma omp parallel
+  {
+    double acc[256]; /* all products land inside C's structure, so after each
+                        dense tile the reset of its entries restores zeros */
+    for (int e = 0; e < 256; e++) acc[e] = 0.0;
+#pragma omp for schedule(dynamic, 256)
+    for (int64_t t = 0; t < C->num_tiles; t++) {
+      if (C->tile_off[t + 1] - C->tile_off[t] > dense_threshold) tr_tile_dense(A, B, pairs, t, C, acc);
+      else tr_tile_sparse(A, B, pairs, t, C);
+    }
   }
 }
