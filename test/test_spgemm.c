@@ -91,6 +91,42 @@ int main(void)
     check_product(A, At, 192, "p2d9 A*A^T");
     tilerap_csr_destroy(&A); tilerap_csr_destroy(&At);
   }
+  /* a candidate tile whose product is empty: A(0,0) has only column 3,
+   * B(0,0) only row 5, so step 1 proposes C(0,0) and step 2 must drop it */
+  {
+    tilerap_csr *A = NULL, *B = NULL;
+    tilerap_csr_create(16, 32, 2, &A);
+    tilerap_csr_create(32, 16, 2, &B);
+    for (int i = 0; i < 16; i++) A->rowptr[i + 1] = 2;
+    A->colidx[0] = 3; A->colidx[1] = 20; A->val[0] = 1.5; A->val[1] = 2.0; /* row 0: cols 3 and 20 */
+    for (int i = 0; i < 32; i++) B->rowptr[i + 1] = B->rowptr[i] + (i == 5 || i == 20);
+    B->colidx[0] = 7; B->val[0] = 3.0;  /* row 5 */
+    B->colidx[1] = 9; B->val[1] = -1.0; /* row 20 */
+    tilerap_tile_matrix *tA = ref_csr_to_tile(A), *tB = ref_csr_to_tile(B), *tC = NULL;
+    tilerap_options o = opts(192);
+    tilerap_spgemm_plan plan = NULL;
+    int err = tilerap_spgemm_plan_create(tA, tB, &o, &plan, &tC);
+    tilerap_spgemm_info info = {0};
+    if (!err) err = tilerap_spgemm_numeric(plan, tA, tB, tC);
+    if (!err) tilerap_spgemm_plan_info(plan, &info);
+    tap_ok(!err && info.c_tiles_step1 == 1 && info.c_tiles == 1 && tC->nnz == 1, "candidate tiles: one found, kept (%lld/%lld)",
+           (long long)info.c_tiles, (long long)info.c_tiles_step1);
+    tilerap_spgemm_plan_destroy(&plan); tilerap_tile_destroy(&tC);
+    /* now drop column 20 from A: the only candidate is structurally empty */
+    A->rowptr[1] = 1; for (int i = 1; i < 16; i++) A->rowptr[i + 1] = 1; A->nnz = 1;
+    tilerap_tile_destroy(&tA);
+    tA = ref_csr_to_tile(A);
+    err = tilerap_spgemm_plan_create(tA, tB, &o, &plan, &tC);
+    if (!err) err = tilerap_spgemm_numeric(plan, tA, tB, tC);
+    if (!err) tilerap_spgemm_plan_info(plan, &info);
+    tap_ok(!err && info.c_tiles_step1 == 1 && info.c_tiles == 0 && tC->num_tiles == 0 && tC->nnz == 0 &&
+               tilerap_tile_check(tC) == 0,
+           "empty candidate tile dropped in step 2 (%lld of %lld candidates kept)", (long long)info.c_tiles,
+           (long long)info.c_tiles_step1);
+    tilerap_spgemm_plan_destroy(&plan);
+    tilerap_tile_destroy(&tA); tilerap_tile_destroy(&tB); tilerap_tile_destroy(&tC);
+    tilerap_csr_destroy(&A); tilerap_csr_destroy(&B);
+  }
   /* one-shot API */
   {
     tilerap_csr *A = ref_random(50, 60, 0.1, 0, &seed), *B = ref_random(60, 70, 0.1, 0, &seed);

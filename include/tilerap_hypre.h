@@ -1,0 +1,104 @@
+/*
+ * tilerap_hypre.h -- the hypre BoomerAMG hook of tilerap (libtilerap_hypre).
+ *
+ * libtilerap_hypre defines the coarse-operator entry points that
+ * hypre_BoomerAMGSetup calls through the PLT of a shared libHYPRE:
+ *
+ *   hypre_BoomerAMGBuildCoarseOperatorKT(RT, A, P, keepT, &RAP)  (default host path)
+ *   hypre_ParCSRMatrixRAPKT(R, A, P, keepT [, has_diagonal])      (HYPRE_BoomerAMGSetModuleRAP2(s, 1))
+ *
+ * and computes C = RT^T A P with the tile engine (tilerap_spgemm on the
+ * local CSR blocks; hypre's own helpers fetch the remote rows of P and send
+ * the rows of C owned by other ranks).  Whatever it does not handle goes
+ * to hypre's own function through dlsym(RTLD_NEXT, ...), and is counted
+ * with its reason.  Several ranks decide together: either all compute or
+ * all forward.
+ *
+ * For the replacement to be called, libtilerap_hypre must come before
+ * libHYPRE in the dynamic lookup order: link the application with
+ * -ltilerap_hypre ahead of -lHYPRE, or LD_PRELOAD=libtilerap_hypre.so
+ * (e.g. a PETSc program run with -pc_type hypre).
+ *
+ * Environment (read at the first call):
+ *   TILERAP_HYPRE=1|0          enable (default) / disable the hook
+ *   TILERAP_HYPRE_VERBOSE=1    print at exit how many Galerkin products
+ *                              tilerap computed and how many it forwarded, and why
+ *   TILERAP_ENGINE=cpu|cuda    engine of the tile products (see tilerap.h)
+ */
+#ifndef TILERAP_HYPRE_H
+#define TILERAP_HYPRE_H
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Why a call went to hypre's own function instead of tilerap. */
+typedef enum {
+  TILERAP_HYPRE_FWD_DISABLED = 0,  /* TileRAP_HypreDisable() or TILERAP_HYPRE=0            */
+  TILERAP_HYPRE_FWD_DEVICE = 1,    /* matrices not in host memory                         */
+  TILERAP_HYPRE_FWD_SCALAR = 2,    /* hypre built with non-double HYPRE_Complex           */
+  TILERAP_HYPRE_FWD_SHAPE = 3,     /* incompatible dimensions: hypre reports the error    */
+  TILERAP_HYPRE_FWD_SIZE = 4,      /* a local size exceeds the 32-bit tile indices        */
+  TILERAP_HYPRE_FWD_ENGINE = 5,    /* a tilerap call failed (message in the verbose log)  */
+  TILERAP_HYPRE_FWD_PEER = 6,      /* another rank of the communicator could not compute  */
+  TILERAP_HYPRE_FWD_TEST = 7,      /* refused on purpose (TILERAP_HYPRE_TEST_REFUSE_RANK) */
+  TILERAP_HYPRE_FWD_NREASONS = 8
+} TileRAP_HypreForwardReason;
+
+/* Entry points that are counted separately. */
+typedef enum {
+  TILERAP_HYPRE_EP_BUILD_COARSE_OPERATOR = 0, /* hypre_BoomerAMGBuildCoarseOperatorKT */
+  TILERAP_HYPRE_EP_RAPKT = 1,                 /* hypre_ParCSRMatrixRAPKT              */
+  TILERAP_HYPRE_EP_N = 2
+} TileRAP_HypreEntryPoint;
+
+typedef struct {
+  long computed[TILERAP_HYPRE_EP_N];  /* Galerkin products computed by tilerap      */
+  long forwarded[TILERAP_HYPRE_EP_N]; /* calls forwarded to hypre's own function    */
+  long reason[TILERAP_HYPRE_FWD_NREASONS]; /* forwarded calls by reason            */
+  double seconds_tilerap;  /* wall time inside the tilerap computations            */
+  double seconds_forwarded; /* wall time inside the forwarded originals            */
+} TileRAP_HypreStats;
+
+/* Turns the hook on (on != 0) or off for the whole process; returns the
+ * previous state.  Overrides TILERAP_HYPRE.  The default is on. */
+int TileRAP_HypreEnable(int on);
+/* Same as TileRAP_HypreEnable(0). */
+int TileRAP_HypreDisable(void);
+/* Current state (1 on, 0 off). */
+int TileRAP_HypreEnabled(void);
+
+/* Counters of this process since start or the last reset. */
+void TileRAP_HypreGetStats(TileRAP_HypreStats *stats);
+void TileRAP_HypreResetStats(void);
+/* Total over the entry points. */
+long TileRAP_HypreComputed(void);
+long TileRAP_HypreForwarded(void);
+const char *TileRAP_HypreReasonString(int reason);
+/* Prints the counters (what TILERAP_HYPRE_VERBOSE=1 prints at exit). */
+void TileRAP_HyprePrintStats(void *FILE_stream);
+
+/* Direct access for tests and comparisons; only when hypre's internal
+ * headers were included first (_hypre_parcsr_mv.h). */
+#ifdef hypre_PARCSR_MV_HEADER
+/* hypre's own functions, reached through dlsym(RTLD_NEXT, ...). */
+HYPRE_Int TileRAP_HypreOriginalBuildCoarseOperatorKT(hypre_ParCSRMatrix *RT, hypre_ParCSRMatrix *A,
+                                                     hypre_ParCSRMatrix *P, HYPRE_Int keepT,
+                                                     hypre_ParCSRMatrix **RAP);
+/* has_diagonal is ignored for hypre < 3.0 (no such argument there). */
+hypre_ParCSRMatrix *TileRAP_HypreOriginalRAPKT(hypre_ParCSRMatrix *R, hypre_ParCSRMatrix *A,
+                                               hypre_ParCSRMatrix *P, HYPRE_Int keepT,
+                                               HYPRE_Int has_diagonal);
+/* The tilerap computation of RT^T A P, with the side effects of
+ * hypre_BoomerAMGBuildCoarseOperatorKT (transposes kept on RT when keepT,
+ * comm packages).  Collective over A's communicator.  Returns 0 and
+ * *RAP on success, else 1 + a TileRAP_HypreForwardReason (nothing was
+ * changed on RT, A, P apart from comm packages, and *RAP is NULL). */
+int TileRAP_HypreGalerkin(hypre_ParCSRMatrix *RT, hypre_ParCSRMatrix *A, hypre_ParCSRMatrix *P,
+                          HYPRE_Int keepT, int force_diagonal, hypre_ParCSRMatrix **RAP);
+#endif
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* TILERAP_HYPRE_H */

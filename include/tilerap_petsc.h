@@ -1,0 +1,69 @@
+/*
+ * tilerap_petsc.h -- PETSc matrix type backed by tilerap tile matrices.
+ *
+ * MATSEQTILE ("seqtile") is a MATSEQAIJ whose matrix products C = A*B and
+ * C = P^T A P run through the tilerap plans (include/tilerap.h).  Every
+ * other operation is the AIJ one.  The objects' own type name is
+ * "seqaijtile" (MATSEQAIJTILE): PETSc and GAMG recognise AIJ matrices by the
+ * "seqaij" prefix of their type name.  "seqtile" and the root name "tile"
+ * ("seqtile" on one rank) are the names users type:
+ *
+ *   -mat_type seqtile      -dm_mat_type tile      MatSetType(A, MATSEQTILE)
+ *
+ * Enabling the type:
+ *   - in any PETSc program, unmodified:  -dll_append /path/libtilerap.so
+ *     (PETSc calls PetscDLLibraryRegister_tilerap());
+ *   - in a program linked with -ltilerap: TileRAPInitializePackage() after
+ *     PetscInitialize() (idempotent).
+ *
+ * Options (per matrix, read by MatSetFromOptions(); global defaults are read
+ * when the matrix is created):
+ *   -mat_tile_engine auto|cpu|cuda    tilerap engine of the products
+ *   -mat_tile_dense_threshold N       dense-accumulator threshold of C tiles
+ *
+ * -log_view events: TileRAPPlan (symbolic), TileRAPNumeric, TileRAPXfer
+ * (host<->device copies made by this layer), TileRAPConvert (CSR<->tile).
+ */
+#ifndef TILERAP_PETSC_H
+#define TILERAP_PETSC_H
+
+#include <petscmat.h>
+#include "tilerap.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define MATTILE       "tile"       /* root name: seqtile on one rank, mpitile on more */
+#define MATSEQTILE    "seqtile"    /* the name users type                              */
+#define MATSEQAIJTILE "seqaijtile" /* the objects' type name (begins with "seqaij")    */
+#define MATMPITILE    "mpitile"    /* reserved for the MPI type (not yet provided)     */
+
+/* Registers the types, options and log events.  Idempotent; undone by
+ * PetscFinalize() so that a later PetscInitialize() can register again. */
+PETSC_EXTERN PetscErrorCode TileRAPInitializePackage(void);
+/* Entry point PETSc calls for -dll_append .../libtilerap.so. */
+PETSC_EXTERN PetscErrorCode PetscDLLibraryRegister_tilerap(void);
+
+/* Constructor registered for MATSEQTILE / MATSEQAIJTILE. */
+PETSC_EXTERN PetscErrorCode MatCreate_SeqTile(Mat);
+/* Creates an assembled-ready seqtile matrix (like MatCreateSeqAIJ). */
+PETSC_EXTERN PetscErrorCode MatCreateSeqTile(MPI_Comm, PetscInt, PetscInt, PetscInt, const PetscInt[], Mat *);
+
+/* The tile copy of an assembled seqtile matrix, brought in sync with the AIJ
+ * values first (host memory; owned by the matrix, valid until the matrix
+ * changes or is destroyed). */
+PETSC_EXTERN PetscErrorCode MatSeqTileGetTileMatrix(Mat, const tilerap_tile_matrix **);
+
+/* Statistics of the tile copy's maintenance, for tests and diagnostics:
+ * how many times it was built from scratch, refreshed values-only, and how
+ * many times a sync request found it already current. */
+typedef struct {
+  PetscInt rebuilds, value_refreshes, reuses;
+} MatSeqTileSyncStats;
+PETSC_EXTERN PetscErrorCode MatSeqTileGetSyncStats(Mat, MatSeqTileSyncStats *);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* TILERAP_PETSC_H */

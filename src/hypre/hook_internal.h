@@ -1,0 +1,78 @@
+/* Internal interface of libtilerap_hypre: hook state and counters
+ * (hook_state.c), local CSR blocks for the tile engine (local_blocks.c),
+ * the distributed Galerkin product (galerkin_parcsr.c). */
+#ifndef TILERAP_HYPRE_HOOK_INTERNAL_H
+#define TILERAP_HYPRE_HOOK_INTERNAL_H
+
+#include <HYPRE_config.h>
+#include <_hypre_parcsr_mv.h>
+#include <_hypre_parcsr_ls.h>
+#include "tilerap.h"
+#include "tilerap_hypre.h"
+
+/* hypre >= 3.0 passes has_diagonal to hypre_ParCSRMatrixRAPKT.  The
+ * configure check TILERAP_HYPRE_RAPKT_HAS_DIAGONAL wins when present;
+ * otherwise the release number from HYPRE_config.h decides. */
+#ifndef TILERAP_HYPRE_RAPKT_HAS_DIAGONAL
+#if defined(HYPRE_RELEASE_NUMBER) && HYPRE_RELEASE_NUMBER >= 30000
+#define TILERAP_HYPRE_RAPKT_HAS_DIAGONAL 1
+#else
+#define TILERAP_HYPRE_RAPKT_HAS_DIAGONAL 0
+#endif
+#endif
+
+/* The tile engine computes in double; other hypre scalar builds forward. */
+#if defined(HYPRE_COMPLEX) || defined(HYPRE_SINGLE) || defined(HYPRE_LONG_DOUBLE)
+#define TILERAP_HYPRE_SCALAR_OK 0
+#else
+#define TILERAP_HYPRE_SCALAR_OK 1
+#endif
+
+/* ---- hook_state.c ---- */
+int tr_hypre_enabled(void);            /* reads the environment once */
+void tr_hypre_count_computed(int entry, double seconds);
+void tr_hypre_count_forwarded(int entry, int reason, double seconds);
+/* Remembers a detailed message for the verbose report (first few kept). */
+void tr_hypre_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Rank that TILERAP_HYPRE_TEST_REFUSE_RANK names, or -1. */
+int tr_hypre_test_refuse_rank(void);
+double tr_hypre_wtime(void);
+
+typedef HYPRE_Int (*tr_build_coarse_fn)(hypre_ParCSRMatrix *, hypre_ParCSRMatrix *,
+                                        hypre_ParCSRMatrix *, HYPRE_Int, hypre_ParCSRMatrix **);
+#if TILERAP_HYPRE_RAPKT_HAS_DIAGONAL
+typedef hypre_ParCSRMatrix *(*tr_rapkt_fn)(hypre_ParCSRMatrix *, hypre_ParCSRMatrix *,
+                                           hypre_ParCSRMatrix *, HYPRE_Int, HYPRE_Int);
+#else
+typedef hypre_ParCSRMatrix *(*tr_rapkt_fn)(hypre_ParCSRMatrix *, hypre_ParCSRMatrix *,
+                                           hypre_ParCSRMatrix *, HYPRE_Int);
+#endif
+/* hypre's own functions (dlsym(RTLD_NEXT)); abort with a message if absent. */
+tr_build_coarse_fn tr_hypre_original_build_coarse(void);
+tr_rapkt_fn tr_hypre_original_rapkt(void);
+
+/* ---- local_blocks.c ---- */
+/* One block of a row segment: columns j (HYPRE_Int) or j32 (int32_t),
+ * mapped through map[] when given, then shifted by offset. */
+typedef struct {
+  const HYPRE_Int *i;
+  const HYPRE_Int *j;
+  const int32_t *j32;
+  const HYPRE_Complex *a;
+  const int32_t *map;
+  int32_t offset;
+} tr_block;
+
+/* Rows [row0, row0+nrows) of the output, made of up to two side-by-side blocks. */
+typedef struct {
+  int32_t row0, nrows;
+  int nblocks;
+  tr_block b[2];
+} tr_segment;
+
+/* Builds an m x n tile matrix from the segments (rows sorted, duplicate
+ * columns summed).  Returns a tilerap error code. */
+int tr_tiles_from_segments(int32_t m, int32_t n, int nseg, const tr_segment *seg,
+                           tilerap_tile_matrix **T);
+
+#endif

@@ -1,0 +1,395 @@
+/* MATSEQTILE: a MATSEQAIJ that keeps a tilerap tile copy of itself for the
+ * matrix products.  Built the way PETSc's device AIJ types are: a SeqAIJ is
+ * created and converted in place (type name changed, a few ops replaced,
+ * functions composed), so every AIJ operation keeps working on the AIJ
+ * arrays, which stay the reference copy.
+ *
+ * The tile copy is brought in sync lazily, when a product needs it:
+ * nothing when the AIJ object state is unchanged, a values-only refresh
+ * when the nonzero pattern (nonzerostate) is unchanged, a rebuild
+ * otherwise.  Matrices produced by our products get their tile copy from
+ * the plan and are marked in sync, so the next level starts from it. */
+#include "mat_seqtile_impl.h"
+
+TileAIJOps tile_aij_ops;
+
+/* ---------------------------------------------------------------- errors */
+PetscErrorCode TileCheckError_Private(MPI_Comm comm, int err, const char *what)
+{
+  PetscErrorCode perr;
+
+  PetscFunctionBegin;
+  if (err == TILERAP_SUCCESS) PetscFunctionReturn(PETSC_SUCCESS);
+  switch (err) {
+  case TILERAP_ERR_NOMEM:
+  case TILERAP_ERR_DEVICE_NOMEM: perr = PETSC_ERR_MEM; break;
+  case TILERAP_ERR_SIZE: perr = PETSC_ERR_ARG_SIZ; break;
+  case TILERAP_ERR_ENGINE: perr = PETSC_ERR_SUP; break;
+  case TILERAP_ERR_NULL: perr = PETSC_ERR_ARG_NULL; break;
+  case TILERAP_ERR_RANGE:
+  case TILERAP_ERR_OVERFLOW: perr = PETSC_ERR_ARG_OUTOFRANGE; break;
+  default: perr = PETSC_ERR_LIB;
+  }
+  SETERRQ(comm, perr, "tilerap: %s: %s [%s]", tilerap_error_string(err), tilerap_last_error(), what);
+}
+
+PetscErrorCode TileIsSeqTile(Mat X, PetscBool *flg)
+{
+  PetscFunctionBegin;
+  PetscCall(PetscObjectTypeCompare((PetscObject)X, MATSEQAIJTILE, flg));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* ---------------------------------------------------------------- tile copy sync */
+PetscErrorCode TileCacheReset(TileCache *c)
+{
+  PetscFunctionBegin;
+  tilerap_tile_destroy(&c->T);
+  c->id = 0;
+  c->state = 0;
+  c->nzstate = 0;
+  c->state_plus_one = PETSC_FALSE;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode TileCacheMarkInSync(Mat X, TileCache *c, PetscBool by_product_numeric)
+{
+  PetscFunctionBegin;
+  PetscCall(PetscObjectStateGet((PetscObject)X, &c->state));
+  PetscCall(PetscObjectGetId((PetscObject)X, &c->id));
+  c->nzstate = X->nonzerostate;
+  c->state_plus_one = by_product_numeric;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* Builds T from X's CSR (host). */
+static PetscErrorCode TileBuildFromAIJ(Mat X, const PetscInt *ai, const PetscInt *aj, const PetscScalar *aa, tilerap_tile_matrix **T)
+{
+  MPI_Comm comm = PetscObjectComm((PetscObject)X);
+  PetscInt m, n;
+
+  PetscFunctionBegin;
+  PetscCall(MatGetSize(X, &m, &n));
+  PetscCheck(m <= PETSC_MAX_INT && m < INT32_MAX && n < INT32_MAX, comm, PETSC_ERR_ARG_OUTOFRANGE, "tile matrices index rows/columns with 32 bits");
+#if defined(PETSC_USE_64BIT_INDICES)
+  {
+    int32_t *cols;
+    PetscInt nz = ai[m];
+    PetscCall(PetscMalloc1(nz, &cols));
+    for (PetscInt k = 0; k < nz; k++) cols[k] = (int32_t)aj[k];
+    PetscErrorCode ierr = TileCheckError_Private(comm, tilerap_tile_from_csr((int32_t)m, (int32_t)n, (const int64_t *)ai, cols, (const double *)aa, T), "tilerap_tile_from_csr");
+    PetscCall(PetscFree(cols));
+    PetscCall(ierr);
+  }
+#else
+  TileCall(comm, tilerap_tile_from_csr_i32((int32_t)m, (int32_t)n, (const int32_t *)ai, (const int32_t *)aj, (const double *)aa, T));
+#endif
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode TileCacheSync(Mat X, TileCache *c)
+{
+  MPI_Comm          comm = PetscObjectComm((PetscObject)X);
+  PetscObjectState  st;
+  PetscObjectId     id;
+  const PetscInt   *ai, *aj;
+  PetscScalar      *aa;
+  PetscMemType      mtype;
+
+  PetscFunctionBegin;
+  PetscCheck(TILE_SCALAR_OK, comm, PETSC_ERR_SUP, "tile matrices need real double PetscScalar");
+  PetscCheck(X->assembled, comm, PETSC_ERR_ARG_WRONGSTATE, "Matrix must be assembled before its tile form is used");
+  PetscCall(PetscObjectStateGet((PetscObject)X, &st));
+  PetscCall(PetscObjectGetId((PetscObject)X, &id));
+  if (c->T && c->id == id && c->nzstate == X->nonzerostate && (st == c->state || (c->state_plus_one && st == c->state + 1))) {
+    c->state          = st;
+    c->state_plus_one = PETSC_FALSE;
+    c->stats.reuses++;
+    PetscFunctionReturn(PETSC_SUCCESS);
+  }
+  PetscCall(MatSeqAIJGetCSRAndMemType(X, &ai, &aj, &aa, &mtype));
+  PetscCheck(PetscMemTypeHost(mtype), comm, PETSC_ERR_SUP, "AIJ arrays must live in host memory");
+  PetscCall(PetscLogEventBegin(TILE_Convert, X, 0, 0, 0));
+  if (c->T && c->id == id && c->nzstate == X->nonzerostate) {
+#if defined(PETSC_USE_64BIT_INDICES)
+    TileCall(comm, tilerap_tile_update_values_from_csr(c->T, (const int64_t *)ai, (const double *)aa));
+#else
+    TileCall(comm, tilerap_tile_update_values_from_csr_i32(c->T, (const int32_t *)ai, (const double *)aa));
+#endif
+    c->stats.value_refreshes++;
+  } else {
+    tilerap_tile_destroy(&c->T);
+    PetscCall(TileBuildFromAIJ(X, ai, aj, aa, &c->T));
+    c->stats.rebuilds++;
+  }
+  PetscCall(PetscLogEventEnd(TILE_Convert, X, 0, 0, 0));
+  c->state          = st;
+  c->id             = id;
+  c->nzstate        = X->nonzerostate;
+  c->state_plus_one = PETSC_FALSE;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* ---------------------------------------------------------------- options */
+static const char *const tile_engine_names[] = {"auto", "cpu", "cuda"};
+
+static PetscErrorCode TileCheckEngine(MPI_Comm comm, tilerap_engine e)
+{
+  PetscFunctionBegin;
+  PetscCheck(e != TILERAP_ENGINE_CUDA || tilerap_engine_available(e), comm, PETSC_ERR_SUP,
+             "-mat_tile_engine cuda: tilerap was built without CUDA or no GPU is visible");
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode TileOptionsFromDatabase(Mat B, tilerap_options *opt)
+{
+  MPI_Comm  comm = PetscObjectComm((PetscObject)B);
+  char      name[16];
+  PetscInt  thr;
+  PetscBool flg;
+
+  PetscFunctionBegin;
+  PetscCall(PetscOptionsGetString(((PetscObject)B)->options, ((PetscObject)B)->prefix, "-mat_tile_engine", name, sizeof(name), &flg));
+  if (flg) {
+    tilerap_engine e;
+    PetscCheck(tilerap_engine_parse(name, &e) == TILERAP_SUCCESS, comm, PETSC_ERR_ARG_OUTOFRANGE, "-mat_tile_engine %s: expected auto, cpu or cuda", name);
+    PetscCall(TileCheckEngine(comm, e));
+    opt->engine = e;
+  }
+  PetscCall(PetscOptionsGetInt(((PetscObject)B)->options, ((PetscObject)B)->prefix, "-mat_tile_dense_threshold", &thr, &flg));
+  if (flg) {
+    PetscCheck(thr >= 0 && thr <= TILERAP_TILE * TILERAP_TILE, comm, PETSC_ERR_ARG_OUTOFRANGE, "-mat_tile_dense_threshold %" PetscInt_FMT ": expected 0..256", thr);
+    opt->dense_threshold = (int)thr;
+  }
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+static PetscErrorCode MatSetFromOptions_SeqTile(Mat A, TileOptionItems PetscOptionsObject)
+{
+  Mat_SeqTile *t = (Mat_SeqTile *)A->spptr;
+  PetscInt     idx = (PetscInt)t->opt.engine, thr = t->opt.dense_threshold;
+  PetscBool    flg;
+
+  PetscFunctionBegin;
+  if (tile_aij_ops.setfromoptions) PetscCall(tile_aij_ops.setfromoptions(A, PetscOptionsObject));
+  PetscOptionsHeadBegin(PetscOptionsObject, "SeqTile (tilerap) options");
+  PetscCall(PetscOptionsEList("-mat_tile_engine", "tilerap engine of the matrix products", "MatSeqTile", tile_engine_names, 3, tile_engine_names[idx], &idx, &flg));
+  if (flg) {
+    PetscCall(TileCheckEngine(PetscObjectComm((PetscObject)A), (tilerap_engine)idx));
+    t->opt.engine = (tilerap_engine)idx;
+  }
+  PetscCall(PetscOptionsBoundedInt("-mat_tile_dense_threshold", "C tiles with more entries use the dense accumulator", "MatSeqTile", thr, &thr, &flg, 0));
+  if (flg) {
+    PetscCheck(thr <= TILERAP_TILE * TILERAP_TILE, PetscObjectComm((PetscObject)A), PETSC_ERR_ARG_OUTOFRANGE, "-mat_tile_dense_threshold %" PetscInt_FMT ": expected 0..256", thr);
+    t->opt.dense_threshold = (int)thr;
+  }
+  PetscOptionsHeadEnd();
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* ---------------------------------------------------------------- view */
+static PetscErrorCode MatView_SeqTile(Mat A, PetscViewer viewer)
+{
+  PetscBool         iascii;
+  PetscViewerFormat format;
+
+  PetscFunctionBegin;
+  PetscCall(tile_aij_ops.view(A, viewer));
+  PetscCall(PetscObjectTypeCompare((PetscObject)viewer, PETSCVIEWERASCII, &iascii));
+  if (!iascii) PetscFunctionReturn(PETSC_SUCCESS);
+  PetscCall(PetscViewerGetFormat(viewer, &format));
+  if (format != PETSC_VIEWER_ASCII_INFO && format != PETSC_VIEWER_ASCII_INFO_DETAIL) PetscFunctionReturn(PETSC_SUCCESS);
+  if (!A->assembled || !TILE_SCALAR_OK) {
+    PetscCall(PetscViewerASCIIPrintf(viewer, "tilerap: tile form not built (matrix not assembled or not real double)\n"));
+    PetscFunctionReturn(PETSC_SUCCESS);
+  }
+  {
+    Mat_SeqTile               *t = (Mat_SeqTile *)A->spptr;
+    const tilerap_tile_matrix *T;
+    tilerap_engine             e = tilerap_engine_resolve(t->opt.engine);
+
+    PetscCall(TileCacheSync(A, &t->cache));
+    T = t->cache.T;
+    PetscCall(PetscViewerASCIIPrintf(viewer, "tilerap: %" PetscInt64_FMT " tiles of 16x16 (%d x %d tile grid), %" PetscInt64_FMT " entries, %.2f mean entries per tile, engine %s (requested %s), dense threshold %d\n",
+                                     (PetscInt64)T->num_tiles, T->tile_rows, T->tile_cols, (PetscInt64)T->nnz, T->num_tiles ? (double)T->nnz / (double)T->num_tiles : 0.0,
+                                     tilerap_engine_name(e), tilerap_engine_name(t->opt.engine), t->opt.dense_threshold));
+  }
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* ---------------------------------------------------------------- composed functions */
+/* AIJ implementations composed on SeqAIJ objects under names that carry
+ * the type name "seqaij"; the same functions are composed under the
+ * "seqaijtile" spelling so conversions and products with other types keep
+ * their AIJ implementation. */
+static const char *const tile_alias_pairs[][2] = {
+  {"MatConvert_seqaij_seqdense_C", "MatConvert_seqaijtile_seqdense_C"},
+  {"MatConvert_seqaij_seqbaij_C", "MatConvert_seqaijtile_seqbaij_C"},
+  {"MatConvert_seqaij_seqsbaij_C", "MatConvert_seqaijtile_seqsbaij_C"},
+  {"MatConvert_seqaij_seqsell_C", "MatConvert_seqaijtile_seqsell_C"},
+  {"MatConvert_seqaij_is_C", "MatConvert_seqaijtile_is_C"},
+  {"MatConvert_seqaij_hypre_C", "MatConvert_seqaijtile_hypre_C"},
+  {"MatConvert_seqaij_seqaijperm_C", "MatConvert_seqaijtile_seqaijperm_C"},
+  {"MatConvert_seqaij_seqaijsell_C", "MatConvert_seqaijtile_seqaijsell_C"},
+  {"MatConvert_seqaij_seqaijcrl_C", "MatConvert_seqaijtile_seqaijcrl_C"},
+  {"MatProductSetFromOptions_seqaij_seqdense_C", "MatProductSetFromOptions_seqaijtile_seqdense_C"},
+  {"MatProductSetFromOptions_seqdense_seqaij_C", "MatProductSetFromOptions_seqdense_seqaijtile_C"},
+  {"MatProductSetFromOptions_seqaij_seqmaij_C", "MatProductSetFromOptions_seqaijtile_seqmaij_C"},
+  {"MatProductSetFromOptions_seqaij_hypre_C", "MatProductSetFromOptions_seqaijtile_hypre_C"},
+};
+#define TILE_NALIAS (sizeof(tile_alias_pairs) / sizeof(tile_alias_pairs[0]))
+
+static PetscErrorCode MatConvert_SeqTile_SeqAIJ(Mat, MatType, MatReuse, Mat *);
+
+/* Our own composed functions (removed again when converting back). */
+static const char *const tile_own_names[] = {
+  "MatConvert_seqaijtile_seqaij_C",
+  "MatConvert_seqaij_seqtile_C",
+  "MatConvert_seqaij_seqaijtile_C",
+  "MatProductSetFromOptions_seqaijtile_seqaij_C",
+  "MatProductSetFromOptions_seqaij_seqaijtile_C",
+};
+#define TILE_NOWN (sizeof(tile_own_names) / sizeof(tile_own_names[0]))
+
+static PetscErrorCode TileCompose(Mat B)
+{
+  PetscObject o = (PetscObject)B;
+
+  PetscFunctionBegin;
+  for (size_t k = 0; k < TILE_NALIAS; k++) {
+    PetscVoidFunction f = NULL;
+    PetscCall(PetscObjectQueryFunction(o, tile_alias_pairs[k][0], &f));
+    if (f) PetscCall(PetscObjectComposeFunction(o, tile_alias_pairs[k][1], f));
+  }
+  PetscCall(PetscObjectComposeFunction(o, tile_own_names[0], MatConvert_SeqTile_SeqAIJ));
+  PetscCall(PetscObjectComposeFunction(o, tile_own_names[1], MatConvert_SeqAIJ_SeqTile));
+  PetscCall(PetscObjectComposeFunction(o, tile_own_names[2], MatConvert_SeqAIJ_SeqTile));
+  PetscCall(PetscObjectComposeFunction(o, tile_own_names[3], MatProductSetFromOptions_SeqTile));
+  PetscCall(PetscObjectComposeFunction(o, tile_own_names[4], MatProductSetFromOptions_SeqTile));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* Removes the tile data and our composed functions; ops back to SeqAIJ. */
+static PetscErrorCode TileStrip(Mat B)
+{
+  Mat_SeqTile *t = (Mat_SeqTile *)B->spptr;
+
+  PetscFunctionBegin;
+  if (t) {
+    PetscCall(TileCacheReset(&t->cache));
+    PetscCall(PetscFree(B->spptr));
+  }
+  for (size_t k = 0; k < TILE_NALIAS; k++) PetscCall(PetscObjectComposeFunction((PetscObject)B, tile_alias_pairs[k][1], NULL));
+  for (size_t k = 0; k < TILE_NOWN; k++) PetscCall(PetscObjectComposeFunction((PetscObject)B, tile_own_names[k], NULL));
+  B->ops->destroy               = tile_aij_ops.destroy;
+  B->ops->view                  = tile_aij_ops.view;
+  B->ops->setfromoptions        = tile_aij_ops.setfromoptions;
+  B->ops->productsetfromoptions = tile_aij_ops.productsetfromoptions;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+static PetscErrorCode MatDestroy_SeqTile(Mat A)
+{
+  PetscFunctionBegin;
+  PetscCall(TileStrip(A));
+  PetscCall((*A->ops->destroy)(A)); /* SeqAIJ's, restored by TileStrip */
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* ---------------------------------------------------------------- conversions */
+PetscErrorCode MatConvert_SeqAIJ_SeqTile(Mat A, MatType type, MatReuse reuse, Mat *newmat)
+{
+  Mat          B;
+  Mat_SeqTile *t;
+  PetscBool    istile;
+
+  PetscFunctionBegin;
+  if (reuse == MAT_REUSE_MATRIX) {
+    PetscCall(MatCopy(A, *newmat, SAME_NONZERO_PATTERN));
+    PetscFunctionReturn(PETSC_SUCCESS);
+  }
+  if (reuse == MAT_INITIAL_MATRIX) PetscCall(MatDuplicate(A, MAT_COPY_VALUES, newmat));
+  B = *newmat;
+  PetscCall(TileIsSeqTile(B, &istile));
+  if (istile) PetscFunctionReturn(PETSC_SUCCESS);
+  PetscCheck(!B->spptr, PetscObjectComm((PetscObject)B), PETSC_ERR_SUP, "cannot convert a %s that carries implementation data to %s", ((PetscObject)B)->type_name, MATSEQTILE);
+  if (!tile_aij_ops.saved) { /* B is a plain SeqAIJ here: remember the implementations we replace */
+    tile_aij_ops.destroy               = B->ops->destroy;
+    tile_aij_ops.view                  = B->ops->view;
+    tile_aij_ops.setfromoptions        = B->ops->setfromoptions;
+    tile_aij_ops.productsetfromoptions = B->ops->productsetfromoptions;
+    tile_aij_ops.saved                 = PETSC_TRUE;
+  }
+  PetscCall(PetscNew(&t));
+  tilerap_options_default(&t->opt);
+  PetscCall(TileOptionsFromDatabase(B, &t->opt));
+  B->spptr                      = t;
+  B->ops->destroy               = MatDestroy_SeqTile;
+  B->ops->view                  = MatView_SeqTile;
+  B->ops->setfromoptions        = MatSetFromOptions_SeqTile;
+  B->ops->productsetfromoptions = MatProductSetFromOptions_SeqTile;
+  PetscCall(TileCompose(B));
+  PetscCall(PetscObjectChangeTypeName((PetscObject)B, MATSEQAIJTILE));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+static PetscErrorCode MatConvert_SeqTile_SeqAIJ(Mat A, MatType type, MatReuse reuse, Mat *newmat)
+{
+  Mat B;
+
+  PetscFunctionBegin;
+  if (reuse == MAT_REUSE_MATRIX) {
+    PetscCall(MatCopy(A, *newmat, SAME_NONZERO_PATTERN));
+    PetscFunctionReturn(PETSC_SUCCESS);
+  }
+  if (reuse == MAT_INITIAL_MATRIX) PetscCall(MatDuplicate(A, MAT_COPY_VALUES, newmat));
+  B = *newmat;
+  PetscCall(TileStrip(B));
+  PetscCall(PetscObjectChangeTypeName((PetscObject)B, MATSEQAIJ));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode MatCreate_SeqTile(Mat B)
+{
+  PetscFunctionBegin;
+  PetscCall(MatCreate_SeqAIJ(B));
+  PetscCall(MatConvert_SeqAIJ_SeqTile(B, MATSEQTILE, MAT_INPLACE_MATRIX, &B));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode MatCreateSeqTile(MPI_Comm comm, PetscInt m, PetscInt n, PetscInt nz, const PetscInt nnz[], Mat *A)
+{
+  PetscFunctionBegin;
+  PetscCall(TileRAPInitializePackage());
+  PetscCall(MatCreate(comm, A));
+  PetscCall(MatSetSizes(*A, m, n, m, n));
+  PetscCall(MatSetType(*A, MATSEQTILE));
+  PetscCall(MatSeqAIJSetPreallocation(*A, nz, nnz));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode MatSeqTileGetTileMatrix(Mat A, const tilerap_tile_matrix **T)
+{
+  PetscBool istile;
+
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(A, MAT_CLASSID, 1);
+  TileAssertPointer(T, 2);
+  PetscCall(TileIsSeqTile(A, &istile));
+  PetscCheck(istile, PetscObjectComm((PetscObject)A), PETSC_ERR_ARG_WRONG, "Matrix of type %s is not %s", ((PetscObject)A)->type_name, MATSEQTILE);
+  PetscCall(TileCacheSync(A, &((Mat_SeqTile *)A->spptr)->cache));
+  *T = ((Mat_SeqTile *)A->spptr)->cache.T;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode MatSeqTileGetSyncStats(Mat A, MatSeqTileSyncStats *s)
+{
+  PetscBool istile;
+
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(A, MAT_CLASSID, 1);
+  PetscCall(TileIsSeqTile(A, &istile));
+  PetscCheck(istile, PetscObjectComm((PetscObject)A), PETSC_ERR_ARG_WRONG, "Matrix of type %s is not %s", ((PetscObject)A)->type_name, MATSEQTILE);
+  *s = ((Mat_SeqTile *)A->spptr)->cache.stats;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}

@@ -1,0 +1,93 @@
+/* Private declarations shared by the MATSEQTILE sources (not installed). */
+#ifndef TILERAP_MAT_SEQTILE_IMPL_H
+#define TILERAP_MAT_SEQTILE_IMPL_H
+
+#include <petsc/private/matimpl.h>
+#include <petscversion.h>
+#include "tilerap_petsc.h"
+
+/* ---------------------------------------------------------------- version drift */
+#if PETSC_VERSION_LT(3, 19, 0)
+  #ifndef PETSC_SUCCESS
+    #define PETSC_SUCCESS 0
+  #endif
+#endif
+/* MatOps setfromoptions takes PetscOptionItems by value from 3.23 on. */
+#if PETSC_VERSION_LT(3, 23, 0)
+typedef PetscOptionItems *TileOptionItems;
+#else
+typedef PetscOptionItems TileOptionItems;
+#endif
+/* Mat_Product destroy callback takes void ** from 3.25 on. */
+#if PETSC_VERSION_LT(3, 25, 0)
+  #define TILE_PRODUCT_DESTROY_ARG void *
+  #define TILE_PRODUCT_DESTROY_DATA(p) (p)
+#else
+  #define TILE_PRODUCT_DESTROY_ARG void **
+  #define TILE_PRODUCT_DESTROY_DATA(p) (*(p))
+#endif
+
+#if PETSC_VERSION_LT(3, 20, 0)
+  #define TileAssertPointer(p, a) PetscValidPointer(p, a)
+#else
+  #define TileAssertPointer(p, a) PetscAssertPointer(p, a)
+#endif
+
+/* The tile engine only does real double: elsewhere every product goes the
+ * AIJ way (the type still works as plain AIJ). */
+#if !defined(PETSC_USE_COMPLEX) && defined(PETSC_USE_REAL_DOUBLE)
+  #define TILE_SCALAR_OK 1
+#else
+  #define TILE_SCALAR_OK 0
+#endif
+
+/* Exported by libpetsc but not prototyped in its installed headers. */
+PETSC_EXTERN PetscErrorCode MatCreate_SeqAIJ(Mat);
+
+/* ---------------------------------------------------------------- tile copy of one Mat */
+/* A tile copy of an AIJ matrix and the PETSc states it reflects.  Lives in
+ * a seqtile's spptr, or in product data for plain-AIJ operands. */
+typedef struct {
+  tilerap_tile_matrix *T;
+  PetscObjectId id;           /* object the copy was taken from           */
+  PetscObjectState state;     /* its object state when last in sync       */
+  PetscObjectState nzstate;   /* its nonzerostate when last (re)built     */
+  PetscBool state_plus_one;   /* written by a product numeric phase: the
+                                 one state increase MatProductNumeric()
+                                 makes afterwards is still in sync          */
+  MatSeqTileSyncStats stats;
+} TileCache;
+
+typedef struct {
+  TileCache cache;
+  tilerap_options opt;
+} Mat_SeqTile;
+
+/* ---------------------------------------------------------------- shared state */
+extern PetscLogEvent TILE_Plan, TILE_Numeric, TILE_Xfer, TILE_Convert;
+/* SeqAIJ implementations replaced by the type (captured from a fresh SeqAIJ). */
+typedef struct {
+  PetscBool saved;
+  PetscErrorCode (*destroy)(Mat);
+  PetscErrorCode (*view)(Mat, PetscViewer);
+  PetscErrorCode (*setfromoptions)(Mat, TileOptionItems);
+  PetscErrorCode (*productsetfromoptions)(Mat);
+} TileAIJOps;
+extern TileAIJOps tile_aij_ops;
+
+/* ---------------------------------------------------------------- helpers */
+/* tilerap error -> PETSc error with tilerap's message. */
+PetscErrorCode TileCheckError_Private(MPI_Comm, int, const char *);
+#define TileCall(comm, expr) PetscCall(TileCheckError_Private((comm), (expr), #expr))
+
+PetscErrorCode TileCacheSync(Mat X, TileCache *c);
+PetscErrorCode TileCacheReset(TileCache *c);
+/* Records that c now holds X's current values (X's CSR was written from c). */
+PetscErrorCode TileCacheMarkInSync(Mat X, TileCache *c, PetscBool by_product_numeric);
+PetscErrorCode TileIsSeqTile(Mat, PetscBool *);
+PetscErrorCode TileOptionsFromDatabase(Mat, tilerap_options *);
+
+PetscErrorCode MatConvert_SeqAIJ_SeqTile(Mat, MatType, MatReuse, Mat *);
+PetscErrorCode MatProductSetFromOptions_SeqTile(Mat);
+
+#endif
