@@ -3,6 +3,9 @@
  * galerkin plan.  Only declared when the CUDA engine is compiled in. */
 #ifndef TILERAP_ENGINE_CUDA_H
 #define TILERAP_ENGINE_CUDA_H
+#ifdef HAVE_CONFIG_H
+#include "tilerap_config.h" /* defines TILERAP_HAVE_CUDA in CUDA builds */
+#endif
 #include "tilerap.h"
 #ifdef __cplusplus
 extern "C" {

@@ -6,16 +6,19 @@
 
 /* Pairing lists: C tile t is the sum over p in [pair_ptr[t], pair_ptr[t+1])
  * of A tile pair_a[p] times B tile pair_b[p] (ordered by ascending k). */
-/* hit_ptr/hits (built in step 2): for pair p, the entries of A's tile
- * (positions inside the tile) whose column k meets a non-empty row k of
- * B's tile; only these produce products, so step 3 visits nothing else. */
+/* Hits (built in step 2): for pair p, hits[hit_off[p] .. +hit_cnt[p]) are
+ * the entries of A's tile (positions inside the tile) whose column k meets
+ * a non-empty row k of B's tile; only these produce products, so step 3
+ * visits nothing else.  Each pair's slot is sized by its A tile's entry
+ * count, so the hits are written once, in place, without a compaction. */
 typedef struct {
   int64_t num_tiles;  /* C tiles the lists index */
   int64_t *pair_ptr;  /* [num_tiles+1] */
   int32_t *pair_a;    /* [pairs] */
   int32_t *pair_b;    /* [pairs] */
-  int64_t *hit_ptr;   /* [pairs+1] (after step 2) */
-  uint8_t *hits;      /* [hit_ptr[pairs]] */
+  int64_t *hit_off;   /* [pairs] (after step 2) */
+  uint16_t *hit_cnt;  /* [pairs] */
+  uint8_t *hits;
 } tr_pairs;
 
 void tr_pairs_free(tr_pairs *P);

@@ -34,83 +34,52 @@ static inline int tr_pair_masks(const tilerap_tile_matrix *A, const tilerap_tile
 int tr_cpu_step2_masks(const tilerap_tile_matrix *A, const tilerap_tile_matrix *B, const int64_t *cand_ptr,
                        const int32_t *cand_col, tr_pairs *pairs, tilerap_tile_matrix **Cout, int64_t *flops_out)
 {
-  const int64_t ncand = pairs->num_tiles;
+  const int64_t ncand = pairs->num_tiles, npairs = pairs->pair_ptr[ncand];
   const int32_t TR = A->tile_rows;
   uint16_t *mask = tilerap_host_alloc(16 * (size_t)ncand, sizeof(uint16_t));
   int32_t *cnt = tilerap_host_alloc((size_t)ncand, sizeof(int32_t));
   int64_t *kept_ptr = tilerap_host_calloc((size_t)TR + 1, sizeof(int64_t));
   int64_t *nnz_row = tilerap_host_calloc((size_t)TR + 1, sizeof(int64_t));
-  int64_t *pairs_row = tilerap_host_calloc((size_t)TR + 1, sizeof(int64_t));
-  int64_t *hits_row = tilerap_host_calloc((size_t)TR + 1, sizeof(int64_t));
   int err = TILERAP_SUCCESS;
   tilerap_tile_matrix *C = NULL;
-  tr_pairs kept = {0};
-  int64_t *ub = NULL;
-  uint16_t *hcount = NULL;
-  uint8_t *hbuf = NULL;
-  if (!mask || !cnt || !kept_ptr || !nnz_row || !pairs_row || !hits_row) { err = TILERAP_ERR_NOMEM; goto done; }
-
-  /* hits of every candidate pair go to a buffer sized by an upper bound
-   * (the entries of the pair's A tile), so the walk is done once */
-  const int64_t npairs = pairs->pair_ptr[ncand];
-  ub = tilerap_host_alloc((size_t)npairs + 1, sizeof(int64_t));
-  hcount = tilerap_host_alloc((size_t)npairs, sizeof(uint16_t));
-  if (!ub || !hcount) { err = TILERAP_ERR_NOMEM; goto done; }
+  if (!mask || !cnt || !kept_ptr || !nnz_row) { err = TILERAP_ERR_NOMEM; goto done; }
+  pairs->hit_off = tilerap_host_alloc((size_t)npairs + 1, sizeof(int64_t));
+  pairs->hit_cnt = tilerap_host_alloc((size_t)npairs + 1, sizeof(uint16_t));
+  if (!pairs->hit_off || !pairs->hit_cnt) { err = TILERAP_ERR_NOMEM; goto done; }
+  int64_t *ub = pairs->hit_off;
   ub[0] = 0;
   for (int64_t p = 0; p < npairs; p++) ub[p + 1] = ub[p] + (A->tile_off[pairs->pair_a[p] + 1] - A->tile_off[pairs->pair_a[p]]);
-  hbuf = tilerap_host_alloc((size_t)ub[npairs], sizeof(uint8_t));
-  if (!hbuf) { err = TILERAP_ERR_NOMEM; goto done; }
+  pairs->hits = tilerap_host_alloc((size_t)ub[npairs], sizeof(uint8_t));
+  if (!pairs->hits) { err = TILERAP_ERR_NOMEM; goto done; }
 
   int64_t flops = 0;
 #pragma omp parallel for schedule(dynamic, 64) reduction(+ : flops)
   for (int32_t I = 0; I < TR; I++) {
-    int64_t kt = 0, kn = 0, kp = 0, kh = 0;
+    int64_t kt = 0, kn = 0;
     for (int64_t t = cand_ptr[I]; t < cand_ptr[I + 1]; t++) {
       uint16_t m[16] = {0};
-      int64_t h = 0, f = 0;
-      for (int64_t p = pairs->pair_ptr[t]; p < pairs->pair_ptr[t + 1]; p++) {
-        int nh = tr_pair_masks(A, B, pairs->pair_a[p], pairs->pair_b[p], m, hbuf + ub[p], &f);
-        hcount[p] = (uint16_t)nh;
-        h += nh;
-      }
+      int64_t f = 0;
+      for (int64_t p = pairs->pair_ptr[t]; p < pairs->pair_ptr[t + 1]; p++)
+        pairs->hit_cnt[p] = (uint16_t)tr_pair_masks(A, B, pairs->pair_a[p], pairs->pair_b[p], m, pairs->hits + ub[p], &f);
       int c = 0;
       for (int r = 0; r < 16; r++) { mask[16 * t + r] = m[r]; c += tr_popcount16(m[r]); }
       cnt[t] = c;
-      if (c) { kt++; kn += c; kp += pairs->pair_ptr[t + 1] - pairs->pair_ptr[t]; kh += h; flops += f; }
+      if (c) { kt++; kn += c; flops += f; }
     }
-    kept_ptr[I + 1] = kt; nnz_row[I + 1] = kn; pairs_row[I + 1] = kp; hits_row[I + 1] = kh;
+    kept_ptr[I + 1] = kt; nnz_row[I + 1] = kn;
   }
-  for (int32_t I = 0; I < TR; I++) {
-    kept_ptr[I + 1] += kept_ptr[I]; nnz_row[I + 1] += nnz_row[I];
-    pairs_row[I + 1] += pairs_row[I]; hits_row[I + 1] += hits_row[I];
-  }
+  for (int32_t I = 0; I < TR; I++) { kept_ptr[I + 1] += kept_ptr[I]; nnz_row[I + 1] += nnz_row[I]; }
 
   err = tilerap_tile_create(A->m, B->n, kept_ptr[TR], nnz_row[TR], TILERAP_MEM_HOST, &C);
   if (err) goto done;
-  kept.num_tiles = C->num_tiles;
-  kept.pair_ptr = tilerap_host_alloc((size_t)C->num_tiles + 1, sizeof(int64_t));
-  kept.pair_a = tilerap_host_alloc((size_t)pairs_row[TR], sizeof(int32_t));
-  kept.pair_b = tilerap_host_alloc((size_t)pairs_row[TR], sizeof(int32_t));
-  kept.hit_ptr = tilerap_host_alloc((size_t)pairs_row[TR] + 1, sizeof(int64_t));
-  kept.hits = tilerap_host_alloc((size_t)hits_row[TR], sizeof(uint8_t));
-  if (!kept.pair_ptr || !kept.pair_a || !kept.pair_b || !kept.hit_ptr || !kept.hits) { err = TILERAP_ERR_NOMEM; goto done; }
   memcpy(C->tile_ptr, kept_ptr, ((size_t)TR + 1) * sizeof(int64_t));
-
 #pragma omp parallel for schedule(dynamic, 64)
   for (int32_t I = 0; I < TR; I++) {
-    int64_t u = kept_ptr[I], off = nnz_row[I], pp = pairs_row[I], hh = hits_row[I];
+    int64_t u = kept_ptr[I], off = nnz_row[I];
     for (int64_t t = cand_ptr[I]; t < cand_ptr[I + 1]; t++) {
       if (!cnt[t]) continue;
       C->tile_col[u] = cand_col[t];
       C->tile_off[u] = off;
-      kept.pair_ptr[u] = pp;
-      for (int64_t p = pairs->pair_ptr[t]; p < pairs->pair_ptr[t + 1]; p++, pp++) {
-        kept.pair_a[pp] = pairs->pair_a[p];
-        kept.pair_b[pp] = pairs->pair_b[p];
-        kept.hit_ptr[pp] = hh;
-        memcpy(kept.hits + hh, hbuf + ub[p], hcount[p]);
-        hh += hcount[p];
-      }
       int rp = 0;
       for (int r = 0; r < 16; r++) {
         unsigned m = mask[16 * t + r];
@@ -127,18 +96,31 @@ int tr_cpu_step2_masks(const tilerap_tile_matrix *A, const tilerap_tile_matrix *
     }
   }
   C->tile_off[C->num_tiles] = C->nnz;
-  kept.pair_ptr[C->num_tiles] = pairs_row[TR];
-  kept.hit_ptr[pairs_row[TR]] = hits_row[TR];
-  tr_pairs_free(pairs);
-  *pairs = kept;
-  memset(&kept, 0, sizeof kept);
+
+  /* drop the pairs of empty candidates, in place (destinations never pass
+   * their sources); nothing to do in the common case of no empty tile */
+  if (C->num_tiles < ncand) {
+    int64_t u = 0, w = 0;
+    for (int64_t t = 0; t < ncand; t++) {
+      int64_t s = pairs->pair_ptr[t], e = pairs->pair_ptr[t + 1];
+      if (!cnt[t]) continue;
+      pairs->pair_ptr[u++] = w;
+      if (w != s) {
+        memmove(pairs->pair_a + w, pairs->pair_a + s, (size_t)(e - s) * sizeof(int32_t));
+        memmove(pairs->pair_b + w, pairs->pair_b + s, (size_t)(e - s) * sizeof(int32_t));
+        memmove(pairs->hit_off + w, pairs->hit_off + s, (size_t)(e - s) * sizeof(int64_t));
+        memmove(pairs->hit_cnt + w, pairs->hit_cnt + s, (size_t)(e - s) * sizeof(uint16_t));
+      }
+      w += e - s;
+    }
+    pairs->pair_ptr[u] = w;
+    pairs->num_tiles = u;
+  }
   *Cout = C;
   C = NULL;
   *flops_out = flops;
 done:
-  tr_pairs_free(&kept);
   tilerap_tile_destroy(&C);
-  free(mask); free(cnt); free(kept_ptr); free(nnz_row); free(pairs_row); free(hits_row);
-  free(ub); free(hcount); free(hbuf);
+  free(mask); free(cnt); free(kept_ptr); free(nnz_row);
   return err;
 }

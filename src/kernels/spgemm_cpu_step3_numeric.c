@@ -18,7 +18,7 @@
     const double *av_ = (A)->val + (A)->tile_off[a_], *bv_ = (B)->val + (B)->tile_off[b_];             \
     const uint8_t *bi_ = (B)->idx + (B)->tile_off[b_];                                                 \
     const int blen_ = (int)((B)->tile_off[b_ + 1] - (B)->tile_off[b_]);                                \
-    for (int64_t h_ = (P)->hit_ptr[p]; h_ < (P)->hit_ptr[(p) + 1]; h_++) {                             \
+    for (int64_t h_ = (P)->hit_off[p], he_ = h_ + (P)->hit_cnt[p]; h_ < he_; h_++) {                             \
       int e_ = (P)->hits[h_], r = ai_[e_] >> 4, k_ = ai_[e_] & 15;                                     \
       double x_ = av_[e_];                                                                             \
       int fe_ = k_ < 15 ? brp_[k_ + 1] : blen_;                                                        \

@@ -2,6 +2,9 @@
 #include "tile_internal.h"
 #include <stdarg.h>
 #include <stdio.h>
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
 
 static _Thread_local char tr_errmsg[512];
 
@@ -43,7 +46,18 @@ void *tilerap_host_alloc(size_t count, size_t size)
     return NULL;
   }
   size_t bytes = count * size;
-  void *p = malloc(bytes ? bytes : 1);
+  void *p = NULL;
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+  /* Plans and products allocate large arrays once and fill them at once:
+   * transparent huge pages cut the page faults that otherwise cost a third
+   * of a CPU plan's time.  Memory stays ordinary malloc memory (free()). */
+  const size_t huge = (size_t)2 << 20;
+  if (bytes >= 4 * huge) {
+    if (posix_memalign(&p, huge, bytes)) p = NULL;
+    if (p) madvise(p, bytes & ~(huge - 1), MADV_HUGEPAGE);
+  } else
+#endif
+    p = malloc(bytes ? bytes : 1);
   if (!p) tilerap_set_error(TILERAP_ERR_NOMEM, "host allocation of %zu bytes failed", bytes);
   return p;
 }

@@ -1,0 +1,108 @@
+/* Internal header of the CUDA engine: error mapping, stream-ordered device
+ * allocation, the device plan and the interfaces between the three steps.
+ * Not installed; included by the .cu files only. */
+#ifndef TILERAP_SPGEMM_CUDA_CUH
+#define TILERAP_SPGEMM_CUDA_CUH
+#include <cuda_runtime.h>
+#include <stdint.h>
+#include "tile_internal.h"
+#include "engine_cuda.h"
+
+/* C tiles with more pairs than this are summed by a whole block (16
+ * groups of 16 lanes, pairs split round-robin, fixed-order reduction);
+ * lighter ones by one 16-lane group each. */
+#define TR_HEAVY_PAIRS 24
+#define TR_GROUP 16 /* lanes per tile: lane r owns local row r */
+
+/* ---------------------------------------------------------------- errors */
+/* Maps a CUDA error to TILERAP_ERR_CUDA / TILERAP_ERR_DEVICE_NOMEM with the
+ * runtime's message, and clears the non-sticky error state. */
+int tr_cuda_error(cudaError_t e, const char *what);
+/* After a kernel launch: TILERAP_ERR_CUDA if the launch failed. */
+int tr_cuda_check_launch(const char *what);
+
+/* ---------------------------------------------------------------- memory */
+/* Stream-ordered allocation from tilerap's device memory pool (plain
+ * cudaMalloc where pools are unsupported).  0 bytes gives NULL.  Failure:
+ * TILERAP_ERR_DEVICE_NOMEM naming the size and `what`. */
+int tr_dalloc(void **p, size_t bytes, cudaStream_t s, const char *what);
+void tr_dfree(void *p, cudaStream_t s);
+
+/* Temporaries of one plan step, freed together (also on failure). */
+typedef struct {
+  void *p[40];
+  int n;
+  cudaStream_t s;
+} tr_tmp;
+int tr_tmp_alloc(tr_tmp *t, void **p, size_t bytes, const char *what);
+void tr_tmp_free_all(tr_tmp *t);
+
+/* Tile matrix arrays in one device block, allocated on stream s (tile_ptr
+ * is the block's base). */
+int tr_cuda_tile_alloc_on(tilerap_tile_matrix *T, cudaStream_t s);
+/* Host header + device arrays of an m x n matrix with the given counts. */
+int tr_cuda_tile_new(int32_t m, int32_t n, int64_t num_tiles, int64_t nnz, cudaStream_t s, tilerap_tile_matrix **T);
+
+/* Ordering with the legacy default stream, on which the copies run: for
+ * a non-blocking stream s, `after_legacy` makes s wait for work queued on
+ * the legacy stream and `legacy_after` the reverse.  No-ops otherwise. */
+int tr_stream_nonblocking(cudaStream_t s);
+int tr_order_after_legacy(cudaStream_t s);
+int tr_order_legacy_after(cudaStream_t s);
+
+/* ---------------------------------------------------------------- plan */
+struct tr_cuda_spgemm {
+  cudaStream_t stream;
+  int nonblocking;
+  int dense_threshold;
+  int64_t c_tiles, c_nnz, nheavy;
+  int32_t *pair_ptr; /* [c_tiles+1] */
+  int32_t *pair_a;   /* [pairs] A tile of each pair, grouped by C tile, ascending k */
+  int32_t *pair_b;   /* [pairs] B tile */
+  int32_t *order;    /* [c_tiles] C tiles by bin: heavy first, then light */
+};
+
+/* Step 1 output: candidate tiles of C and their pairs (device temporaries). */
+typedef struct {
+  int64_t npairs;     /* host copy */
+  int32_t *pair_a;    /* [npairs] grouped by candidate, ascending k */
+  int32_t *pair_b;    /* [npairs] */
+  int32_t *pair_cand; /* [npairs] candidate tile of each pair */
+  int32_t *cand_ptr;  /* [npairs+1] first pair of each candidate */
+  int32_t *cand_col;  /* [npairs] tile column of each candidate */
+  int32_t *row_cand;  /* [A->tile_rows+1] first candidate of each tile row */
+  int32_t *d_ncand;   /* device scalar: number of candidates */
+} tr_cuda_cand;
+
+int tr_cuda_step1_structure(const tilerap_tile_matrix *A, const tilerap_tile_matrix *B, tr_tmp *tmp,
+                            tr_cuda_cand *cand);
+/* Step 2: masks, drop empty candidates, allocate C exactly, pairs and bins
+ * into the plan.  *ncand_out, *pairs_out, *flops_out, *dense_out: info. */
+int tr_cuda_step2_masks(const tilerap_tile_matrix *A, const tilerap_tile_matrix *B, const tr_cuda_cand *cand,
+                        tr_tmp *tmp, struct tr_cuda_spgemm *plan, tilerap_tile_matrix **C, int64_t *ncand_out,
+                        int64_t *pairs_out, int64_t *flops_out, int64_t *dense_out);
+/* Step 3: launches only (no allocation, no synchronisation). */
+int tr_cuda_step3_numeric(const struct tr_cuda_spgemm *plan, const tilerap_tile_matrix *A,
+                          const tilerap_tile_matrix *B, tilerap_tile_matrix *C);
+
+/* Device view of a tile matrix passed to kernels by value. */
+typedef struct {
+  const int64_t *tile_ptr;
+  const int32_t *tile_col;
+  const int64_t *tile_off;
+  const uint8_t *row_ptr;
+  const uint16_t *row_mask;
+  const uint8_t *idx;
+  const double *val;
+} tr_dview;
+static inline tr_dview tr_view(const tilerap_tile_matrix *T)
+{
+  tr_dview v = {T->tile_ptr, T->tile_col, T->tile_off, T->row_ptr, T->row_mask, T->idx, T->val};
+  return v;
+}
+
+static inline unsigned tr_blocks(int64_t work, int per_block)
+{
+  return (unsigned)((work + per_block - 1) / per_block);
+}
+#endif

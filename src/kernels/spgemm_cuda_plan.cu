@@ -1,0 +1,75 @@
+/* CUDA SpGEMM plan: runs steps 1 and 2 on the plan's stream, keeps the
+ * pairing lists and tile bins, and launches step 3 on numeric calls.
+ * Plan creation synchronises with the host only to read the totals that
+ * size allocations (pair count; C's tile/entry/pair counts; for large
+ * products also the candidate count).  Everything temporary is freed
+ * stream-ordered; on any failure nothing is left allocated. */
+#include "spgemm_cuda.cuh"
+
+static void tr_plan_free(tr_cuda_spgemm *P)
+{
+  if (!P) return;
+  tr_dfree(P->pair_ptr, P->stream);
+  tr_dfree(P->pair_a, P->stream);
+  tr_dfree(P->pair_b, P->stream);
+  tr_dfree(P->order, P->stream);
+  free(P);
+}
+
+extern "C" int tr_cuda_spgemm_plan(const tilerap_tile_matrix *A, const tilerap_tile_matrix *B,
+                                   const tilerap_options *opt, tr_cuda_spgemm **plan, tilerap_tile_matrix **C,
+                                   tilerap_spgemm_info *info)
+{
+  *plan = NULL;
+  *C = NULL;
+  if (A->memtype != TILERAP_MEM_DEVICE || B->memtype != TILERAP_MEM_DEVICE)
+    return tilerap_set_error(TILERAP_ERR_MEMTYPE, "CUDA SpGEMM plan: A and B must be device matrices");
+  tr_cuda_spgemm *P = (tr_cuda_spgemm *)tilerap_host_calloc(1, sizeof *P);
+  if (!P) return TILERAP_ERR_NOMEM;
+  P->stream = opt ? (cudaStream_t)opt->stream : (cudaStream_t)0;
+  P->nonblocking = tr_stream_nonblocking(P->stream);
+  P->dense_threshold = opt ? opt->dense_threshold : 192;
+  tr_tmp tmp;
+  memset(&tmp, 0, sizeof tmp);
+  tmp.s = P->stream;
+  tr_cuda_cand cand;
+  int64_t ncand = 0, pairs = 0, flops = 0, dense = 0;
+  /* the operands may have been written on the legacy stream (copies) */
+  int err = tr_order_after_legacy(P->stream);
+  if (!err) err = tr_cuda_step1_structure(A, B, &tmp, &cand);
+  if (!err) err = tr_cuda_step2_masks(A, B, &cand, &tmp, P, C, &ncand, &pairs, &flops, &dense);
+  tr_tmp_free_all(&tmp);
+  if (!err) err = tr_order_legacy_after(P->stream);
+  if (err) {
+    if (*C) { tr_cuda_tile_free(*C); free(*C); *C = NULL; }
+    tr_plan_free(P);
+    return err;
+  }
+  info->c_tiles_step1 = ncand;
+  info->pairs = pairs;
+  info->flops = flops;
+  info->dense_tiles = dense;
+  *plan = P;
+  return TILERAP_SUCCESS;
+}
+
+extern "C" int tr_cuda_spgemm_numeric(tr_cuda_spgemm *P, const tilerap_tile_matrix *A, const tilerap_tile_matrix *B,
+                                      tilerap_tile_matrix *C)
+{
+  if (!P) return tilerap_set_error(TILERAP_ERR_NULL, "CUDA SpGEMM numeric: NULL plan");
+  if (A->memtype != TILERAP_MEM_DEVICE || B->memtype != TILERAP_MEM_DEVICE || C->memtype != TILERAP_MEM_DEVICE)
+    return tilerap_set_error(TILERAP_ERR_MEMTYPE, "CUDA SpGEMM numeric: A, B and C must be device matrices");
+  if (C->num_tiles != P->c_tiles || C->nnz != P->c_nnz)
+    return tilerap_set_error(TILERAP_ERR_STRUCTURE, "CUDA SpGEMM numeric: C differs from the plan's");
+  int err = P->nonblocking ? tr_order_after_legacy(P->stream) : TILERAP_SUCCESS;
+  if (!err) err = tr_cuda_step3_numeric(P, A, B, C);
+  if (!err && P->nonblocking) err = tr_order_legacy_after(P->stream);
+  return err;
+}
+
+extern "C" void tr_cuda_spgemm_destroy(tr_cuda_spgemm *P)
+{
+  if (!P) return;
+  /* frees are ordered on the plan's stream: kernels in flight finish first */
+  tr_plan_free(P);
+}

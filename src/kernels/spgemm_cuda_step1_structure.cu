@@ -1,0 +1,166 @@
+/* Step 1 (CUDA): symbolic SpGEMM of the tile graphs, on the device.
+ * Every (A tile a, B tile b) with col(a) == row(b) is a pair feeding C
+ * tile (row(a), col(b)).  Pairs are expanded per A tile (scan of B's tile
+ * row lengths), stably sorted by tile column inside each tile row of A
+ * (CUB segmented sort: pairs of one C tile stay in ascending k, as on the
+ * CPU), and runs of equal column become the candidate tiles.  Only the
+ * pair total comes back to the host, to size the expansion. */
+#include "spgemm_cuda.cuh"
+#include <cub/cub.cuh>
+
+/* A tile row of every A tile; pair count of every A tile (B row length). */
+static __global__ void k_rows_and_counts(tr_dview A, int32_t tile_rows, int64_t na, tr_dview B, int32_t *arow,
+                                         int64_t *nb)
+{
+  int32_t I = blockIdx.x * blockDim.x + threadIdx.x;
+  if (I < tile_rows)
+    for (int64_t a = A.tile_ptr[I]; a < A.tile_ptr[I + 1]; a++) {
+      int32_t k = A.tile_col[a];
+      arow[a] = I;
+      nb[a] = B.tile_ptr[k + 1] - B.tile_ptr[k];
+    }
+  if (I == 0) nb[na] = 0;
+}
+
+/* First pair of every tile row of A (segments of the sort). */
+static __global__ void k_segments(const int64_t *tile_ptr, int32_t tile_rows, const int64_t *poff, int32_t *seg)
+{
+  int32_t I = blockIdx.x * blockDim.x + threadIdx.x;
+  if (I <= tile_rows) seg[I] = (int32_t)poff[tile_ptr[I]];
+}
+
+/* Pair expansion: key = tile column of C, value = pair number. */
+static __global__ void k_expand(tr_dview A, int64_t na, tr_dview B, const int64_t *poff, int32_t *key, int32_t *pid,
+                                int32_t *pa, int32_t *pb)
+{
+  int64_t a = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+  if (a >= na) return;
+  int32_t k = A.tile_col[a];
+  int64_t b0 = B.tile_ptr[k], nbk = B.tile_ptr[k + 1] - b0, p0 = poff[a];
+  for (int64_t j = 0; j < nbk; j++) {
+    int64_t p = p0 + j, b = b0 + j;
+    key[p] = B.tile_col[b];
+    pid[p] = (int32_t)p;
+    pa[p] = (int32_t)a;
+    pb[p] = (int32_t)b;
+  }
+}
+
+/* Sorted pairs: A/B tiles, and a flag where a new candidate starts (new
+ * tile row or new column). */
+static __global__ void k_heads(int64_t np, const int32_t *key, const int32_t *sid, const int32_t *pa, const int32_t *pb,
+                               const int32_t *arow, int32_t *pair_a, int32_t *pair_b, int32_t *head)
+{
+  int64_t q = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+  if (q >= np) return;
+  int32_t a = pa[sid[q]];
+  pair_a[q] = a;
+  pair_b[q] = pb[sid[q]];
+  int h = 1;
+  if (q > 0) h = key[q] != key[q - 1] || arow[a] != arow[pa[sid[q - 1]]];
+  head[q] = h;
+}
+
+/* candidate number of every pair (inclusive scan of heads, minus one) */
+static __global__ void k_candidates(int64_t np, const int32_t *key, const int32_t *head, const int32_t *cid,
+                                    int32_t *pair_cand, int32_t *cand_ptr, int32_t *cand_col, int32_t *d_ncand)
+{
+  int64_t q = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+  if (q >= np) return;
+  int32_t t = cid[q] - 1;
+  pair_cand[q] = t;
+  if (head[q]) { cand_ptr[t] = (int32_t)q; cand_col[t] = key[q]; }
+  if (q == np - 1) { cand_ptr[t + 1] = (int32_t)np; *d_ncand = t + 1; }
+}
+
+/* first candidate of every tile row (empty rows: the next row's first) */
+static __global__ void k_row_cand(int32_t tile_rows, int64_t np, const int32_t *seg, const int32_t *cid, int32_t *row_cand)
+{
+  int32_t I = blockIdx.x * blockDim.x + threadIdx.x;
+  if (I > tile_rows) return;
+  int32_t s = seg[I];
+  row_cand[I] = s < np ? cid[s] - 1 : cid[np - 1];
+}
+
+#define TRY_CU(call, what)                                  \
+  do {                                                      \
+    cudaError_t e_ = (call);                                \
+    if (e_ != cudaSuccess) return tr_cuda_error(e_, what);  \
+  } while (0)
+#define TRY(call)                  \
+  do {                             \
+    int r_ = (call);               \
+    if (r_) return r_;             \
+  } while (0)
+
+int tr_cuda_step1_structure(const tilerap_tile_matrix *A, const tilerap_tile_matrix *B, tr_tmp *tmp,
+                            tr_cuda_cand *c)
+{
+  cudaStream_t s = tmp->s;
+  const int32_t TR = A->tile_rows;
+  const int64_t na = A->num_tiles;
+  tr_dview dA = tr_view(A), dB = tr_view(B);
+  memset(c, 0, sizeof *c);
+  if (na == 0 || B->num_tiles == 0) return TILERAP_SUCCESS;
+
+  int32_t *arow;
+  int64_t *nb, *poff;
+  TRY(tr_tmp_alloc(tmp, (void **)&arow, (size_t)na * sizeof(int32_t), "step 1 tile rows"));
+  TRY(tr_tmp_alloc(tmp, (void **)&nb, ((size_t)na + 1) * sizeof(int64_t), "step 1 pair counts"));
+  TRY(tr_tmp_alloc(tmp, (void **)&poff, ((size_t)na + 1) * sizeof(int64_t), "step 1 pair offsets"));
+  k_rows_and_counts<<<tr_blocks(TR > 0 ? TR : 1, 128), 128, 0, s>>>(dA, TR, na, dB, arow, nb);
+  TRY(tr_cuda_check_launch("step 1 counts"));
+  size_t tb = 0, tb2 = 0;
+  TRY_CU(cub::DeviceScan::ExclusiveSum(NULL, tb, nb, poff, na + 1, s), "step 1 scan");
+  void *ts;
+  TRY(tr_tmp_alloc(tmp, &ts, tb, "step 1 scan storage"));
+  TRY_CU(cub::DeviceScan::ExclusiveSum(ts, tb, nb, poff, na + 1, s), "step 1 scan");
+  int64_t np = 0;
+  TRY_CU(cudaMemcpyAsync(&np, poff + na, sizeof np, cudaMemcpyDeviceToHost, s), "step 1 pair total");
+  TRY_CU(cudaStreamSynchronize(s), "step 1 pair total");
+  c->npairs = np;
+  if (np == 0) return TILERAP_SUCCESS;
+  if (np >= INT32_MAX)
+    return tilerap_set_error(TILERAP_ERR_OVERFLOW, "product has %lld tile pairs (CUDA engine limit 2^31)", (long long)np);
+
+  int32_t *seg, *key, *pid, *pa, *pb, *skey, *sid, *head, *cid;
+  size_t npb = (size_t)np * sizeof(int32_t);
+  TRY(tr_tmp_alloc(tmp, (void **)&seg, ((size_t)TR + 1) * sizeof(int32_t), "step 1 segments"));
+  TRY(tr_tmp_alloc(tmp, (void **)&key, npb, "step 1 keys"));
+  TRY(tr_tmp_alloc(tmp, (void **)&pid, npb, "step 1 pair ids"));
+  TRY(tr_tmp_alloc(tmp, (void **)&pa, npb, "step 1 pairs"));
+  TRY(tr_tmp_alloc(tmp, (void **)&pb, npb, "step 1 pairs"));
+  TRY(tr_tmp_alloc(tmp, (void **)&skey, npb, "step 1 sorted keys"));
+  TRY(tr_tmp_alloc(tmp, (void **)&sid, npb, "step 1 sorted ids"));
+  TRY(tr_tmp_alloc(tmp, (void **)&head, npb, "step 1 heads"));
+  TRY(tr_tmp_alloc(tmp, (void **)&cid, npb, "step 1 candidate ids"));
+  TRY(tr_tmp_alloc(tmp, (void **)&c->pair_a, npb, "step 1 pair list"));
+  TRY(tr_tmp_alloc(tmp, (void **)&c->pair_b, npb, "step 1 pair list"));
+  TRY(tr_tmp_alloc(tmp, (void **)&c->pair_cand, npb, "step 1 pair candidates"));
+  TRY(tr_tmp_alloc(tmp, (void **)&c->cand_ptr, npb + sizeof(int32_t), "step 1 candidate pointers"));
+  TRY(tr_tmp_alloc(tmp, (void **)&c->cand_col, npb, "step 1 candidate columns"));
+  TRY(tr_tmp_alloc(tmp, (void **)&c->row_cand, ((size_t)TR + 1) * sizeof(int32_t), "step 1 row candidates"));
+  TRY(tr_tmp_alloc(tmp, (void **)&c->d_ncand, sizeof(int32_t), "step 1 candidate count"));
+
+  k_segments<<<tr_blocks((int64_t)TR + 1, 256), 256, 0, s>>>(A->tile_ptr, TR, poff, seg);
+  TRY(tr_cuda_check_launch("step 1 segments"));
+  k_expand<<<tr_blocks(na, 128), 128, 0, s>>>(dA, na, dB, poff, key, pid, pa, pb);
+  TRY(tr_cuda_check_launch("step 1 expansion"));
+  tb = 0;
+  TRY_CU(cub::DeviceSegmentedSort::StableSortPairs(NULL, tb, key, skey, pid, sid, np, TR, seg, seg + 1, s),
+         "step 1 sort");
+  TRY_CU(cub::DeviceScan::InclusiveSum(NULL, tb2, head, cid, np, s), "step 1 scan");
+  if (tb2 > tb) tb = tb2;
+  TRY(tr_tmp_alloc(tmp, &ts, tb, "step 1 sort storage"));
+  TRY_CU(cub::DeviceSegmentedSort::StableSortPairs(ts, tb, key, skey, pid, sid, np, TR, seg, seg + 1, s),
+         "step 1 sort");
+  k_heads<<<tr_blocks(np, 256), 256, 0, s>>>(np, skey, sid, pa, pb, arow, c->pair_a, c->pair_b, head);
+  TRY(tr_cuda_check_launch("step 1 heads"));
+  TRY_CU(cub::DeviceScan::InclusiveSum(ts, tb, head, cid, np, s), "step 1 scan");
+  k_candidates<<<tr_blocks(np, 256), 256, 0, s>>>(np, skey, head, cid, c->pair_cand, c->cand_ptr, c->cand_col,
+                                                  c->d_ncand);
+  TRY(tr_cuda_check_launch("step 1 candidates"));
+  k_row_cand<<<tr_blocks((int64_t)TR + 1, 256), 256, 0, s>>>(TR, np, seg, cid, c->row_cand);
+  TRY(tr_cuda_check_launch("step 1 row candidates"));
+  return TILERAP_SUCCESS;
+}

@@ -1,0 +1,284 @@
+/* CUDA engine: device memory of tile matrices, copies, value gathers and
+ * error mapping.  Device memory comes from a private stream-ordered pool
+ * (cudaMallocFromPoolAsync / cudaFreeAsync): plans of coarse levels make
+ * many small allocations, and a pool turns each into a cheap, non-
+ * synchronising call where cudaMalloc/cudaFree would cost tens of
+ * microseconds and a device-wide synchronisation each.
+ * Copies run on the legacy default stream; for non-blocking user streams
+ * the plan code orders its kernels against it with events. */
+#include "spgemm_cuda.cuh"
+#include <mutex>
+
+int tr_cuda_error(cudaError_t e, const char *what)
+{
+  (void)cudaGetLastError(); /* clear a non-sticky error */
+  if (e == cudaErrorMemoryAllocation)
+    return tilerap_set_error(TILERAP_ERR_DEVICE_NOMEM, "%s: %s", what, cudaGetErrorString(e));
+  return tilerap_set_error(TILERAP_ERR_CUDA, "%s: %s", what, cudaGetErrorString(e));
+}
+
+int tr_cuda_check_launch(const char *what)
+{
+  cudaError_t e = cudaGetLastError();
+  return e == cudaSuccess ? TILERAP_SUCCESS : tilerap_set_error(TILERAP_ERR_CUDA, "launch of %s failed: %s", what, cudaGetErrorString(e));
+}
+
+/* ---------------------------------------------------------------- pool */
+#define TR_MAX_DEVICES 64
+static std::mutex tr_pool_lock;
+static int tr_pool_state[TR_MAX_DEVICES]; /* 0 unknown, 1 pool, 2 plain cudaMalloc */
+static cudaMemPool_t tr_pools[TR_MAX_DEVICES];
+
+static cudaMemPool_t tr_pool(void)
+{
+  int dev = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= TR_MAX_DEVICES) { (void)cudaGetLastError(); return NULL; }
+  std::lock_guard<std::mutex> guard(tr_pool_lock);
+  if (tr_pool_state[dev] == 0) {
+    int supported = 0;
+    tr_pool_state[dev] = 2;
+    if (cudaDeviceGetAttribute(&supported, cudaDevAttrMemoryPoolsSupported, dev) == cudaSuccess && supported) {
+      cudaMemPoolProps props = {};
+      props.allocType = cudaMemAllocationTypePinned;
+      props.location.type = cudaMemLocationTypeDevice;
+      props.location.id = dev;
+      cudaMemPool_t pool;
+      if (cudaMemPoolCreate(&pool, &props) == cudaSuccess) {
+        /* keep freed blocks for reuse instead of returning them at every sync */
+        uint64_t keep = UINT64_MAX;
+        cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep);
+        tr_pools[dev] = pool;
+        tr_pool_state[dev] = 1;
+      }
+    }
+    (void)cudaGetLastError();
+  }
+  return tr_pool_state[dev] == 1 ? tr_pools[dev] : NULL;
+}
+
+int tr_dalloc(void **p, size_t bytes, cudaStream_t s, const char *what)
+{
+  *p = NULL;
+  if (!bytes) return TILERAP_SUCCESS;
+  cudaMemPool_t pool = tr_pool();
+  cudaError_t e = pool ? cudaMallocFromPoolAsync(p, bytes, pool, s) : cudaMalloc(p, bytes);
+  if (e != cudaSuccess) {
+    *p = NULL;
+    (void)cudaGetLastError();
+    if (e == cudaErrorMemoryAllocation)
+      return tilerap_set_error(TILERAP_ERR_DEVICE_NOMEM, "device allocation of %zu bytes for %s failed: %s", bytes,
+                               what, cudaGetErrorString(e));
+    return tilerap_set_error(TILERAP_ERR_CUDA, "device allocation of %zu bytes for %s failed: %s", bytes, what,
+                             cudaGetErrorString(e));
+  }
+  return TILERAP_SUCCESS;
+}
+
+void tr_dfree(void *p, cudaStream_t s)
+{
+  if (!p) return;
+  if (tr_pool()) cudaFreeAsync(p, s);
+  else cudaFree(p);
+  (void)cudaGetLastError();
+}
+
+int tr_tmp_alloc(tr_tmp *t, void **p, size_t bytes, const char *what)
+{
+  *p = NULL;
+  if (t->n >= (int)(sizeof t->p / sizeof t->p[0]))
+    return tilerap_set_error(TILERAP_ERR_INVALID, "internal: too many temporaries (%s)", what);
+  int err = tr_dalloc(p, bytes, t->s, what);
+  if (!err && *p) t->p[t->n++] = *p;
+  return err;
+}
+
+void tr_tmp_free_all(tr_tmp *t)
+{
+  for (int i = 0; i < t->n; i++) tr_dfree(t->p[i], t->s);
+  t->n = 0;
+}
+
+/* ---------------------------------------------------------------- streams */
+int tr_stream_nonblocking(cudaStream_t s)
+{
+  unsigned flags = 0;
+  if (!s || s == cudaStreamLegacy) return 0;
+  if (cudaStreamGetFlags(s, &flags) != cudaSuccess) { (void)cudaGetLastError(); return 0; }
+  return (flags & cudaStreamNonBlocking) != 0;
+}
+
+static thread_local cudaEvent_t tr_order_event = NULL;
+
+static int tr_order(cudaStream_t waiter, cudaStream_t signaller)
+{
+  cudaError_t e = cudaSuccess;
+  if (!tr_order_event) e = cudaEventCreateWithFlags(&tr_order_event, cudaEventDisableTiming);
+  if (e == cudaSuccess) e = cudaEventRecord(tr_order_event, signaller);
+  if (e == cudaSuccess) e = cudaStreamWaitEvent(waiter, tr_order_event, 0);
+  return e == cudaSuccess ? TILERAP_SUCCESS : tr_cuda_error(e, "stream ordering");
+}
+
+int tr_order_after_legacy(cudaStream_t s)
+{
+  return tr_stream_nonblocking(s) ? tr_order(s, cudaStreamLegacy) : TILERAP_SUCCESS;
+}
+
+int tr_order_legacy_after(cudaStream_t s)
+{
+  return tr_stream_nonblocking(s) ? tr_order(cudaStreamLegacy, s) : TILERAP_SUCCESS;
+}
+
+/* ---------------------------------------------------------------- matrices */
+extern "C" int tr_cuda_device_count(void)
+{
+  static int cached = -1;
+  if (cached >= 0) return cached;
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess) { (void)cudaGetLastError(); n = 0; }
+  cached = n;
+  return n;
+}
+
+/* Byte layout of the arrays inside one block (256-byte aligned pieces). */
+typedef struct {
+  size_t tile_ptr, tile_off, val, tile_col, row_mask, row_ptr, idx, total;
+} tr_layout;
+
+static size_t tr_up(size_t x) { return (x + 255) & ~(size_t)255; }
+
+static tr_layout tr_layout_of(const tilerap_tile_matrix *T)
+{
+  tr_layout L;
+  size_t nt = (size_t)T->num_tiles, nz = (size_t)T->nnz, o = 0;
+  L.tile_ptr = o; o += tr_up(((size_t)T->tile_rows + 1) * sizeof(int64_t));
+  L.tile_off = o; o += tr_up((nt + 1) * sizeof(int64_t));
+  L.val = o; o += tr_up(nz * sizeof(double));
+  L.tile_col = o; o += tr_up(nt * sizeof(int32_t));
+  L.row_mask = o; o += tr_up(16 * nt * sizeof(uint16_t));
+  L.row_ptr = o; o += tr_up(16 * nt);
+  L.idx = o; o += tr_up(nz);
+  L.total = o;
+  return L;
+}
+
+int tr_cuda_tile_alloc_on(tilerap_tile_matrix *T, cudaStream_t s)
+{
+  tr_layout L = tr_layout_of(T);
+  char *base = NULL;
+  int err = tr_dalloc((void **)&base, L.total, s, "tile matrix");
+  if (err) return err;
+  T->tile_ptr = (int64_t *)(base + L.tile_ptr);
+  T->tile_off = (int64_t *)(base + L.tile_off);
+  T->val = (double *)(base + L.val);
+  T->tile_col = (int32_t *)(base + L.tile_col);
+  T->row_mask = (uint16_t *)(base + L.row_mask);
+  T->row_ptr = (uint8_t *)(base + L.row_ptr);
+  T->idx = (uint8_t *)(base + L.idx);
+  return TILERAP_SUCCESS;
+}
+
+extern "C" int tr_cuda_tile_alloc(tilerap_tile_matrix *T)
+{
+  return tr_cuda_tile_alloc_on(T, cudaStreamLegacy);
+}
+
+extern "C" void tr_cuda_tile_free(tilerap_tile_matrix *T)
+{
+  if (!T) return;
+  tr_dfree(T->tile_ptr, cudaStreamLegacy); /* base of the block */
+  T->tile_ptr = NULL; T->tile_off = NULL; T->val = NULL; T->tile_col = NULL;
+  T->row_mask = NULL; T->row_ptr = NULL; T->idx = NULL;
+}
+
+int tr_cuda_tile_new(int32_t m, int32_t n, int64_t num_tiles, int64_t nnz, cudaStream_t s, tilerap_tile_matrix **out)
+{
+  *out = NULL;
+  if (num_tiles > INT32_MAX)
+    return tilerap_set_error(TILERAP_ERR_OVERFLOW, "%lld tiles exceed the 2^31 tile index range", (long long)num_tiles);
+  tilerap_tile_matrix *T = (tilerap_tile_matrix *)tilerap_host_calloc(1, sizeof *T);
+  if (!T) return TILERAP_ERR_NOMEM;
+  T->m = m; T->n = n;
+  T->tile_rows = tr_ceil16(m); T->tile_cols = tr_ceil16(n);
+  T->num_tiles = num_tiles; T->nnz = nnz;
+  T->memtype = TILERAP_MEM_DEVICE;
+  int err = tr_cuda_tile_alloc_on(T, s);
+  if (err) { free(T); return err; }
+  *out = T;
+  return TILERAP_SUCCESS;
+}
+
+static int tr_copy(void *dst, const void *src, size_t bytes, const char *what)
+{
+  if (!bytes) return TILERAP_SUCCESS;
+  cudaError_t e = cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, cudaStreamLegacy);
+  return e == cudaSuccess ? TILERAP_SUCCESS : tr_cuda_error(e, what);
+}
+
+extern "C" int tr_cuda_tile_copy(const tilerap_tile_matrix *S, tilerap_tile_matrix *D)
+{
+  if (S->num_tiles != D->num_tiles || S->nnz != D->nnz || S->tile_rows != D->tile_rows)
+    return tilerap_set_error(TILERAP_ERR_STRUCTURE, "tr_cuda_tile_copy: sizes differ");
+  int err;
+  if (S->memtype == TILERAP_MEM_DEVICE && D->memtype == TILERAP_MEM_DEVICE) {
+    /* same counts, same layout: one copy of the whole block */
+    err = tr_copy(D->tile_ptr, S->tile_ptr, tr_layout_of(S).total, "device tile copy");
+    return err;
+  }
+  size_t nt = (size_t)S->num_tiles, nz = (size_t)S->nnz;
+  if ((err = tr_copy(D->tile_ptr, S->tile_ptr, ((size_t)S->tile_rows + 1) * sizeof(int64_t), "tile copy")) ||
+      (err = tr_copy(D->tile_off, S->tile_off, (nt + 1) * sizeof(int64_t), "tile copy")) ||
+      (err = tr_copy(D->tile_col, S->tile_col, nt * sizeof(int32_t), "tile copy")) ||
+      (err = tr_copy(D->row_mask, S->row_mask, 16 * nt * sizeof(uint16_t), "tile copy")) ||
+      (err = tr_copy(D->row_ptr, S->row_ptr, 16 * nt, "tile copy")) ||
+      (err = tr_copy(D->idx, S->idx, nz, "tile copy")) ||
+      (err = tr_copy(D->val, S->val, nz * sizeof(double), "tile copy")))
+    return err;
+  if (D->memtype == TILERAP_MEM_HOST) {
+    cudaError_t e = cudaStreamSynchronize(cudaStreamLegacy);
+    if (e != cudaSuccess) return tr_cuda_error(e, "tile copy to the host");
+  }
+  return TILERAP_SUCCESS;
+}
+
+extern "C" int tr_cuda_tile_copy_values(const tilerap_tile_matrix *S, tilerap_tile_matrix *D)
+{
+  int err = tr_copy(D->val, S->val, (size_t)S->nnz * sizeof(double), "value copy");
+  if (err) return err;
+  /* the host reads the values next: wait for them (and the work before) */
+  if (D->memtype == TILERAP_MEM_HOST) {
+    cudaError_t e = cudaStreamSynchronize(cudaStreamLegacy);
+    if (e != cudaSuccess) return tr_cuda_error(e, "value copy to the host");
+  }
+  return TILERAP_SUCCESS;
+}
+
+static __global__ void k_gather(const double *__restrict__ src, const int64_t *__restrict__ perm, int64_t n,
+                                double *__restrict__ dst)
+{
+  for (int64_t q = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; q < n; q += (int64_t)gridDim.x * blockDim.x)
+    dst[q] = src[perm[q]];
+}
+
+extern "C" int tr_cuda_gather_values(const double *src, const int64_t *perm, int64_t n, double *dst, void *stream)
+{
+  if (n <= 0) return TILERAP_SUCCESS;
+  cudaStream_t s = (cudaStream_t)stream;
+  int err = tr_order_after_legacy(s);
+  if (err) return err;
+  int64_t blocks = (n + 255) / 256;
+  if (blocks > 65536) blocks = 65536;
+  k_gather<<<(unsigned)blocks, 256, 0, s>>>(src, perm, n, dst);
+  if ((err = tr_cuda_check_launch("value gather"))) return err;
+  return tr_order_legacy_after(s);
+}
+
+extern "C" int tr_cuda_stream_sync(void *stream)
+{
+  cudaError_t e = cudaStreamSynchronize((cudaStream_t)stream);
+  return e == cudaSuccess ? TILERAP_SUCCESS : tr_cuda_error(e, "stream synchronisation");
+}
+
+extern "C" void tr_cuda_free(void *p)
+{
+  tr_dfree(p, cudaStreamLegacy);
+}

@@ -1,0 +1,152 @@
+/* Tile transpose on the device, with the value permutation that lets a
+ * Galerkin plan refresh P^T's values by one gather.  Sizes are those of T,
+ * so nothing is read back: a stable radix sort of the tiles by tile
+ * column gives T^T's tile order (tile rows of T ascending inside each new
+ * tile row, as on the CPU), a histogram + scan its tile_ptr, a scan of the
+ * tile lengths its tile_off; then a 16-lane group per tile transposes the
+ * masks (lane c builds new row c) and moves idx/val/perm. */
+#include "spgemm_cuda.cuh"
+#include <cub/cub.cuh>
+
+static __global__ void k_t_rows(const int64_t *tile_ptr, int32_t tile_rows, const int32_t *tile_col, int64_t nt,
+                                int32_t *trow, int32_t *iota, unsigned long long *hist)
+{
+  int32_t I = blockIdx.x * blockDim.x + threadIdx.x;
+  if (I >= tile_rows) return;
+  for (int64_t t = tile_ptr[I]; t < tile_ptr[I + 1]; t++) {
+    trow[t] = I;
+    iota[t] = (int32_t)t;
+    atomicAdd(&hist[tile_col[t]], 1ull);
+  }
+}
+
+static __global__ void k_t_meta(int64_t nt, const int32_t *src_of, const int32_t *trow, const int64_t *tile_off,
+                                int32_t *tt_col, int64_t *len)
+{
+  int64_t u = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+  if (u > nt) return;
+  if (u == nt) { len[nt] = 0; return; }
+  int32_t t = src_of[u];
+  tt_col[u] = trow[t];
+  len[u] = tile_off[t + 1] - tile_off[t];
+}
+
+static __global__ void k_t_tiles(int64_t nt, const int32_t *src_of, tr_dview T, const int64_t *tt_off,
+                                 uint16_t *tt_mask, uint8_t *tt_rp, uint8_t *tt_idx, double *tt_val, int64_t *perm)
+{
+  const int c = threadIdx.x & 15; /* new local row = old local column */
+  const int64_t u = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) >> 4;
+  const bool active = u < nt;
+  int32_t t = 0;
+  unsigned mt = 0;
+  if (active) {
+    t = src_of[u];
+    const uint16_t *m = T.row_mask + 16 * (int64_t)t;
+    for (int r = 0; r < 16; r++) mt |= ((m[r] >> c) & 1u) << r;
+  }
+  int cnt = __popc(mt), incl = cnt;
+  for (int o = 1; o < 16; o <<= 1) {
+    int y = __shfl_up_sync(0xffffffffu, incl, o, 16);
+    if (c >= o) incl += y;
+  }
+  if (!active) return;
+  const int rp = incl - cnt;
+  tt_mask[16 * u + c] = (uint16_t)mt;
+  tt_rp[16 * u + c] = (uint8_t)rp;
+  const int64_t src0 = T.tile_off[t], dst = tt_off[u] + rp;
+  const uint16_t *m = T.row_mask + 16 * (int64_t)t;
+  const uint8_t *rpt = T.row_ptr + 16 * (int64_t)t;
+  for (int j = 0; mt; j++) {
+    const int r = __ffs(mt) - 1; /* old row, ascending = new column ascending */
+    mt &= mt - 1;
+    const int64_t src = src0 + rpt[r] + __popc(m[r] & ((1u << c) - 1u));
+    tt_idx[dst + j] = (uint8_t)((c << 4) | r);
+    tt_val[dst + j] = T.val[src];
+    if (perm) perm[dst + j] = src;
+  }
+}
+
+static __global__ void k_t_empty(int32_t tile_rows, int64_t *tile_ptr, int64_t *tile_off)
+{
+  int32_t I = blockIdx.x * blockDim.x + threadIdx.x;
+  if (I <= tile_rows) tile_ptr[I] = 0;
+  if (I == 0) tile_off[0] = 0;
+}
+
+#define TRY_CU(call, what)                                                  \
+  do {                                                                      \
+    cudaError_t e_ = (call);                                                \
+    if (e_ != cudaSuccess) { err = tr_cuda_error(e_, what); goto fail; }    \
+  } while (0)
+#define TRY(call)                                                           \
+  do {                                                                      \
+    if ((err = (call))) goto fail;                                          \
+  } while (0)
+
+static int tr_bits(int64_t x)
+{
+  int b = 1;
+  while (b < 32 && ((int64_t)1 << b) <= x) b++;
+  return b;
+}
+
+extern "C" int tr_cuda_tile_transpose(const tilerap_tile_matrix *T, tilerap_tile_matrix **Tt_out, int64_t **perm_out,
+                                      void *stream)
+{
+  cudaStream_t s = (cudaStream_t)stream;
+  tilerap_tile_matrix *Tt = NULL;
+  int64_t *perm = NULL;
+  tr_tmp tmp;
+  memset(&tmp, 0, sizeof tmp);
+  tmp.s = s;
+  const int64_t nt = T->num_tiles;
+  int err = tr_order_after_legacy(s);
+  if (err) return err;
+  TRY(tr_cuda_tile_new(T->n, T->m, nt, T->nnz, s, &Tt));
+  if (perm_out) TRY(tr_dalloc((void **)&perm, (size_t)T->nnz * sizeof(int64_t), s, "transpose permutation"));
+  if (nt == 0) {
+    k_t_empty<<<tr_blocks((int64_t)Tt->tile_rows + 1, 256), 256, 0, s>>>(Tt->tile_rows, Tt->tile_ptr, Tt->tile_off);
+    TRY(tr_cuda_check_launch("transpose (empty)"));
+  } else {
+    const int32_t TC = T->tile_cols; /* tile rows of T^T */
+    int32_t *trow, *iota, *ckey, *src_of;
+    unsigned long long *hist;
+    int64_t *len;
+    TRY(tr_tmp_alloc(&tmp, (void **)&trow, (size_t)nt * sizeof(int32_t), "transpose rows"));
+    TRY(tr_tmp_alloc(&tmp, (void **)&iota, (size_t)nt * sizeof(int32_t), "transpose ids"));
+    TRY(tr_tmp_alloc(&tmp, (void **)&ckey, (size_t)nt * sizeof(int32_t), "transpose keys"));
+    TRY(tr_tmp_alloc(&tmp, (void **)&src_of, (size_t)nt * sizeof(int32_t), "transpose order"));
+    TRY(tr_tmp_alloc(&tmp, (void **)&hist, ((size_t)TC + 1) * sizeof(unsigned long long), "transpose histogram"));
+    TRY(tr_tmp_alloc(&tmp, (void **)&len, ((size_t)nt + 1) * sizeof(int64_t), "transpose lengths"));
+    TRY_CU(cudaMemsetAsync(hist, 0, ((size_t)TC + 1) * sizeof(unsigned long long), s), "transpose histogram");
+    k_t_rows<<<tr_blocks(T->tile_rows, 128), 128, 0, s>>>(T->tile_ptr, T->tile_rows, T->tile_col, nt, trow, iota, hist);
+    TRY(tr_cuda_check_launch("transpose rows"));
+    size_t tb = 0, tb2 = 0, tb3 = 0;
+    const int bits = tr_bits(TC);
+    TRY_CU(cub::DeviceRadixSort::SortPairs(NULL, tb, T->tile_col, ckey, iota, src_of, nt, 0, bits, s), "transpose sort");
+    TRY_CU(cub::DeviceScan::ExclusiveSum(NULL, tb2, (int64_t *)hist, Tt->tile_ptr, (int64_t)TC + 1, s), "transpose scan");
+    TRY_CU(cub::DeviceScan::ExclusiveSum(NULL, tb3, len, Tt->tile_off, nt + 1, s), "transpose scan");
+    if (tb2 > tb) tb = tb2;
+    if (tb3 > tb) tb = tb3;
+    void *ts;
+    TRY(tr_tmp_alloc(&tmp, &ts, tb, "transpose storage"));
+    TRY_CU(cub::DeviceRadixSort::SortPairs(ts, tb, T->tile_col, ckey, iota, src_of, nt, 0, bits, s), "transpose sort");
+    TRY_CU(cub::DeviceScan::ExclusiveSum(ts, tb, (int64_t *)hist, Tt->tile_ptr, (int64_t)TC + 1, s), "transpose scan");
+    k_t_meta<<<tr_blocks(nt + 1, 256), 256, 0, s>>>(nt, src_of, trow, T->tile_off, Tt->tile_col, len);
+    TRY(tr_cuda_check_launch("transpose tiles"));
+    TRY_CU(cub::DeviceScan::ExclusiveSum(ts, tb, len, Tt->tile_off, nt + 1, s), "transpose scan");
+    k_t_tiles<<<tr_blocks(16 * nt, 128), 128, 0, s>>>(nt, src_of, tr_view(T), Tt->tile_off, Tt->row_mask, Tt->row_ptr,
+                                                      Tt->idx, Tt->val, perm);
+    TRY(tr_cuda_check_launch("transpose entries"));
+  }
+  tr_tmp_free_all(&tmp);
+  if ((err = tr_order_legacy_after(s))) goto fail;
+  *Tt_out = Tt;
+  if (perm_out) *perm_out = perm;
+  return TILERAP_SUCCESS;
+fail:
+  tr_tmp_free_all(&tmp);
+  tr_dfree(perm, s);
+  if (Tt) { tr_cuda_tile_free(Tt); free(Tt); }
+  return err;
+}
