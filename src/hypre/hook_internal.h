@@ -10,6 +10,21 @@
 #include "tilerap.h"
 #include "tilerap_hypre.h"
 
+/* tilerap's configuration (TILERAP_HYPRE_RAPKT_HAS_DIAGONAL when configure
+ * checks it); both config headers define PACKAGE_*, tilerap's win here. */
+#ifdef HAVE_CONFIG_H
+#undef PACKAGE_BUGREPORT
+#undef PACKAGE_NAME
+#undef PACKAGE_STRING
+#undef PACKAGE_TARNAME
+#undef PACKAGE_URL
+#undef PACKAGE_VERSION
+#include "tilerap_config.h"
+#endif
+
+/* Internal helpers stay out of the library's dynamic symbol table. */
+#pragma GCC visibility push(hidden)
+
 /* hypre >= 3.0 passes has_diagonal to hypre_ParCSRMatrixRAPKT.  The
  * configure check TILERAP_HYPRE_RAPKT_HAS_DIAGONAL wins when present;
  * otherwise the release number from HYPRE_config.h decides. */
@@ -74,5 +89,14 @@ typedef struct {
  * columns summed).  Returns a tilerap error code. */
 int tr_tiles_from_segments(int32_t m, int32_t n, int nseg, const tr_segment *seg,
                            tilerap_tile_matrix **T);
+
+/* ---- galerkin_parcsr.c ---- */
+/* RT^T A P; local_refusal >= 0 makes this rank refuse with that reason
+ * (collective: every rank then forwards).  Returns 0, or 1 + reason. */
+int tr_hypre_galerkin(hypre_ParCSRMatrix *RT, hypre_ParCSRMatrix *A, hypre_ParCSRMatrix *P,
+                      HYPRE_Int keepT, int force_diagonal, int local_refusal,
+                      hypre_ParCSRMatrix **RAP);
+
+#pragma GCC visibility pop
 
 #endif

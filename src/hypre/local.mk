@@ -1,1 +1,34 @@
 # hypre BoomerAMG hook libtilerap_hypre (included from Makefile.am).
+
+# The multi-rank driver test/hypre_mpi.sh runs through the shell (.sh tests
+# speak TAP, see Makefile.am).
+
+if HAVE_HYPRE
+lib_LTLIBRARIES += libtilerap_hypre.la
+include_HEADERS += include/tilerap_hypre.h
+libtilerap_hypre_la_SOURCES = \
+	src/hypre/hook_internal.h \
+	src/hypre/hook_state.c \
+	src/hypre/local_blocks.c \
+	src/hypre/galerkin_parcsr.c \
+	src/hypre/interpose.c
+libtilerap_hypre_la_CPPFLAGS = $(AM_CPPFLAGS) $(HYPRE_CPPFLAGS)
+libtilerap_hypre_la_LIBADD = libtilerap.la $(HYPRE_LIBS) -ldl
+libtilerap_hypre_la_LDFLAGS = -version-info 0:0:0 -no-undefined
+
+# libtilerap_hypre must precede -lHYPRE so that its definitions win.
+hypre_ldadd = libtilerap_hypre.la libtilerap.la $(HYPRE_LIBS)
+
+bin_PROGRAMS += examples/poisson/poisson-boomeramg
+examples_poisson_poisson_boomeramg_SOURCES = examples/poisson/poisson_boomeramg.c
+examples_poisson_poisson_boomeramg_CPPFLAGS = $(AM_CPPFLAGS) $(HYPRE_CPPFLAGS)
+examples_poisson_poisson_boomeramg_LDADD = $(hypre_ldadd)
+
+hypre_tests = test/hypre_galerkin
+check_PROGRAMS += $(hypre_tests)
+test_hypre_galerkin_SOURCES = test/hypre_galerkin.c test/hypre_test_util.h test/tap.h
+test_hypre_galerkin_CPPFLAGS = $(AM_CPPFLAGS) $(HYPRE_CPPFLAGS) -I$(top_srcdir)/test
+test_hypre_galerkin_LDADD = $(hypre_ldadd)
+TESTS += $(hypre_tests) test/hypre_mpi.sh
+EXTRA_DIST += test/hypre_mpi.sh
+endif

@@ -1,0 +1,190 @@
+/* State of the hypre hook: on/off switch (API and TILERAP_HYPRE), the
+ * counters behind TILERAP_HYPRE_VERBOSE, and hypre's own entry points
+ * found with dlsym(RTLD_NEXT) for forwarding. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include "hook_internal.h"
+
+#include <dlfcn.h>
+#include <mpi.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static int g_enabled = -1;          /* -1: not decided yet (environment) */
+static int g_verbose = 0;
+static int g_rank = -1;             /* MPI_COMM_WORLD rank seen at the first call */
+static TileRAP_HypreStats g_stats;
+#define TR_MAX_NOTES 8
+static char g_notes[TR_MAX_NOTES][256];
+static int g_nnotes = 0, g_notes_dropped = 0;
+
+static const char *const g_reason_text[TILERAP_HYPRE_FWD_NREASONS] = {
+  "hook disabled (TileRAP_HypreDisable or TILERAP_HYPRE=0)",
+  "matrices not in host memory",
+  "hypre scalar type is not double",
+  "incompatible dimensions (left to hypre's error handling)",
+  "local size beyond 32-bit tile indices",
+  "tilerap engine error",
+  "another rank could not compute",
+  "refused for testing (TILERAP_HYPRE_TEST_REFUSE_RANK)",
+};
+static const char *const g_entry_text[TILERAP_HYPRE_EP_N] = {
+  "hypre_BoomerAMGBuildCoarseOperatorKT", "hypre_ParCSRMatrixRAPKT"};
+
+static int env_flag(const char *name, int dflt)
+{
+  const char *s = getenv(name);
+  if (!s || !*s) return dflt;
+  if (!strcmp(s, "0") || !strcasecmp(s, "no") || !strcasecmp(s, "off") || !strcasecmp(s, "false"))
+    return 0;
+  return 1;
+}
+
+/* Silent in processes that never reached a hooked call (mpiexec under LD_PRELOAD). */
+static void print_at_exit(void)
+{
+  if (TileRAP_HypreComputed() || TileRAP_HypreForwarded()) TileRAP_HyprePrintStats(stderr);
+}
+
+__attribute__((constructor)) static void tr_hypre_init(void)
+{
+  g_verbose = env_flag("TILERAP_HYPRE_VERBOSE", 0);
+  if (g_verbose) atexit(print_at_exit);
+}
+
+int tr_hypre_enabled(void)
+{
+  if (g_enabled < 0) g_enabled = env_flag("TILERAP_HYPRE", 1);
+  if (g_rank < 0) {
+    int init = 0, fin = 0;
+    MPI_Initialized(&init);
+    MPI_Finalized(&fin);
+    if (init && !fin) MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
+  }
+  return g_enabled;
+}
+
+int TileRAP_HypreEnable(int on)
+{
+  int prev = tr_hypre_enabled();
+  g_enabled = on ? 1 : 0;
+  return prev;
+}
+int TileRAP_HypreDisable(void) { return TileRAP_HypreEnable(0); }
+int TileRAP_HypreEnabled(void) { return tr_hypre_enabled(); }
+
+int tr_hypre_test_refuse_rank(void)
+{
+  const char *s = getenv("TILERAP_HYPRE_TEST_REFUSE_RANK");
+  return (s && *s) ? atoi(s) : -1;
+}
+
+double tr_hypre_wtime(void)
+{
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+void tr_hypre_count_computed(int entry, double seconds)
+{
+  g_stats.computed[entry]++;
+  g_stats.seconds_tilerap += seconds;
+}
+
+void tr_hypre_count_forwarded(int entry, int reason, double seconds)
+{
+  g_stats.forwarded[entry]++;
+  if (reason >= 0 && reason < TILERAP_HYPRE_FWD_NREASONS) g_stats.reason[reason]++;
+  g_stats.seconds_forwarded += seconds;
+}
+
+void tr_hypre_note(const char *fmt, ...)
+{
+  if (g_nnotes >= TR_MAX_NOTES) { g_notes_dropped++; return; }
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(g_notes[g_nnotes++], sizeof g_notes[0], fmt, ap);
+  va_end(ap);
+}
+
+void TileRAP_HypreGetStats(TileRAP_HypreStats *stats)
+{
+  if (stats) *stats = g_stats;
+}
+
+void TileRAP_HypreResetStats(void)
+{
+  memset(&g_stats, 0, sizeof g_stats);
+  g_nnotes = g_notes_dropped = 0;
+}
+
+long TileRAP_HypreComputed(void)
+{
+  long s = 0;
+  for (int e = 0; e < TILERAP_HYPRE_EP_N; e++) s += g_stats.computed[e];
+  return s;
+}
+
+long TileRAP_HypreForwarded(void)
+{
+  long s = 0;
+  for (int e = 0; e < TILERAP_HYPRE_EP_N; e++) s += g_stats.forwarded[e];
+  return s;
+}
+
+const char *TileRAP_HypreReasonString(int reason)
+{
+  if (reason < 0 || reason >= TILERAP_HYPRE_FWD_NREASONS) return "unknown reason";
+  return g_reason_text[reason];
+}
+
+void TileRAP_HyprePrintStats(void *stream)
+{
+  FILE *f = stream ? (FILE *)stream : stderr;
+  char who[32] = "";
+  if (g_rank >= 0) snprintf(who, sizeof who, " rank %d", g_rank);
+  fprintf(f, "tilerap_hypre%s: %ld Galerkin products computed by tilerap (%.3f s), "
+             "%ld forwarded to hypre (%.3f s)\n",
+          who, TileRAP_HypreComputed(), g_stats.seconds_tilerap, TileRAP_HypreForwarded(),
+          g_stats.seconds_forwarded);
+  for (int e = 0; e < TILERAP_HYPRE_EP_N; e++)
+    if (g_stats.computed[e] || g_stats.forwarded[e])
+      fprintf(f, "tilerap_hypre%s:   %s: %ld computed, %ld forwarded\n", who, g_entry_text[e],
+              g_stats.computed[e], g_stats.forwarded[e]);
+  for (int r = 0; r < TILERAP_HYPRE_FWD_NREASONS; r++)
+    if (g_stats.reason[r])
+      fprintf(f, "tilerap_hypre%s:   forwarded %ld x: %s\n", who, g_stats.reason[r], g_reason_text[r]);
+  for (int k = 0; k < g_nnotes; k++) fprintf(f, "tilerap_hypre%s:   note: %s\n", who, g_notes[k]);
+  if (g_notes_dropped) fprintf(f, "tilerap_hypre%s:   (%d more notes)\n", who, g_notes_dropped);
+  fflush(f);
+}
+
+static void *next_symbol(const char *name)
+{
+  void *p = dlsym(RTLD_NEXT, name);
+  if (!p) {
+    fprintf(stderr, "tilerap_hypre: hypre's own %s not found after libtilerap_hypre in the "
+                    "lookup order (%s); link libHYPRE after libtilerap_hypre\n", name, dlerror());
+    abort();
+  }
+  return p;
+}
+
+tr_build_coarse_fn tr_hypre_original_build_coarse(void)
+{
+  static tr_build_coarse_fn fn;
+  if (!fn) fn = (tr_build_coarse_fn)next_symbol("hypre_BoomerAMGBuildCoarseOperatorKT");
+  return fn;
+}
+
+tr_rapkt_fn tr_hypre_original_rapkt(void)
+{
+  static tr_rapkt_fn fn;
+  if (!fn) fn = (tr_rapkt_fn)next_symbol("hypre_ParCSRMatrixRAPKT");
+  return fn;
+}

@@ -1,0 +1,66 @@
+#!/bin/sh
+# Multi-rank runs of the hypre hook tests (TAP): test/hypre_galerkin on 2
+# and 4 ranks, the poisson-boomeramg example with TILERAP_HYPRE_VERBOSE=1
+# (every level through tilerap, the exit report printed) and with
+# TILERAP_HYPRE=0 (every level forwarded).  Open MPI's mpiexec; as root the
+# OMPI_ALLOW_RUN_AS_ROOT pair is set.
+MPIEXEC=${MPIEXEC:-mpiexec}
+if [ "$(id -u)" = 0 ]; then
+  OMPI_ALLOW_RUN_AS_ROOT=1; OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+  export OMPI_ALLOW_RUN_AS_ROOT OMPI_ALLOW_RUN_AS_ROOT_CONFIRM
+fi
+OMPI_MCA_rmaps_base_oversubscribe=1; export OMPI_MCA_rmaps_base_oversubscribe
+unset TILERAP_HYPRE TILERAP_HYPRE_VERBOSE TILERAP_HYPRE_TEST_REFUSE_RANK
+# one OpenMP thread per rank: several ranks share few cores here
+OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}; export OMP_NUM_THREADS
+bin=${top_builddir:-.}
+n=0; fail=0
+tap() { # tap ok|fail "description" [log]
+  n=$((n + 1))
+  if [ "$1" = ok ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; fail=1; fi
+  if [ -n "$3" ] && [ "$1" != ok ]; then sed 's/^/# /' "$3"; fi
+}
+log=$(mktemp); trap 'rm -f "$log"' EXIT
+
+if ! command -v "$MPIEXEC" >/dev/null 2>&1; then echo "1..0 # SKIP no $MPIEXEC"; exit 0; fi
+
+for np in 2 4; do
+  $MPIEXEC --oversubscribe -n $np "$bin/test/hypre_galerkin" >"$log" 2>&1
+  rc=$?
+  grep -E '^(not )?ok ' "$log" | sed "s/^/# /"
+  if [ $rc -eq 0 ] && grep -q '^1\.\.' "$log" && ! grep -q '^not ok' "$log"; then
+    tap ok "hypre_galerkin on $np ranks ($(grep -c '^ok' "$log") checks)"
+  else
+    tap fail "hypre_galerkin on $np ranks (rc=$rc)" "$log"
+  fi
+done
+
+for np in 1 2 4; do
+  for dim in 2 3; do
+    if [ $dim = 2 ]; then sz=64; else sz=16; fi
+    TILERAP_HYPRE_VERBOSE=1 $MPIEXEC --oversubscribe -n $np "$bin/examples/poisson/poisson-boomeramg" \
+      -dim $dim -n $sz >"$log" 2>&1
+    rc=$?
+    lv=$(sed -n 's/^levels: \([0-9]*\)/\1/p' "$log")
+    through=$(sed -n 's/^coarse operators through tilerap: \([0-9]*\) of \([0-9]*\).*/\1 \2/p' "$log")
+    reports=$(grep -c 'Galerkin products computed by tilerap' "$log")
+    set -- $through
+    if [ $rc -eq 0 ] && [ -n "$lv" ] && [ "$lv" -ge 3 ] && [ "$1" = "$2" ] && [ "$1" = $((lv - 1)) ] &&
+       [ "$reports" = "$np" ] && ! grep -q 'forwarded [0-9]* x' "$log"; then
+      tap ok "poisson-boomeramg ${dim}D np=$np: $1 of $((lv - 1)) coarse operators through tilerap, verbose report on each rank"
+    else
+      tap fail "poisson-boomeramg ${dim}D np=$np verbose (rc=$rc)" "$log"
+    fi
+  done
+  TILERAP_HYPRE=0 TILERAP_HYPRE_VERBOSE=1 $MPIEXEC --oversubscribe -n $np \
+    "$bin/examples/poisson/poisson-boomeramg" -dim 2 -n 64 >"$log" 2>&1
+  rc=$?
+  if [ $rc -eq 0 ] && grep -q '^coarse operators through tilerap: 0 of' "$log" &&
+     grep -q 'forwarded [0-9]* x: hook disabled' "$log"; then
+    tap ok "poisson-boomeramg np=$np with TILERAP_HYPRE=0: every level forwarded, reason reported"
+  else
+    tap fail "poisson-boomeramg np=$np with TILERAP_HYPRE=0 (rc=$rc)" "$log"
+  fi
+done
+echo "1..$n"
+exit $fail
