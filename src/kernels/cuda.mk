@@ -1,11 +1,47 @@
 # CUDA engine (included from Makefile.am).  .cu files become libtool
 # objects through build-aux/nvcc-lt.sh.
 if HAVE_CUDA
-cuda_sources =
+cuda_sources = \
+	src/kernels/spgemm_cuda.cuh \
+	src/kernels/tile_cuda_memory.cu \
+	src/kernels/tile_cuda_transpose.cu \
+	src/kernels/spgemm_cuda_step1_structure.cu \
+	src/kernels/spgemm_cuda_step2_masks.cu \
+	src/kernels/spgemm_cuda_step3_numeric.cu \
+	src/kernels/spgemm_cuda_plan.cu
 libtilerap_la_SOURCES += $(cuda_sources)
 libtilerap_la_LIBADD += $(CUDA_LIBS)
 NVCC_COMPILE = $(NVCC) $(NVCCFLAGS) -std=c++17 $(DEFS) $(DEFAULT_INCLUDES) -I$(top_srcdir)/include -I$(top_builddir) $(CUDA_CPPFLAGS)
 SUFFIXES = .cu
 .cu.lo:
 	$(AM_V_GEN)$(SHELL) $(top_srcdir)/build-aux/nvcc-lt.sh $@ $(NVCC_COMPILE) -c $<
+
+# GPU tests: the CUDA engine against the CPU engine and the Gustavson
+# reference.  Part of `make check` (they skip without a GPU); `make
+# check-gpu` runs only them.
+gpu_tests = test/test_gpu_spgemm test/test_gpu_ptap test/test_gpu_errors
+check_PROGRAMS += $(gpu_tests)
+TESTS += $(gpu_tests)
+test_test_gpu_spgemm_SOURCES = test/test_gpu_spgemm.c test/test_gpu_common.h
+test_test_gpu_spgemm_LDADD = $(test_ldadd)
+test_test_gpu_ptap_SOURCES = test/test_gpu_ptap.c test/test_gpu_common.h
+test_test_gpu_ptap_CPPFLAGS = $(AM_CPPFLAGS) $(CUDA_CPPFLAGS)
+test_test_gpu_ptap_LDADD = test/libtrref.la libtilerap.la $(CUDA_LIBS)
+test_test_gpu_errors_SOURCES = test/test_gpu_errors.c test/test_gpu_common.h
+
+test_test_gpu_errors_LDADD = $(test_ldadd)
+check-gpu:
+	$(MAKE) $(AM_MAKEFLAGS) check TESTS="$(gpu_tests)"
+
+# GPU benchmark: tilerap (first time and numeric re-run) against cuSPARSE
+# SpGEMM on the model hierarchies, per level, CUDA events.
+noinst_PROGRAMS += bench/galerkin-bench-gpu
+bench_galerkin_bench_gpu_SOURCES = bench/galerkin_bench_gpu.c
+bench_galerkin_bench_gpu_CPPFLAGS = $(AM_CPPFLAGS) $(CUDA_CPPFLAGS)
+bench_galerkin_bench_gpu_CFLAGS = $(AM_CFLAGS) -Wno-deprecated-declarations
+bench_galerkin_bench_gpu_LDADD = test/libtrref.la libtilerap.la $(CUSPARSE_LIBS) $(CUDA_LIBS)
+else
+check-gpu:
+	@echo "check-gpu: tilerap was configured without CUDA"
 endif
+.PHONY: check-gpu

@@ -1,0 +1,163 @@
+/* Galerkin C = P^T A P with the CUDA engine: the model hierarchies of
+ * tilerap_model.h against the CPU engine (identical structure, values
+ * within 1e-14) and the Gustavson reference, host-resident and device-
+ * resident (device C of one level is the device A of the next), numeric
+ * re-runs with new values, a non-blocking user stream, random
+ * rectangular P, and the device tile transpose with its permutation. */
+#include "test_gpu_common.h"
+#include <cuda_runtime_api.h>
+#include "../src/kernels/engine_cuda.h" /* tr_cuda_free for the device permutation */
+
+static void check_hierarchy(tilerap_stencil s, int32_t n, void *stream)
+{
+  tilerap_options oc = gpu_opts(TILERAP_ENGINE_CPU, 192), og = gpu_opts(TILERAP_ENGINE_CUDA, 192);
+  og.stream = stream;
+  const char *sn = tilerap_stencil_name(s);
+  const char *how = stream ? "non-blocking stream" : "default stream";
+  tilerap_csr *A = NULL;
+  int32_t dims[3], cd[3];
+  int nd;
+  tilerap_model_poisson(s, n, &A, dims, &nd);
+  tilerap_tile_matrix *hA = ref_csr_to_tile(A), *dA0 = gpu_to_device(hA);
+  tilerap_ptap_plan pc[4] = {0}, ph[4] = {0}, pd[4] = {0};
+  tilerap_tile_matrix *hP[4] = {0}, *dP[4] = {0}, *Cc[4] = {0}, *Ch[4] = {0}, *dC[4] = {0};
+  tilerap_csr *Pl[4] = {0}, *Al[5] = {0};
+  Al[0] = A;
+  int L = 0;
+  for (; L < 4 && Al[L]->m >= 500; L++) {
+    tilerap_model_prolongator(Al[L], nd, dims, 2.0 / 3.0, &Pl[L], cd);
+    hP[L] = ref_csr_to_tile(Pl[L]);
+    dP[L] = gpu_to_device(hP[L]);
+    Al[L + 1] = ref_ptap(Al[L], Pl[L]);
+    const tilerap_tile_matrix *cA = L == 0 ? hA : Cc[L - 1];
+    int err = tilerap_ptap_plan_create(cA, hP[L], &oc, &pc[L], &Cc[L]);
+    if (!err) err = tilerap_ptap_numeric(pc[L], cA, hP[L], Cc[L]);
+    if (!tap_ok(!err, "%s n=%d level %d: CPU engine", sn, n, L)) break;
+    /* host-resident CUDA, chained on the host CUDA outputs */
+    const tilerap_tile_matrix *gA = L == 0 ? hA : Ch[L - 1];
+    err = tilerap_ptap_plan_create(gA, hP[L], &og, &ph[L], &Ch[L]);
+    if (!err) { gpu_poison(Ch[L]); err = tilerap_ptap_numeric(ph[L], gA, hP[L], Ch[L]); }
+    double e1 = err ? INFINITY : gpu_relerr(Ch[L], Cc[L]), e2 = err ? INFINITY : gpu_vs_ref(Ch[L], Al[L + 1]);
+    int same = !err && gpu_same_tiles(Ch[L], Cc[L]);
+    tap_ok(same && e1 <= 1e-14 && e2 <= 1e-14, "%s n=%d level %d (%s): host-resident %d -> %d, same tiles %d, vs CPU %.2e, vs ref %.2e %s",
+           sn, n, L, how, Al[L]->m, Al[L + 1]->m, same, e1, e2, err ? tilerap_last_error() : "");
+    /* device-resident, chained on device outputs */
+    const tilerap_tile_matrix *dAl = L == 0 ? dA0 : dC[L - 1];
+    err = tilerap_ptap_plan_create(dAl, dP[L], &og, &pd[L], &dC[L]);
+    if (!err) { gpu_poison(dC[L]); err = tilerap_ptap_numeric(pd[L], dAl, dP[L], dC[L]); }
+    tilerap_tile_matrix *Cd = err ? NULL : gpu_to_host(dC[L]);
+    e1 = Cd ? gpu_relerr(Cd, Cc[L]) : INFINITY;
+    same = Cd && gpu_same_tiles(Cd, Cc[L]);
+    tap_ok(same && e1 <= 1e-14 && dC[L]->memtype == TILERAP_MEM_DEVICE,
+           "%s n=%d level %d (%s): device-resident, same tiles %d, vs CPU %.2e %s", sn, n, L, how, same, e1,
+           err ? tilerap_last_error() : "");
+    tilerap_tile_destroy(&Cd);
+    dims[0] = cd[0]; dims[1] = cd[1]; dims[2] = cd[2];
+  }
+  tap_ok(L >= 2, "%s n=%d: %d levels", sn, n, L);
+
+  /* re-runs with new values of A (scaled) and P (random) down the hierarchy */
+  uint64_t seed = 77;
+  for (int64_t q = 0; q < hA->nnz; q++) hA->val[q] *= 2.0;
+  for (int64_t q = 0; q < A->nnz; q++) A->val[q] *= 2.0;
+  tilerap_tile_copy_values(hA, dA0);
+  for (int l = 0; l < L && pd[l] && ph[l]; l++) {
+    ref_randomize_values(Pl[l], &seed);
+    tilerap_tile_update_values_from_csr(hP[l], Pl[l]->rowptr, Pl[l]->val);
+    tilerap_tile_copy_values(hP[l], dP[l]);
+    tilerap_ptap_numeric(pc[l], l == 0 ? hA : Cc[l - 1], hP[l], Cc[l]);
+    tilerap_csr *R = ref_ptap(Al[l], Pl[l]);
+    tilerap_csr_destroy(&Al[l + 1]);
+    Al[l + 1] = R;
+    gpu_poison(Ch[l]);
+    int err = tilerap_ptap_numeric(ph[l], l == 0 ? hA : Ch[l - 1], hP[l], Ch[l]);
+    double e1 = err ? INFINITY : gpu_relerr(Ch[l], Cc[l]), e2 = err ? INFINITY : gpu_vs_ref(Ch[l], R);
+    tap_ok(e1 <= 1e-14 && e2 <= 1e-14, "%s n=%d level %d (%s): host-resident re-run, vs CPU %.2e, vs ref %.2e", sn, n, l,
+           how, e1, e2);
+    gpu_poison(dC[l]);
+    err = tilerap_ptap_numeric(pd[l], l == 0 ? dA0 : dC[l - 1], dP[l], dC[l]);
+    tilerap_tile_matrix *Cd = err ? NULL : gpu_to_host(dC[l]);
+    e1 = Cd ? gpu_relerr(Cd, Cc[l]) : INFINITY;
+    tap_ok(e1 <= 1e-14, "%s n=%d level %d (%s): device-resident re-run, vs CPU %.2e", sn, n, l, how, e1);
+    tilerap_tile_destroy(&Cd);
+  }
+  for (int l = 0; l < 4; l++) {
+    tilerap_ptap_plan_destroy(&pc[l]); tilerap_ptap_plan_destroy(&ph[l]); tilerap_ptap_plan_destroy(&pd[l]);
+    tilerap_tile_destroy(&hP[l]); tilerap_tile_destroy(&dP[l]);
+    tilerap_tile_destroy(&Cc[l]); tilerap_tile_destroy(&Ch[l]); tilerap_tile_destroy(&dC[l]);
+    tilerap_csr_destroy(&Pl[l]);
+  }
+  for (int l = 0; l <= L && l < 5; l++) tilerap_csr_destroy(&Al[l]);
+  tilerap_tile_destroy(&hA); tilerap_tile_destroy(&dA0);
+}
+
+static void check_random(int32_t n, int32_t nc, double dA, double dP, int empty, uint64_t *seed, const char *what)
+{
+  tilerap_options og = gpu_opts(TILERAP_ENGINE_CUDA, 192), oc = gpu_opts(TILERAP_ENGINE_CPU, 192);
+  tilerap_csr *A = ref_random(n, n, dA, empty, seed), *P = ref_random(n, nc, dP, empty ? empty + 1 : 0, seed);
+  tilerap_tile_matrix *tA = ref_csr_to_tile(A), *tP = ref_csr_to_tile(P), *Cg = NULL, *Cc = NULL;
+  int err = tilerap_ptap(tA, tP, &og, &Cg);
+  tilerap_ptap(tA, tP, &oc, &Cc);
+  tilerap_csr *R = ref_ptap(A, P);
+  double e = err ? INFINITY : gpu_vs_ref(Cg, R);
+  tap_ok(!err && e <= 1e-14 && gpu_same_tiles(Cg, Cc) && gpu_relerr(Cg, Cc) <= 1e-14,
+         "%s: %d x %d A, %d x %d P: CUDA vs ref %.2e, same tiles as CPU %s", what, n, n, n, nc, e,
+         err ? tilerap_last_error() : "");
+  tilerap_tile_destroy(&tA); tilerap_tile_destroy(&tP); tilerap_tile_destroy(&Cg); tilerap_tile_destroy(&Cc);
+  tilerap_csr_destroy(&A); tilerap_csr_destroy(&P); tilerap_csr_destroy(&R);
+}
+
+static void check_transpose(int32_t m, int32_t n, double d, uint64_t *seed)
+{
+  tilerap_csr *A = ref_random(m, n, d, 3, seed);
+  tilerap_tile_matrix *hA = ref_csr_to_tile(A), *dA = gpu_to_device(hA), *hT = NULL, *dT = NULL;
+  int64_t *hperm = NULL, *dperm = NULL;
+  tilerap_tile_transpose(hA, &hT, &hperm);
+  int err = tilerap_tile_transpose(dA, &dT, &dperm);
+  int ok = !err;
+  if (ok) {
+    tilerap_tile_matrix *T = gpu_to_host(dT);
+    int64_t *p = malloc((size_t)(hA->nnz ? hA->nnz : 1) * sizeof *p);
+    cudaMemcpy(p, dperm, (size_t)hA->nnz * sizeof *p, cudaMemcpyDeviceToHost);
+    ok = gpu_same_tiles(T, hT) && gpu_relerr(T, hT) == 0.0 && (!hA->nnz || !memcmp(p, hperm, (size_t)hA->nnz * sizeof *p)) &&
+         tilerap_tile_check(T) == 0;
+    free(p);
+    tilerap_tile_destroy(&T);
+  }
+  tap_ok(ok, "device transpose of %d x %d (density %.3f) equals the CPU's, permutation included %s", m, n, d,
+         err ? tilerap_last_error() : "");
+  free(hperm);
+  tilerap_tile_destroy(&hA); tilerap_tile_destroy(&dA); tilerap_tile_destroy(&hT); tilerap_tile_destroy(&dT);
+  if (dperm) tr_cuda_free(dperm); /* allocated by the library's device allocator */
+  tilerap_csr_destroy(&A);
+}
+
+int main(int argc, char **argv)
+{
+  gpu_skip_without_device();
+  int quick = argc > 1 && !strcmp(argv[1], "--quick");
+  uint64_t seed = 4712;
+  check_transpose(0, 5, 0.1, &seed);
+  check_transpose(37, 101, 0.1, &seed);
+  check_transpose(300, 17, 0.3, &seed);
+  check_transpose(64, 64, 1.0, &seed);
+  check_hierarchy(TILERAP_P2D5, 100, NULL); /* 2 levels: 10000 -> 1156 -> 144 */
+  if (!quick) {
+    check_hierarchy(TILERAP_P2D9, 80, NULL);
+    check_hierarchy(TILERAP_P3D7, 23, NULL);
+    check_hierarchy(TILERAP_P3D27, 25, NULL);
+    cudaStream_t st;
+    if (tap_ok(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking) == cudaSuccess, "non-blocking stream created")) {
+      check_hierarchy(TILERAP_P3D7, 30, st);
+      cudaStreamDestroy(st);
+    }
+  }
+  check_random(0, 0, 0, 0, 0, &seed, "empty 0x0");
+  check_random(1, 1, 1, 1, 0, &seed, "1x1");
+  check_random(17, 33, 0.2, 0.2, 0, &seed, "P wider than A");
+  check_random(100, 7, 0.05, 0.3, 0, &seed, "narrow P");
+  check_random(333, 101, 0.02, 0.03, 5, &seed, "odd sizes with empty rows");
+  check_random(64, 64, 1.0, 1.0, 0, &seed, "dense");
+  check_random(200, 50, 0.0, 0.1, 0, &seed, "A all empty");
+  return tap_done();
+}

@@ -1,0 +1,136 @@
+/* C = A*B with the CUDA engine against the CPU engine (identical tile
+ * structure, plan info, values within 1e-14) and the Gustavson reference:
+ * odd and rectangular sizes, empty rows and tiles, dense tiles, both
+ * accumulators, host-resident and device-resident interfaces, reuse with
+ * new values (outputs poisoned with NaN before every numeric run). */
+#include "test_gpu_common.h"
+
+static void check_product(const tilerap_csr *A, const tilerap_csr *B, int thr, const char *what)
+{
+  tilerap_tile_matrix *hA = ref_csr_to_tile(A), *hB = ref_csr_to_tile(B);
+  tilerap_options oc = gpu_opts(TILERAP_ENGINE_CPU, thr), og = gpu_opts(TILERAP_ENGINE_CUDA, thr);
+  tilerap_spgemm_plan pc = NULL, ph = NULL, pd = NULL;
+  tilerap_tile_matrix *Cc = NULL, *Ch = NULL, *dC = NULL, *Cd = NULL;
+  tilerap_tile_matrix *dA = gpu_to_device(hA), *dB = gpu_to_device(hB);
+  tilerap_csr *R = ref_spgemm(A, B);
+  int err = tilerap_spgemm_plan_create(hA, hB, &oc, &pc, &Cc);
+  if (!err) err = tilerap_spgemm_numeric(pc, hA, hB, Cc);
+  if (!tap_ok(!err, "%s [thr %d]: CPU engine", what, thr)) goto out;
+
+  /* host-resident CUDA */
+  err = tilerap_spgemm_plan_create(hA, hB, &og, &ph, &Ch);
+  if (!err) { gpu_poison(Ch); err = tilerap_spgemm_numeric(ph, hA, hB, Ch); }
+  if (tap_ok(!err, "%s [thr %d]: CUDA host-resident plan+numeric (%s)", what, thr, err ? tilerap_last_error() : "ok")) {
+    tap_ok(tilerap_tile_check(Ch) == 0, "%s [thr %d]: CUDA C consistent", what, thr);
+    tap_ok(gpu_same_tiles(Ch, Cc), "%s [thr %d]: CUDA structure identical to CPU's (%lld tiles)", what, thr,
+           (long long)Cc->num_tiles);
+    double e1 = gpu_relerr(Ch, Cc), e2 = gpu_vs_ref(Ch, R);
+    tap_ok(e1 <= 1e-14 && e2 <= 1e-14, "%s [thr %d]: values vs CPU %.2e, vs reference %.2e", what, thr, e1, e2);
+    tilerap_spgemm_info ic, ig;
+    tilerap_spgemm_plan_info(pc, &ic);
+    tilerap_spgemm_plan_info(ph, &ig);
+    tap_ok(ig.engine == TILERAP_ENGINE_CUDA && ic.c_tiles == ig.c_tiles && ic.c_tiles_step1 == ig.c_tiles_step1 &&
+               ic.c_nnz == ig.c_nnz && ic.pairs == ig.pairs && ic.flops == ig.flops && ic.dense_tiles == ig.dense_tiles,
+           "%s [thr %d]: plan info equal (tiles %lld/%lld, pairs %lld/%lld, flops %lld/%lld, dense %lld/%lld)", what, thr,
+           (long long)ig.c_tiles, (long long)ic.c_tiles, (long long)ig.pairs, (long long)ic.pairs,
+           (long long)ig.flops, (long long)ic.flops, (long long)ig.dense_tiles, (long long)ic.dense_tiles);
+  }
+
+  /* device-resident CUDA */
+  err = tilerap_spgemm_plan_create(dA, dB, &og, &pd, &dC);
+  if (!err) { gpu_poison(dC); err = tilerap_spgemm_numeric(pd, dA, dB, dC); }
+  if (tap_ok(!err && dC->memtype == TILERAP_MEM_DEVICE, "%s [thr %d]: CUDA device-resident plan+numeric (%s)", what,
+             thr, err ? tilerap_last_error() : "ok")) {
+    Cd = gpu_to_host(dC);
+    tap_ok(gpu_same_tiles(Cd, Cc) && gpu_relerr(Cd, Cc) <= 1e-14, "%s [thr %d]: device-resident equals CPU (relerr %.2e)",
+           what, thr, gpu_relerr(Cd, Cc));
+    tilerap_tile_destroy(&Cd);
+  }
+
+  /* reuse: new values, numeric only, both interfaces */
+  {
+    uint64_t seed = 99 + (uint64_t)thr;
+    tilerap_csr *A2 = ref_copy(A), *B2 = ref_copy(B);
+    ref_randomize_values(A2, &seed);
+    ref_randomize_values(B2, &seed);
+    tilerap_tile_update_values_from_csr(hA, A2->rowptr, A2->val);
+    tilerap_tile_update_values_from_csr(hB, B2->rowptr, B2->val);
+    tilerap_csr *R2 = ref_spgemm(A2, B2);
+    tilerap_spgemm_numeric(pc, hA, hB, Cc);
+    for (int rep = 0; rep < 2; rep++) { /* twice: re-runs must not accumulate */
+      if (ph) {
+        gpu_poison(Ch);
+        err = tilerap_spgemm_numeric(ph, hA, hB, Ch);
+        double e1 = err ? INFINITY : gpu_relerr(Ch, Cc), e2 = err ? INFINITY : gpu_vs_ref(Ch, R2);
+        tap_ok(e1 <= 1e-14 && e2 <= 1e-14, "%s [thr %d]: host-resident reuse %d (vs CPU %.2e, vs ref %.2e)", what, thr,
+               rep, e1, e2);
+      }
+      if (pd) {
+        tilerap_tile_copy_values(hA, dA);
+        tilerap_tile_copy_values(hB, dB);
+        gpu_poison(dC);
+        err = tilerap_spgemm_numeric(pd, dA, dB, dC);
+        Cd = err ? NULL : gpu_to_host(dC);
+        double e1 = Cd ? gpu_relerr(Cd, Cc) : INFINITY;
+        tap_ok(e1 <= 1e-14, "%s [thr %d]: device-resident reuse %d (vs CPU %.2e)", what, thr, rep, e1);
+        tilerap_tile_destroy(&Cd);
+      }
+    }
+    tilerap_csr_destroy(&A2); tilerap_csr_destroy(&B2); tilerap_csr_destroy(&R2);
+  }
+out:
+  tilerap_spgemm_plan_destroy(&pc); tilerap_spgemm_plan_destroy(&ph); tilerap_spgemm_plan_destroy(&pd);
+  tilerap_tile_destroy(&Cc); tilerap_tile_destroy(&Ch); tilerap_tile_destroy(&dC);
+  tilerap_tile_destroy(&hA); tilerap_tile_destroy(&hB); tilerap_tile_destroy(&dA); tilerap_tile_destroy(&dB);
+  tilerap_csr_destroy(&R);
+}
+
+/* Many pairs per C tile (heavy-tile kernel): long inner dimension. */
+static void check_heavy(uint64_t *seed)
+{
+  tilerap_csr *A = ref_random(40, 2000, 0.05, 0, seed), *B = ref_random(2000, 40, 0.05, 0, seed);
+  check_product(A, B, 192, "long inner dimension (heavy tiles)");
+  check_product(A, B, 0, "long inner dimension (heavy tiles)");
+  tilerap_csr_destroy(&A); tilerap_csr_destroy(&B);
+}
+
+int main(int argc, char **argv)
+{
+  gpu_skip_without_device();
+  int quick = argc > 1 && !strcmp(argv[1], "--quick"); /* sanitizer runs */
+  uint64_t seed = 2025;
+  struct { int32_t m, k, n; double da, db; int empty; const char *name; } cases[] = {
+      {0, 0, 0, 0, 0, 0, "0x0 * 0x0"},
+      {1, 1, 1, 1, 1, 0, "1x1 * 1x1"},
+      {17, 33, 9, 0.3, 0.3, 0, "17x33 * 33x9"},
+      {40, 40, 40, 0.0, 0.5, 0, "empty * random"},
+      {64, 64, 64, 1.0, 1.0, 0, "dense tiles"},
+      {100, 37, 250, 0.05, 0.05, 4, "rectangular with empty rows"},
+      {300, 300, 300, 0.01, 0.01, 0, "sparse 300^2 (empty tiles dropped)"},
+      {129, 65, 31, 0.2, 0.6, 3, "mixed densities"},
+      {513, 257, 129, 0.004, 0.02, 0, "very sparse odd sizes"},
+      {1000, 777, 1500, 0.003, 0.004, 7, "1000x777 * 777x1500"},
+      {3001, 3001, 3001, 0.0007, 0.0007, 0, "3001^2 (many candidates)"},
+  };
+  int ncases = (int)(sizeof cases / sizeof cases[0]);
+  if (quick) ncases = 9;
+  int thresholds[] = {0, 192, 256};
+  for (int c = 0; c < ncases; c++) {
+    tilerap_csr *A = ref_random(cases[c].m, cases[c].k, cases[c].da, cases[c].empty, &seed);
+    tilerap_csr *B = ref_random(cases[c].k, cases[c].n, cases[c].db, 0, &seed);
+    for (int t = 0; t < 3; t++) check_product(A, B, thresholds[t], cases[c].name);
+    tilerap_csr_destroy(&A); tilerap_csr_destroy(&B);
+  }
+  check_heavy(&seed);
+  /* a model operator times its prolongator */
+  if (!quick) {
+    tilerap_csr *A = NULL, *P = NULL;
+    int32_t dims[3], cd[3];
+    int nd;
+    tilerap_model_poisson(TILERAP_P3D27, 20, &A, dims, &nd);
+    tilerap_model_prolongator(A, nd, dims, 2.0 / 3.0, &P, cd);
+    check_product(A, P, 192, "p3d27 20^3: A*P");
+    tilerap_csr_destroy(&A); tilerap_csr_destroy(&P);
+  }
+  return tap_done();
+}
