@@ -60,7 +60,7 @@ static int tr_refresh_pt(tilerap_ptap_plan G, const tilerap_tile_matrix *P)
     const double *src = P->val;
     double *dst = G->Pt->val;
     const int64_t *perm = G->perm;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (G->Pt->nnz > 64 * TR_OMP_MIN_ITEMS)
     for (int64_t q = 0; q < G->Pt->nnz; q++) dst[q] = src[perm[q]];
     return TILERAP_SUCCESS;
   }

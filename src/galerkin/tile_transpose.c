@@ -41,7 +41,7 @@ int tilerap_tile_transpose(const tilerap_tile_matrix *T, tilerap_tile_matrix **T
   Tt->tile_off[0] = 0;
   for (int64_t u = 0; u < Tt->num_tiles; u++) Tt->tile_off[u + 1] += Tt->tile_off[u];
 
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (T->num_tiles > TR_OMP_MIN_ITEMS)
   for (int64_t t = 0; t < T->num_tiles; t++) {
     int64_t u = where[t];
     const uint16_t *m = T->row_mask + 16 * t;

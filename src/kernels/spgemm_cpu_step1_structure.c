@@ -26,7 +26,7 @@ int tr_cpu_step1_structure(const tilerap_tile_matrix *A, const tilerap_tile_matr
   int failed = 0;
 
   /* count candidate tiles and pairs per tile row */
-#pragma omp parallel reduction(| : failed)
+#pragma omp parallel reduction(| : failed) if (TR > TR_OMP_MIN_ITEMS / 16)
   {
     int32_t *stamp = tilerap_host_alloc((size_t)TC + 1, sizeof(int32_t));
     if (!stamp) failed = 1;
@@ -67,7 +67,7 @@ int tr_cpu_step1_structure(const tilerap_tile_matrix *A, const tilerap_tile_matr
   }
 
   /* fill: sorted tile columns, pairs grouped by C tile, ascending k */
-#pragma omp parallel reduction(| : failed)
+#pragma omp parallel reduction(| : failed) if (TR > TR_OMP_MIN_ITEMS / 16)
   {
     int32_t *slot = tilerap_host_alloc((size_t)TC + 1, sizeof(int32_t));
     int64_t *cursor = tilerap_host_alloc((size_t)TC + 1, sizeof(int64_t));

@@ -53,7 +53,7 @@ int tr_cpu_step2_masks(const tilerap_tile_matrix *A, const tilerap_tile_matrix *
   if (!pairs->hits) { err = TILERAP_ERR_NOMEM; goto done; }
 
   int64_t flops = 0;
-#pragma omp parallel for schedule(dynamic, 64) reduction(+ : flops)
+#pragma omp parallel for schedule(dynamic, 64) reduction(+ : flops) if (TR > TR_OMP_MIN_ITEMS / 16)
   for (int32_t I = 0; I < TR; I++) {
     int64_t kt = 0, kn = 0;
     for (int64_t t = cand_ptr[I]; t < cand_ptr[I + 1]; t++) {
@@ -73,7 +73,7 @@ int tr_cpu_step2_masks(const tilerap_tile_matrix *A, const tilerap_tile_matrix *
   err = tilerap_tile_create(A->m, B->n, kept_ptr[TR], nnz_row[TR], TILERAP_MEM_HOST, &C);
   if (err) goto done;
   memcpy(C->tile_ptr, kept_ptr, ((size_t)TR + 1) * sizeof(int64_t));
-#pragma omp parallel for schedule(dynamic, 64)
+#pragma omp parallel for schedule(dynamic, 64) if (TR > TR_OMP_MIN_ITEMS / 16)
   for (int32_t I = 0; I < TR; I++) {
     int64_t u = kept_ptr[I], off = nnz_row[I];
     for (int64_t t = cand_ptr[I]; t < cand_ptr[I + 1]; t++) {

@@ -54,7 +54,7 @@ static inline void tr_tile_dense(const tilerap_tile_matrix *A, const tilerap_til
 void tr_cpu_step3_numeric(const tilerap_tile_matrix *A, const tilerap_tile_matrix *B, const tr_pairs *pairs,
                           int dense_threshold, tilerap_tile_matrix *C)
 {
-#pragma omp parallel
+#pragma omp parallel if (C->num_tiles > TR_OMP_MIN_ITEMS)
   {
     double acc[256]; /* all products land inside C's structure, so after each
                         dense tile the reset of its entries restores zeros */

@@ -21,7 +21,7 @@ static int tr_check_csr_generic(int32_t m, int32_t n, tr_rowptr rp, const int32_
   for (int32_t i = 0; i < m; i++) /* row pointers first: entries are only meaningful if they are monotone */
     if (rp_at(rp, i + 1) < rp_at(rp, i)) return tilerap_set_error(TILERAP_ERR_INVALID, "CSR row pointers decrease at row %d", i);
   int err = TILERAP_SUCCESS;
-#pragma omp parallel for schedule(static) reduction(max : err)
+#pragma omp parallel for schedule(static) reduction(max : err) if (m > 16 * TR_OMP_MIN_ITEMS)
   for (int32_t i = 0; i < m; i++) {
     int64_t b = rp_at(rp, i), e = rp_at(rp, i + 1);
     for (int64_t p = b; p < e; p++) {
@@ -86,7 +86,7 @@ static int tr_from_csr_generic(int32_t m, int32_t n, tr_rowptr rp, const int32_t
 
   /* pass 1: tiles per tile row */
   int failed = 0;
-#pragma omp parallel reduction(| : failed)
+#pragma omp parallel reduction(| : failed) if (TR > TR_OMP_MIN_ITEMS / 16)
   {
     int32_t *stamp = tilerap_host_alloc((size_t)TC + 1, sizeof(int32_t));
     if (!stamp) failed = 1;
@@ -109,7 +109,7 @@ static int tr_from_csr_generic(int32_t m, int32_t n, tr_rowptr rp, const int32_t
   free(tiles_in_row);
 
   /* pass 2: tile columns, masks, offsets, row pointers, entries */
-#pragma omp parallel reduction(| : failed)
+#pragma omp parallel reduction(| : failed) if (TR > TR_OMP_MIN_ITEMS / 16)
   {
     int32_t *slot = tilerap_host_alloc((size_t)TC + 1, sizeof(int32_t));
     if (!slot) failed = 1;
@@ -212,7 +212,7 @@ static int tr_update_values_generic(tilerap_tile_matrix *T, tr_rowptr rp, const 
     return tilerap_set_error(TILERAP_ERR_STRUCTURE, "values refresh: CSR has %lld entries, tile matrix %lld",
                              (long long)rp_at(rp, T->m), (long long)T->nnz);
   int bad = 0;
-#pragma omp parallel for schedule(static) reduction(| : bad)
+#pragma omp parallel for schedule(static) reduction(| : bad) if (T->m > 16 * TR_OMP_MIN_ITEMS)
   for (int32_t i = 0; i < T->m; i++) {
     int64_t b = rp_at(rp, i), len = rp_at(rp, i + 1) - b;
     if (tr_row_walk(T, i, (double *)(val + b), len, NULL, +1) != len) bad = 1;
@@ -236,7 +236,7 @@ int tilerap_tile_update_values_from_csr_i32(tilerap_tile_matrix *T, const int32_
 /* Row lengths of T into len[m] (host). */
 static void tr_row_lengths(const tilerap_tile_matrix *T, int64_t *len)
 {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (T->m > 16 * TR_OMP_MIN_ITEMS)
   for (int32_t i = 0; i < T->m; i++) {
     int32_t I = i >> 4, lr = i & 15;
     int64_t k = 0;
@@ -261,7 +261,7 @@ static int tr_to_csr_generic(const tilerap_tile_matrix *T, int64_t *rp64, int32_
   if (rp32)
     for (int32_t i = 0; i <= T->m; i++) rp32[i] = (int32_t)start[i];
   if (colidx || val) {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (T->m > 16 * TR_OMP_MIN_ITEMS)
     for (int32_t i = 0; i < T->m; i++)
       tr_row_walk(T, i, val ? val + start[i] : NULL, start[i + 1] - start[i], colidx ? colidx + start[i] : NULL, -1);
   }

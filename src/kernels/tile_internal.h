@@ -38,6 +38,11 @@ static inline int tr_row_end(const tilerap_tile_matrix *T, int64_t t, int r)
   return r < TILERAP_TILE - 1 ? T->row_ptr[16 * t + r + 1] : (int)(T->tile_off[t + 1] - T->tile_off[t]);
 }
 
+/* OpenMP regions go parallel only above this many work items: coarse AMG
+ * levels are tiny, and a parallel region on a loaded or oversubscribed
+ * machine (several MPI ranks per core) can cost milliseconds. */
+#define TR_OMP_MIN_ITEMS 2048
+
 static inline int32_t tr_ceil16(int32_t x) { return (int32_t)(((int64_t)x + 15) / 16); }
 
 /* Structural fingerprint used by numeric phases to refuse a matrix whose
