@@ -45,6 +45,9 @@ PetscErrorCode TileCacheReset(TileCache *c)
 {
   PetscFunctionBegin;
   tilerap_tile_destroy(&c->T);
+  tilerap_tile_destroy(&c->D);
+  c->Dvalid = PETSC_FALSE;
+  c->gen++;
   c->id = 0;
   c->state = 0;
   c->nzstate = 0;
@@ -120,8 +123,10 @@ PetscErrorCode TileCacheSync(Mat X, TileCache *c)
   } else {
     tilerap_tile_destroy(&c->T);
     PetscCall(TileBuildFromAIJ(X, ai, aj, aa, &c->T));
+    c->gen++;
     c->stats.rebuilds++;
   }
+  c->Dvalid = PETSC_FALSE; /* host values changed: the device mirror is stale */
   PetscCall(PetscLogEventEnd(TILE_Convert, X, 0, 0, 0));
   c->state          = st;
   c->id             = id;
@@ -130,8 +135,27 @@ PetscErrorCode TileCacheSync(Mat X, TileCache *c)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+PetscErrorCode TileCacheSyncDevice(Mat X, TileCache *c)
+{
+  MPI_Comm comm = PetscObjectComm((PetscObject)X);
+
+  PetscFunctionBegin;
+  PetscCall(TileCacheSync(X, c));
+  if (c->D && c->Dgen == c->gen && c->Dvalid) PetscFunctionReturn(PETSC_SUCCESS);
+  PetscCall(PetscLogEventBegin(TILE_Xfer, X, 0, 0, 0));
+  if (c->D && c->Dgen == c->gen) {
+    TileCall(comm, tilerap_tile_copy_values(c->T, c->D)); /* values only */
+  } else {
+    tilerap_tile_destroy(&c->D);
+    TileCall(comm, tilerap_tile_copy(c->T, TILERAP_MEM_DEVICE, &c->D));
+    c->Dgen = c->gen;
+  }
+  PetscCall(PetscLogEventEnd(TILE_Xfer, X, 0, 0, 0));
+  c->Dvalid = PETSC_TRUE;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 /* ---------------------------------------------------------------- options */
-static const char *const tile_engine_names[] = {"auto", "cpu", "cuda"};
 
 static PetscErrorCode TileCheckEngine(MPI_Comm comm, tilerap_engine e)
 {
@@ -141,49 +165,61 @@ static PetscErrorCode TileCheckEngine(MPI_Comm comm, tilerap_engine e)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-PetscErrorCode TileOptionsFromDatabase(Mat B, tilerap_options *opt)
+/* Reads the -mat_tile_ options into opt (values are checked after the
+ * options block so that a bad value leaves nothing behind). */
+static PetscErrorCode TileOptionsItems(TileOptionItems PetscOptionsObject, tilerap_options *opt, char *engine, size_t len, PetscBool *engine_set, PetscInt *thr, PetscBool *thr_set)
 {
-  MPI_Comm  comm = PetscObjectComm((PetscObject)B);
-  char      name[16];
-  PetscInt  thr;
-  PetscBool flg;
-
   PetscFunctionBegin;
-  PetscCall(PetscOptionsGetString(((PetscObject)B)->options, ((PetscObject)B)->prefix, "-mat_tile_engine", name, sizeof(name), &flg));
-  if (flg) {
+  PetscCall(PetscOptionsString("-mat_tile_engine", "tilerap engine of the matrix products: auto, cpu, cuda", "MatSeqTile", tilerap_engine_name(opt->engine), engine, len, engine_set));
+  *thr = opt->dense_threshold;
+  PetscCall(PetscOptionsInt("-mat_tile_dense_threshold", "C tiles with more entries use the dense accumulator (0..256)", "MatSeqTile", *thr, thr, thr_set));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+static PetscErrorCode TileOptionsApply(MPI_Comm comm, tilerap_options *opt, const char *engine, PetscBool engine_set, PetscInt thr, PetscBool thr_set)
+{
+  PetscFunctionBegin;
+  if (engine_set) {
     tilerap_engine e;
-    PetscCheck(tilerap_engine_parse(name, &e) == TILERAP_SUCCESS, comm, PETSC_ERR_ARG_OUTOFRANGE, "-mat_tile_engine %s: expected auto, cpu or cuda", name);
+    PetscCheck(tilerap_engine_parse(engine, &e) == TILERAP_SUCCESS, comm, PETSC_ERR_ARG_OUTOFRANGE, "-mat_tile_engine %s: expected auto, cpu or cuda", engine);
     PetscCall(TileCheckEngine(comm, e));
     opt->engine = e;
   }
-  PetscCall(PetscOptionsGetInt(((PetscObject)B)->options, ((PetscObject)B)->prefix, "-mat_tile_dense_threshold", &thr, &flg));
-  if (flg) {
+  if (thr_set) {
     PetscCheck(thr >= 0 && thr <= TILERAP_TILE * TILERAP_TILE, comm, PETSC_ERR_ARG_OUTOFRANGE, "-mat_tile_dense_threshold %" PetscInt_FMT ": expected 0..256", thr);
     opt->dense_threshold = (int)thr;
   }
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+/* Options when a tile matrix is created (so -help lists them in any program). */
+PetscErrorCode TileOptionsFromDatabase(Mat B, tilerap_options *opt)
+{
+  char      engine[16];
+  PetscInt  thr;
+  PetscBool eset, tset;
+
+  PetscFunctionBegin;
+  PetscOptionsBegin(PetscObjectComm((PetscObject)B), ((PetscObject)B)->prefix, "TileRAP matrix (seqtile) options", "Mat");
+  PetscCall(TileOptionsItems(PetscOptionsObject, opt, engine, sizeof engine, &eset, &thr, &tset));
+  PetscOptionsEnd();
+  PetscCall(TileOptionsApply(PetscObjectComm((PetscObject)B), opt, engine, eset, thr, tset));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 static PetscErrorCode MatSetFromOptions_SeqTile(Mat A, TileOptionItems PetscOptionsObject)
 {
   Mat_SeqTile *t = (Mat_SeqTile *)A->spptr;
-  PetscInt     idx = (PetscInt)t->opt.engine, thr = t->opt.dense_threshold;
-  PetscBool    flg;
+  char         engine[16];
+  PetscInt     thr;
+  PetscBool    eset, tset;
 
   PetscFunctionBegin;
   if (tile_aij_ops.setfromoptions) PetscCall(tile_aij_ops.setfromoptions(A, PetscOptionsObject));
-  PetscOptionsHeadBegin(PetscOptionsObject, "SeqTile (tilerap) options");
-  PetscCall(PetscOptionsEList("-mat_tile_engine", "tilerap engine of the matrix products", "MatSeqTile", tile_engine_names, 3, tile_engine_names[idx], &idx, &flg));
-  if (flg) {
-    PetscCall(TileCheckEngine(PetscObjectComm((PetscObject)A), (tilerap_engine)idx));
-    t->opt.engine = (tilerap_engine)idx;
-  }
-  PetscCall(PetscOptionsBoundedInt("-mat_tile_dense_threshold", "C tiles with more entries use the dense accumulator", "MatSeqTile", thr, &thr, &flg, 0));
-  if (flg) {
-    PetscCheck(thr <= TILERAP_TILE * TILERAP_TILE, PetscObjectComm((PetscObject)A), PETSC_ERR_ARG_OUTOFRANGE, "-mat_tile_dense_threshold %" PetscInt_FMT ": expected 0..256", thr);
-    t->opt.dense_threshold = (int)thr;
-  }
+  PetscOptionsHeadBegin(PetscOptionsObject, "TileRAP matrix (seqtile) options");
+  PetscCall(TileOptionsItems(PetscOptionsObject, &t->opt, engine, sizeof engine, &eset, &thr, &tset));
   PetscOptionsHeadEnd();
+  PetscCall(TileOptionsApply(PetscObjectComm((PetscObject)A), &t->opt, engine, eset, thr, tset));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -251,16 +287,40 @@ static const char *const tile_own_names[] = {
 };
 #define TILE_NOWN (sizeof(tile_own_names) / sizeof(tile_own_names[0]))
 
+/* The aliased implementations, looked up once on a SeqAIJ (B itself, still
+ * plain) and on a SeqDense (products with dense matrices are composed on the
+ * dense side).  Function addresses stay valid for the life of the process. */
+static void (*tile_alias_fn[TILE_NALIAS])(void);
+static PetscBool tile_alias_looked_up = PETSC_FALSE;
+
+static PetscErrorCode TileAliasLookup(Mat aij)
+{
+  Mat dense;
+
+  PetscFunctionBegin;
+  if (tile_alias_looked_up) PetscFunctionReturn(PETSC_SUCCESS);
+  PetscCall(MatCreate(PETSC_COMM_SELF, &dense));
+  PetscCall(MatSetSizes(dense, 1, 1, 1, 1));
+  PetscCall(MatSetType(dense, MATSEQDENSE));
+  for (size_t k = 0; k < TILE_NALIAS; k++) {
+    void (*f)(void) = NULL;
+    PetscCall(PetscObjectQueryFunction((PetscObject)aij, tile_alias_pairs[k][0], &f));
+    if (!f) PetscCall(PetscObjectQueryFunction((PetscObject)dense, tile_alias_pairs[k][0], &f));
+    tile_alias_fn[k] = f;
+  }
+  PetscCall(MatDestroy(&dense));
+  tile_alias_looked_up = PETSC_TRUE;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 static PetscErrorCode TileCompose(Mat B)
 {
   PetscObject o = (PetscObject)B;
 
   PetscFunctionBegin;
-  for (size_t k = 0; k < TILE_NALIAS; k++) {
-    PetscVoidFunction f = NULL;
-    PetscCall(PetscObjectQueryFunction(o, tile_alias_pairs[k][0], &f));
-    if (f) PetscCall(PetscObjectComposeFunction(o, tile_alias_pairs[k][1], f));
-  }
+  PetscCall(TileAliasLookup(B));
+  for (size_t k = 0; k < TILE_NALIAS; k++)
+    if (tile_alias_fn[k]) PetscCall(PetscObjectComposeFunction(o, tile_alias_pairs[k][1], tile_alias_fn[k]));
   PetscCall(PetscObjectComposeFunction(o, tile_own_names[0], MatConvert_SeqTile_SeqAIJ));
   PetscCall(PetscObjectComposeFunction(o, tile_own_names[1], MatConvert_SeqAIJ_SeqTile));
   PetscCall(PetscObjectComposeFunction(o, tile_own_names[2], MatConvert_SeqAIJ_SeqTile));
@@ -300,8 +360,9 @@ static PetscErrorCode MatDestroy_SeqTile(Mat A)
 PetscErrorCode MatConvert_SeqAIJ_SeqTile(Mat A, MatType type, MatReuse reuse, Mat *newmat)
 {
   Mat          B;
-  Mat_SeqTile *t;
-  PetscBool    istile;
+  Mat_SeqTile    *t;
+  PetscBool       istile;
+  tilerap_options opt;
 
   PetscFunctionBegin;
   if (reuse == MAT_REUSE_MATRIX) {
@@ -320,9 +381,10 @@ PetscErrorCode MatConvert_SeqAIJ_SeqTile(Mat A, MatType type, MatReuse reuse, Ma
     tile_aij_ops.productsetfromoptions = B->ops->productsetfromoptions;
     tile_aij_ops.saved                 = PETSC_TRUE;
   }
+  tilerap_options_default(&opt);
+  PetscCall(TileOptionsFromDatabase(B, &opt));
   PetscCall(PetscNew(&t));
-  tilerap_options_default(&t->opt);
-  PetscCall(TileOptionsFromDatabase(B, &t->opt));
+  t->opt = opt;
   B->spptr                      = t;
   B->ops->destroy               = MatDestroy_SeqTile;
   B->ops->view                  = MatView_SeqTile;

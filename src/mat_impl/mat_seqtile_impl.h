@@ -55,6 +55,12 @@ typedef struct {
   PetscBool state_plus_one;   /* written by a product numeric phase: the
                                  one state increase MatProductNumeric()
                                  makes afterwards is still in sync          */
+  PetscInt64 gen;             /* bumped whenever T is rebuilt               */
+  /* device mirror for the CUDA engine: same structure as T (generation
+   * Dgen), values current when Dvalid */
+  tilerap_tile_matrix *D;
+  PetscInt64 Dgen;
+  PetscBool Dvalid;
   MatSeqTileSyncStats stats;
 } TileCache;
 
@@ -81,6 +87,8 @@ PetscErrorCode TileCheckError_Private(MPI_Comm, int, const char *);
 #define TileCall(comm, expr) PetscCall(TileCheckError_Private((comm), (expr), #expr))
 
 PetscErrorCode TileCacheSync(Mat X, TileCache *c);
+/* TileCacheSync, then the device mirror brought in sync (upload only what changed). */
+PetscErrorCode TileCacheSyncDevice(Mat X, TileCache *c);
 PetscErrorCode TileCacheReset(TileCache *c);
 /* Records that c now holds X's current values (X's CSR was written from c). */
 PetscErrorCode TileCacheMarkInSync(Mat X, TileCache *c, PetscBool by_product_numeric);

@@ -1,0 +1,318 @@
+/* MatProduct wiring of MATSEQTILE: C = A*B and C = P^T A P through the
+ * tilerap plans when one operand is seqtile and the other seqtile or plain
+ * seqaij; everything else goes to the saved SeqAIJ implementation.
+ *
+ * Symbolic: tile copies of the operands, the plan, C's tile form (the
+ * plan's output, kept as C's tile copy) and C's complete AIJ structure.
+ * Numeric (MAT_REUSE_MATRIX as well): operands' tile values refreshed, the
+ * plan's numeric phase, C's values gathered into C's AIJ array.  The plan
+ * records which objects and nonzero patterns it was built for and is rebuilt
+ * when they change (MatPtAP(..., MAT_REUSE_MATRIX) does not check). */
+#include "mat_seqtile_impl.h"
+
+typedef struct {
+  MatProductType      type;
+  tilerap_options     opt;
+  tilerap_spgemm_plan ab;
+  tilerap_ptap_plan   ptap;
+  PetscBool           device;       /* CUDA engine: operands, plan and C on the device */
+  TileCache           own_a, own_b; /* tile copies of plain-AIJ operands */
+  PetscObjectId       aid, bid;     /* operands the plan was built for    */
+  PetscObjectState    anz, bnz;     /* ... and their nonzero patterns      */
+  tilerap_tile_matrix *Cplan;       /* C's host tile form (owned by C's cache) */
+  tilerap_tile_matrix *Cdev;        /* C's device tile form, the plan's output (owned by C's cache) */
+  PetscInt64          Cgen;         /* generation of C's cache holding them */
+  PetscObjectState    cnz;          /* C's nonzerostate after symbolic     */
+  PetscInt            cnnz;
+  PetscInt           *perm;         /* C's CSR entry q = Cplan->val[perm[q]] */
+  PetscInt            nplans, nnumeric;
+} TileProduct;
+
+static PetscErrorCode TileProductDestroy(TILE_PRODUCT_DESTROY_ARG arg)
+{
+  TileProduct *pd = (TileProduct *)TILE_PRODUCT_DESTROY_DATA(arg);
+
+  PetscFunctionBegin;
+  if (!pd) PetscFunctionReturn(PETSC_SUCCESS);
+  tilerap_spgemm_plan_destroy(&pd->ab);
+  tilerap_ptap_plan_destroy(&pd->ptap);
+  PetscCall(TileCacheReset(&pd->own_a));
+  PetscCall(TileCacheReset(&pd->own_b));
+  PetscCall(PetscFree(pd->perm));
+  PetscCall(PetscFree(pd));
+#if !PETSC_VERSION_LT(3, 25, 0)
+  *arg = NULL;
+#endif
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* Tile form of an operand, in sync with its AIJ values: the host copy, or
+ * for the CUDA engine the device mirror (kept with the matrix, so unchanged
+ * operands such as a reused prolongator are not uploaded again). */
+static PetscErrorCode TileOperand(Mat X, TileCache *own, PetscBool device, const tilerap_tile_matrix **T)
+{
+  PetscBool  istile;
+  TileCache *c;
+
+  PetscFunctionBegin;
+  PetscCall(TileIsSeqTile(X, &istile));
+  c = istile ? &((Mat_SeqTile *)X->spptr)->cache : own;
+  if (device) {
+    PetscCall(TileCacheSyncDevice(X, c));
+    *T = c->D;
+  } else {
+    PetscCall(TileCacheSync(X, c));
+    *T = c->T;
+  }
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+static PetscErrorCode TileProductView(Mat C, PetscViewer viewer)
+{
+  TileProduct *pd = (TileProduct *)C->product->data;
+  PetscBool    iascii;
+
+  PetscFunctionBegin;
+  PetscCall(PetscObjectTypeCompare((PetscObject)viewer, PETSCVIEWERASCII, &iascii));
+  if (iascii && pd) {
+    PetscCall(PetscViewerASCIIPrintf(viewer, "tilerap %s product, engine %s: %" PetscInt_FMT " plan(s), %" PetscInt_FMT " numeric phase(s)\n", MatProductTypes[pd->type],
+                                     tilerap_engine_name(tilerap_engine_resolve(pd->opt.engine)), pd->nplans, pd->nnumeric));
+  }
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* Plans the product and (re)creates C's structure from the plan's C.  The
+ * tile forms of C go into C's cache as soon as they exist, so C owns them
+ * whatever fails later. */
+static PetscErrorCode TileProductPlan(Mat C, TileProduct *pd)
+{
+  MPI_Comm                   comm = PetscObjectComm((PetscObject)C);
+  Mat                        A = C->product->A, B = C->product->B;
+  const tilerap_tile_matrix *TA, *TB;
+  tilerap_tile_matrix       *TC = NULL, *out = NULL;
+  PetscInt                   m, n, *ci = NULL, *cj = NULL;
+  double                    *pos = NULL;
+  PetscBool                  istile;
+  Mat_SeqTile               *ct;
+  TileCache                 *cc;
+  int                        err;
+
+  PetscFunctionBegin;
+  /* C: a seqtile of the product's size */
+  m = pd->type == MATPRODUCT_PtAP ? B->cmap->N : A->rmap->N;
+  n = B->cmap->N;
+  PetscCall(MatSetSizes(C, m, n, m, n));
+  if (pd->type == MATPRODUCT_PtAP) PetscCall(MatSetBlockSizes(C, PetscAbs(B->cmap->bs), PetscAbs(B->cmap->bs)));
+  else PetscCall(MatSetBlockSizes(C, PetscAbs(A->rmap->bs), PetscAbs(B->cmap->bs)));
+  PetscCall(TileIsSeqTile(C, &istile));
+  if (!istile) PetscCall(MatSetType(C, MATSEQTILE));
+  ct = (Mat_SeqTile *)C->spptr;
+  cc = &ct->cache;
+  ct->opt = pd->opt;
+  PetscCall(TileCacheReset(cc));
+
+  PetscCall(TileOperand(A, &pd->own_a, pd->device, &TA));
+  PetscCall(TileOperand(B, &pd->own_b, pd->device, &TB));
+  tilerap_spgemm_plan_destroy(&pd->ab);
+  tilerap_ptap_plan_destroy(&pd->ptap);
+  PetscCall(PetscLogEventBegin(TILE_Plan, A, B, C, 0));
+  if (pd->type == MATPRODUCT_PtAP) err = tilerap_ptap_plan_create(TA, TB, &pd->opt, &pd->ptap, &out);
+  else err = tilerap_spgemm_plan_create(TA, TB, &pd->opt, &pd->ab, &out);
+  PetscCall(PetscLogEventEnd(TILE_Plan, A, B, C, 0));
+  TileCall(comm, err);
+  pd->nplans++;
+  if (out->memtype == TILERAP_MEM_DEVICE) { /* the device C stays the plan's output; a host copy for the AIJ form */
+    cc->D = out;
+    PetscCall(PetscLogEventBegin(TILE_Xfer, C, 0, 0, 0));
+    err = tilerap_tile_copy(out, TILERAP_MEM_HOST, &cc->T);
+    PetscCall(PetscLogEventEnd(TILE_Xfer, C, 0, 0, 0));
+    TileCall(comm, err);
+  } else cc->T = out;
+  TC         = cc->T;
+  cc->Dgen   = cc->gen;
+  cc->Dvalid = PETSC_FALSE; /* device values undefined until the numeric phase */
+  PetscCheck(TC->m == m && TC->n == n, comm, PETSC_ERR_PLIB, "tile product has the wrong size");
+  PetscCall(PetscObjectGetId((PetscObject)A, &pd->aid));
+  PetscCall(PetscObjectGetId((PetscObject)B, &pd->bid));
+  pd->anz = A->nonzerostate;
+  pd->bnz = B->nonzerostate;
+
+  /* C's CSR structure, and where each CSR entry sits in the tile form:
+   * tile positions travel through the values (exact in a double). */
+  PetscCall(PetscLogEventBegin(TILE_Convert, C, 0, 0, 0));
+  PetscCall(PetscMalloc3(m + 1, &ci, TC->nnz, &cj, TC->nnz, &pos));
+  for (int64_t k = 0; k < TC->nnz; k++) TC->val[k] = (double)k;
+#if defined(PETSC_USE_64BIT_INDICES)
+  {
+    int32_t *cj32;
+    PetscCall(PetscMalloc1(TC->nnz, &cj32));
+    err = tilerap_tile_to_csr(TC, (int64_t *)ci, cj32, pos);
+    for (int64_t k = 0; k < TC->nnz && !err; k++) cj[k] = cj32[k];
+    PetscCall(PetscFree(cj32));
+  }
+#else
+  err = tilerap_tile_to_csr_i32(TC, (int32_t *)ci, (int32_t *)cj, pos);
+#endif
+  if (err) PetscCall(PetscFree3(ci, cj, pos));
+  TileCall(comm, err);
+  PetscCall(PetscFree(pd->perm));
+  PetscCall(PetscMalloc1(TC->nnz, &pd->perm));
+  for (int64_t k = 0; k < TC->nnz; k++) pd->perm[k] = (PetscInt)pos[k];
+  PetscCall(PetscArrayzero(TC->val, TC->nnz)); /* values defined until the numeric phase: zeros, as in C's AIJ */
+  pd->cnnz = (PetscInt)TC->nnz;
+  PetscCall(MatSeqAIJSetPreallocationCSR(C, ci, cj, NULL)); /* complete host CSR after symbolic */
+  PetscCall(PetscFree3(ci, cj, pos));
+  PetscCall(PetscLogEventEnd(TILE_Convert, C, 0, 0, 0));
+
+  PetscCall(TileCacheMarkInSync(C, cc, PETSC_FALSE));
+  cc->stats.rebuilds++;
+  pd->Cplan = cc->T;
+  pd->Cdev  = cc->D;
+  pd->Cgen  = cc->gen;
+  pd->cnz   = C->nonzerostate;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+static PetscErrorCode MatProductNumeric_SeqTile(Mat C)
+{
+  MPI_Comm                   comm;
+  Mat_Product               *product;
+  TileProduct               *pd;
+  Mat                        A, B;
+  const tilerap_tile_matrix *TA, *TB;
+  Mat_SeqTile               *ct;
+  PetscScalar               *ca;
+  PetscObjectId              aid, bid;
+  int                        err;
+
+  PetscFunctionBegin;
+  MatCheckProduct(C, 1);
+  comm    = PetscObjectComm((PetscObject)C);
+  product = C->product;
+  pd      = (TileProduct *)product->data;
+  PetscCheck(pd, comm, PETSC_ERR_PLIB, "Product data empty: symbolic phase missing");
+  A = product->A;
+  B = product->B;
+  PetscCall(TileOperand(A, &pd->own_a, pd->device, &TA));
+  PetscCall(TileOperand(B, &pd->own_b, pd->device, &TB));
+  PetscCall(PetscObjectGetId((PetscObject)A, &aid));
+  PetscCall(PetscObjectGetId((PetscObject)B, &bid));
+  ct = (Mat_SeqTile *)C->spptr;
+  if (aid != pd->aid || bid != pd->bid || A->nonzerostate != pd->anz || B->nonzerostate != pd->bnz || !ct || ct->cache.gen != pd->Cgen || C->nonzerostate != pd->cnz) {
+    PetscCall(PetscInfo(C, "tilerap: operands or C changed structure (or object) since the plan: planning again\n"));
+    PetscCall(TileProductPlan(C, pd));
+    ct = (Mat_SeqTile *)C->spptr;
+  }
+  PetscCall(PetscLogEventBegin(TILE_Numeric, A, B, C, 0));
+  {
+    tilerap_tile_matrix *out = pd->device ? pd->Cdev : pd->Cplan;
+    if (pd->type == MATPRODUCT_PtAP) err = tilerap_ptap_numeric(pd->ptap, TA, TB, out);
+    else err = tilerap_spgemm_numeric(pd->ab, TA, TB, out);
+  }
+  PetscCall(PetscLogEventEnd(TILE_Numeric, A, B, C, 0));
+  TileCall(comm, err);
+  pd->nnumeric++;
+  if (pd->device) { /* C's values down once: its AIJ arrays need them; the device C stays current */
+    PetscCall(PetscLogEventBegin(TILE_Xfer, C, 0, 0, 0));
+    err = tilerap_tile_copy_values(pd->Cdev, pd->Cplan);
+    PetscCall(PetscLogEventEnd(TILE_Xfer, C, 0, 0, 0));
+    TileCall(comm, err);
+  }
+
+  /* values only into C's AIJ array; the tile form stays the in-sync copy */
+  PetscCall(PetscLogEventBegin(TILE_Convert, C, 0, 0, 0));
+  PetscCall(MatSeqAIJGetArrayWrite(C, &ca));
+  {
+    const double   *cv   = pd->Cplan->val;
+    const PetscInt *perm = pd->perm;
+    const PetscInt  nnz  = pd->cnnz;
+#pragma omp parallel for schedule(static) if (nnz > 65536)
+    for (PetscInt q = 0; q < nnz; q++) ca[q] = cv[perm[q]];
+  }
+  PetscCall(MatSeqAIJRestoreArrayWrite(C, &ca));
+  PetscCall(PetscLogEventEnd(TILE_Convert, C, 0, 0, 0));
+  PetscCall(TileCacheMarkInSync(C, &ct->cache, PETSC_TRUE));
+  ct->cache.Dvalid = pd->device;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+static PetscErrorCode MatProductSymbolic_SeqTile(Mat C)
+{
+  MPI_Comm     comm;
+  Mat_Product *product;
+  Mat          A, B;
+  TileProduct *pd;
+  PetscBool    atile;
+
+  PetscFunctionBegin;
+  MatCheckProduct(C, 1);
+  comm    = PetscObjectComm((PetscObject)C);
+  product = C->product;
+  PetscCheck(!product->data, comm, PETSC_ERR_PLIB, "Product data not empty");
+  A = product->A;
+  B = product->B;
+  if (product->type == MATPRODUCT_PtAP) {
+    PetscCheck(A->rmap->N == A->cmap->N, comm, PETSC_ERR_ARG_SIZ, "PtAP needs a square A, got %" PetscInt_FMT " x %" PetscInt_FMT, A->rmap->N, A->cmap->N);
+    PetscCheck(B->rmap->N == A->cmap->N, comm, PETSC_ERR_ARG_SIZ, "PtAP: P has %" PetscInt_FMT " rows, A is %" PetscInt_FMT " x %" PetscInt_FMT, B->rmap->N, A->rmap->N, A->cmap->N);
+  } else {
+    PetscCheck(A->cmap->N == B->rmap->N, comm, PETSC_ERR_ARG_SIZ, "AB: A is %" PetscInt_FMT " x %" PetscInt_FMT ", B is %" PetscInt_FMT " x %" PetscInt_FMT, A->rmap->N, A->cmap->N, B->rmap->N, B->cmap->N);
+  }
+  PetscCall(PetscNew(&pd));
+  pd->type = product->type;
+  PetscCall(TileIsSeqTile(A, &atile));
+  pd->opt    = ((Mat_SeqTile *)(atile ? A : B)->spptr)->opt;
+  pd->device = (PetscBool)(tilerap_engine_resolve(pd->opt.engine) == TILERAP_ENGINE_CUDA);
+  {
+    PetscErrorCode ierr = TileProductPlan(C, pd);
+    if (ierr) {
+#if PETSC_VERSION_LT(3, 25, 0)
+      PetscCall(TileProductDestroy(pd));
+#else
+      PetscCall(TileProductDestroy((void **)&pd));
+#endif
+      PetscCall(ierr);
+    }
+  }
+  /* MatSetType() in the plan may have reset C's ops */
+  C->product->data         = pd;
+  C->product->destroy      = TileProductDestroy;
+  C->product->view         = TileProductView;
+  C->ops->productsymbolic  = MatProductSymbolic_SeqTile;
+  C->ops->productnumeric   = MatProductNumeric_SeqTile;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* Reached through A's productsetfromoptions (A, B both seqtile) or the
+ * composed MatProductSetFromOptions_seqaijtile_seqaij_C /
+ * _seqaij_seqaijtile_C (one of them plain seqaij). */
+PetscErrorCode MatProductSetFromOptions_SeqTile(Mat C)
+{
+  Mat_Product *product = C->product;
+  Mat          A, B;
+  PetscBool    atile, btile, aaij, baij, algok = PETSC_FALSE;
+
+  PetscFunctionBegin;
+  MatCheckProduct(C, 1);
+  A = product->A;
+  B = product->B;
+  PetscCall(TileIsSeqTile(A, &atile));
+  PetscCall(TileIsSeqTile(B, &btile));
+  PetscCall(PetscObjectTypeCompare((PetscObject)A, MATSEQAIJ, &aaij));
+  PetscCall(PetscObjectTypeCompare((PetscObject)B, MATSEQAIJ, &baij));
+  if (product->alg) {
+    PetscBool isdef, istile;
+    PetscCall(PetscStrcmp(product->alg, MATPRODUCTALGORITHMDEFAULT, &isdef));
+    PetscCall(PetscStrcmp(product->alg, "tile", &istile));
+    algok = (PetscBool)(isdef || istile);
+  } else algok = PETSC_TRUE;
+  if (TILE_SCALAR_OK && algok && (product->type == MATPRODUCT_AB || product->type == MATPRODUCT_PtAP) && (atile || btile) && (atile || aaij) && (btile || baij)) {
+    PetscCall(PetscInfo(C, "tilerap: %s with A %s, B %s by the tile engine\n", MatProductTypes[product->type], ((PetscObject)A)->type_name, ((PetscObject)B)->type_name));
+    C->ops->productsymbolic = MatProductSymbolic_SeqTile;
+    PetscFunctionReturn(PETSC_SUCCESS);
+  }
+  PetscCall(PetscInfo(C, "tilerap: %s with A %s, B %s (algorithm %s) falls back to the AIJ implementation\n", MatProductTypes[product->type], ((PetscObject)A)->type_name,
+                      ((PetscObject)B)->type_name, product->alg ? product->alg : "none"));
+  PetscCheck(tile_aij_ops.productsetfromoptions, PetscObjectComm((PetscObject)C), PETSC_ERR_PLIB, "SeqAIJ product implementation not captured");
+  PetscCall(tile_aij_ops.productsetfromoptions(C));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}

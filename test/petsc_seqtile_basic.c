@@ -1,0 +1,255 @@
+/* MATSEQTILE as an AIJ matrix: type names, assembly, MatMult, diagonal,
+ * duplicate, conversions, submatrices, block sizes, view, and the tile copy's
+ * sync rules (no copy when unchanged, values-only refresh, rebuild). */
+#include <stdlib.h>
+#include <string.h>
+#include "tilerap_petsc.h"
+#include "petsc_testutil.h"
+
+/* tile copy == AIJ CSR, exactly */
+static PetscErrorCode tile_matches(Mat A, PetscBool *ok)
+{
+  const tilerap_tile_matrix *T;
+  const PetscInt            *ai, *aj;
+  PetscScalar               *aa;
+  PetscMemType               mt;
+  PetscInt                   m, n;
+
+  PetscFunctionBeginUser;
+  *ok = PETSC_FALSE;
+  PetscCall(MatSeqTileGetTileMatrix(A, &T));
+  PetscCall(MatGetSize(A, &m, &n));
+  PetscCall(MatSeqAIJGetCSRAndMemType(A, &ai, &aj, &aa, &mt));
+  if (tilerap_tile_check(T) != TILERAP_SUCCESS || T->m != m || T->n != n || T->nnz != ai[m]) PetscFunctionReturn(0);
+  {
+    tilerap_csr *C = NULL;
+    if (tilerap_tile_to_csr_alloc(T, &C)) PetscFunctionReturn(0);
+    *ok = PETSC_TRUE;
+    for (PetscInt i = 0; i <= m; i++)
+      if (C->rowptr[i] != ai[i]) *ok = PETSC_FALSE;
+    for (PetscInt k = 0; k < ai[m] && *ok; k++)
+      if (C->colidx[k] != aj[k] || C->val[k] != aa[k]) *ok = PETSC_FALSE;
+    tilerap_csr_destroy(&C);
+  }
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode same_mat(Mat X, Mat Y, PetscBool *ok)
+{
+  PetscBool s;
+  PetscReal e;
+
+  PetscFunctionBeginUser;
+  PetscCall(tu_compare(X, Y, &s, &e));
+  *ok = (PetscBool)(s && e == 0.0);
+  PetscFunctionReturn(0);
+}
+
+int main(int argc, char **argv)
+{
+  MPI_Comm            comm;
+  Mat                 A, Aaij, D, B, S, Saij, Dn, Dn2;
+  Vec                 x, y, yref, d, dref;
+  PetscBool           flg, ok;
+  PetscReal           nrm;
+  MatSeqTileSyncStats st, st0;
+  const PetscInt      m = 77, n = 77;
+  IS                  is;
+
+  PetscCall(PetscInitialize(&argc, &argv, NULL, NULL));
+  comm = PETSC_COMM_SELF;
+  PetscCall(TileRAPInitializePackage());
+  PetscCall(TileRAPInitializePackage());
+  tap_ok(1, "TileRAPInitializePackage is idempotent");
+
+  /* type names */
+  PetscCall(tu_random_mat(comm, MATSEQTILE, m, n, 5, PETSC_TRUE, 1, 1, 11, &A));
+  PetscCall(tu_random_mat(comm, MATSEQAIJ, m, n, 5, PETSC_TRUE, 1, 1, 11, &Aaij));
+  PetscCall(PetscObjectTypeCompare((PetscObject)A, MATSEQAIJTILE, &flg));
+  { MatType t; PetscCall(MatGetType(A, &t)); tap_ok(flg, "MatSetType(seqtile) gives an object of type %s", t); }
+  PetscCall(PetscObjectBaseTypeCompare((PetscObject)A, MATSEQAIJ, &flg));
+  tap_ok(flg, "its type name begins with seqaij");
+  {
+    Mat R;
+    PetscCall(MatCreate(comm, &R));
+    PetscCall(MatSetSizes(R, 5, 5, 5, 5));
+    PetscCall(MatSetType(R, MATTILE));
+    PetscCall(PetscObjectTypeCompare((PetscObject)R, MATSEQAIJTILE, &flg));
+    { MatType t; PetscCall(MatGetType(R, &t)); tap_ok(flg, "root name tile resolves to seqtile on one rank (%s)", t); }
+    PetscCall(MatDestroy(&R));
+  }
+  PetscCall(same_mat(A, Aaij, &ok));
+  tap_ok(ok, "assembled seqtile has the same CSR as seqaij");
+
+  /* MatMult, diagonal */
+  PetscCall(MatCreateVecs(A, &x, &y));
+  PetscCall(VecDuplicate(y, &yref));
+  PetscCall(VecDuplicate(y, &d));
+  PetscCall(VecDuplicate(y, &dref));
+  PetscCall(VecSetRandom(x, NULL));
+  PetscCall(MatMult(A, x, y));
+  PetscCall(MatMult(Aaij, x, yref));
+  PetscCall(VecAXPY(y, -1.0, yref));
+  PetscCall(VecNorm(y, NORM_INFINITY, &nrm));
+  tap_ok(nrm == 0.0, "MatMult equals seqaij (diff %g)", (double)nrm);
+  PetscCall(MatGetDiagonal(A, d));
+  PetscCall(MatGetDiagonal(Aaij, dref));
+  PetscCall(VecAXPY(d, -1.0, dref));
+  PetscCall(VecNorm(d, NORM_INFINITY, &nrm));
+  tap_ok(nrm == 0.0, "MatGetDiagonal equals seqaij");
+
+  /* tile copy sync rules */
+  PetscCall(tile_matches(A, &ok));
+  PetscCall(MatSeqTileGetSyncStats(A, &st0));
+  tap_ok(ok && st0.rebuilds == 1, "tile copy built once and equals the CSR (rebuilds %d)", (int)st0.rebuilds);
+  PetscCall(tile_matches(A, &ok));
+  PetscCall(MatSeqTileGetSyncStats(A, &st));
+  tap_ok(ok && st.rebuilds == 1 && st.value_refreshes == 0 && st.reuses == st0.reuses + 1, "unchanged matrix: no copy (reuses %d)", (int)st.reuses);
+  PetscCall(MatScale(A, 2.0));
+  PetscCall(MatScale(Aaij, 2.0));
+  PetscCall(tile_matches(A, &ok));
+  PetscCall(MatSeqTileGetSyncStats(A, &st));
+  tap_ok(ok && st.rebuilds == 1 && st.value_refreshes == 1, "MatScale: values-only refresh");
+  PetscCall(MatSetValue(A, 3, 3, 1.5, ADD_VALUES));
+  PetscCall(MatSetValue(Aaij, 3, 3, 1.5, ADD_VALUES));
+  PetscCall(MatAssemblyBegin(A, MAT_FINAL_ASSEMBLY));
+  PetscCall(MatAssemblyEnd(A, MAT_FINAL_ASSEMBLY));
+  PetscCall(MatAssemblyBegin(Aaij, MAT_FINAL_ASSEMBLY));
+  PetscCall(MatAssemblyEnd(Aaij, MAT_FINAL_ASSEMBLY));
+  PetscCall(tile_matches(A, &ok));
+  PetscCall(MatSeqTileGetSyncStats(A, &st));
+  tap_ok(ok && st.rebuilds == 1 && st.value_refreshes == 2, "MatSetValues on existing entries: values-only refresh");
+  PetscCall(MatSetOption(A, MAT_NEW_NONZERO_ALLOCATION_ERR, PETSC_FALSE));
+  PetscCall(MatSetOption(Aaij, MAT_NEW_NONZERO_ALLOCATION_ERR, PETSC_FALSE));
+  PetscCall(MatSetValue(A, 0, n - 1, 0.25, INSERT_VALUES));
+  PetscCall(MatSetValue(Aaij, 0, n - 1, 0.25, INSERT_VALUES));
+  PetscCall(MatAssemblyBegin(A, MAT_FINAL_ASSEMBLY));
+  PetscCall(MatAssemblyEnd(A, MAT_FINAL_ASSEMBLY));
+  PetscCall(MatAssemblyBegin(Aaij, MAT_FINAL_ASSEMBLY));
+  PetscCall(MatAssemblyEnd(Aaij, MAT_FINAL_ASSEMBLY));
+  PetscCall(tile_matches(A, &ok));
+  PetscCall(MatSeqTileGetSyncStats(A, &st));
+  tap_ok(ok && st.rebuilds == 2, "new nonzero: tile copy rebuilt (rebuilds %d)", (int)st.rebuilds);
+  PetscCall(same_mat(A, Aaij, &ok));
+  tap_ok(ok, "after edits seqtile still equals seqaij");
+
+  /* duplicate */
+  PetscCall(MatDuplicate(A, MAT_COPY_VALUES, &D));
+  PetscCall(PetscObjectTypeCompare((PetscObject)D, MATSEQAIJTILE, &flg));
+  PetscCall(same_mat(D, Aaij, &ok));
+  tap_ok(flg && ok, "MatDuplicate keeps the type and values");
+  PetscCall(tile_matches(D, &ok));
+  tap_ok(ok, "the duplicate's tile copy matches it");
+  PetscCall(MatDestroy(&D));
+
+  /* conversions */
+  PetscCall(MatConvert(A, MATSEQAIJ, MAT_INITIAL_MATRIX, &B));
+  PetscCall(PetscObjectTypeCompare((PetscObject)B, MATSEQAIJ, &flg));
+  PetscCall(same_mat(B, Aaij, &ok));
+  tap_ok(flg && ok, "MatConvert seqtile -> seqaij");
+  PetscCall(MatConvert(B, MATSEQTILE, MAT_INPLACE_MATRIX, &B));
+  PetscCall(PetscObjectTypeCompare((PetscObject)B, MATSEQAIJTILE, &flg));
+  PetscCall(same_mat(B, Aaij, &ok));
+  tap_ok(flg && ok, "in-place MatConvert seqaij -> seqtile");
+  PetscCall(tile_matches(B, &ok));
+  tap_ok(ok, "converted matrix builds a matching tile copy");
+  PetscCall(MatConvert(B, MATSEQAIJ, MAT_INPLACE_MATRIX, &B));
+  PetscCall(PetscObjectTypeCompare((PetscObject)B, MATSEQAIJ, &flg));
+  tap_ok(flg, "in-place MatConvert back to seqaij");
+  PetscCall(MatSetType(B, MATSEQAIJTILE));
+  PetscCall(PetscObjectTypeCompare((PetscObject)B, MATSEQAIJTILE, &flg));
+  PetscCall(same_mat(B, Aaij, &ok));
+  tap_ok(flg && ok, "MatSetType(assembled seqaij, seqaijtile) converts in place keeping values");
+  PetscCall(MatDestroy(&B));
+  PetscCall(MatConvert(Aaij, MATSEQTILE, MAT_INITIAL_MATRIX, &B));
+  PetscCall(PetscObjectTypeCompare((PetscObject)B, MATSEQAIJTILE, &flg));
+  PetscCall(same_mat(B, Aaij, &ok));
+  tap_ok(flg && ok, "MatConvert seqaij -> seqtile (new matrix)");
+  PetscCall(MatDestroy(&B));
+  PetscCall(MatConvert(A, MATSEQDENSE, MAT_INITIAL_MATRIX, &Dn));
+  PetscCall(MatConvert(Aaij, MATSEQDENSE, MAT_INITIAL_MATRIX, &Dn2));
+  PetscCall(MatAXPY(Dn, -1.0, Dn2, SAME_NONZERO_PATTERN));
+  PetscCall(MatNorm(Dn, NORM_FROBENIUS, &nrm));
+  tap_ok(nrm == 0.0, "MatConvert seqtile -> seqdense");
+  PetscCall(MatDestroy(&Dn));
+  PetscCall(MatDestroy(&Dn2));
+
+  /* submatrix */
+  PetscCall(ISCreateStride(comm, 40, 5, 1, &is));
+  PetscCall(MatCreateSubMatrix(A, is, is, MAT_INITIAL_MATRIX, &S));
+  PetscCall(MatCreateSubMatrix(Aaij, is, is, MAT_INITIAL_MATRIX, &Saij));
+  PetscCall(PetscObjectTypeCompare((PetscObject)S, MATSEQAIJTILE, &flg));
+  PetscCall(same_mat(S, Saij, &ok));
+  tap_ok(flg && ok, "MatCreateSubMatrix gives an equal seqtile");
+  PetscCall(tile_matches(S, &ok));
+  tap_ok(ok, "the submatrix's tile copy matches it");
+  PetscCall(ISDestroy(&is));
+  PetscCall(MatDestroy(&S));
+  PetscCall(MatDestroy(&Saij));
+
+  /* block sizes */
+  {
+    Mat      Bb, Bd;
+    PetscInt rbs, cbs;
+    PetscCall(tu_random_mat(comm, MATSEQTILE, 39, 39, 3, PETSC_TRUE, 3, 3, 5, &Bb));
+    PetscCall(MatGetBlockSizes(Bb, &rbs, &cbs));
+    PetscCall(MatDuplicate(Bb, MAT_COPY_VALUES, &Bd));
+    PetscCall(MatGetBlockSizes(Bd, &rbs, &cbs));
+    tap_ok(rbs == 3 && cbs == 3, "block size 3 kept through MatDuplicate");
+    PetscCall(MatDestroy(&Bd));
+    PetscCall(MatDestroy(&Bb));
+  }
+
+  /* view: ascii_info shows tile statistics */
+  {
+    PetscViewer v;
+    char        fname[] = "petsc_seqtile_basic_view.txt", line[512];
+    FILE       *f;
+    PetscBool   found = PETSC_FALSE;
+    char        engine[32];
+    PetscCall(PetscSNPrintf(engine, sizeof engine, "engine %s", tilerap_engine_name(tilerap_engine_resolve(TILERAP_ENGINE_AUTO))));
+    PetscCall(PetscViewerASCIIOpen(comm, fname, &v));
+    PetscCall(PetscViewerPushFormat(v, PETSC_VIEWER_ASCII_INFO));
+    PetscCall(MatView(A, v));
+    PetscCall(PetscViewerPopFormat(v));
+    PetscCall(PetscViewerDestroy(&v));
+    f = fopen(fname, "r");
+    while (f && fgets(line, sizeof line, f))
+      if (strstr(line, "tilerap:") && strstr(line, "tiles") && strstr(line, "mean entries per tile") && strstr(line, engine)) {
+        found = PETSC_TRUE;
+        tap_diag("%s", strtok(line, "\n"));
+      }
+    if (f) fclose(f);
+    remove(fname);
+    tap_ok(found, "MatView ascii_info prints tiles, mean entries per tile and the engine");
+  }
+
+  /* bad input: a request for an engine that is not there is a PETSc error */
+  {
+    Mat            E;
+    PetscErrorCode ierr;
+    PetscCall(PetscOptionsSetValue(NULL, "-bad_mat_tile_engine", "gpu"));
+    PetscCall(MatCreate(comm, &E));
+    PetscCall(MatSetOptionsPrefix(E, "bad_"));
+    PetscCall(MatSetSizes(E, 4, 4, 4, 4));
+    PetscCall(PetscPushErrorHandler(PetscReturnErrorHandler, NULL));
+    ierr = MatSetType(E, MATSEQTILE);
+    PetscCall(PetscPopErrorHandler());
+    tap_ok(ierr == PETSC_ERR_ARG_OUTOFRANGE, "-mat_tile_engine gpu is rejected with PETSC_ERR_ARG_OUTOFRANGE (%d)", (int)ierr);
+    PetscCall(MatDestroy(&E));
+    PetscCall(PetscOptionsClearValue(NULL, "-bad_mat_tile_engine"));
+  }
+
+  PetscCall(VecDestroy(&x));
+  PetscCall(VecDestroy(&y));
+  PetscCall(VecDestroy(&yref));
+  PetscCall(VecDestroy(&d));
+  PetscCall(VecDestroy(&dref));
+  PetscCall(MatDestroy(&A));
+  PetscCall(MatDestroy(&Aaij));
+  {
+    int rc = tap_done();
+    PetscCall(PetscFinalize());
+    return rc;
+  }
+}
