@@ -6,6 +6,11 @@
 #include <math.h>
 #include <stdlib.h>
 
+/* Internal entry of the CPU engine (src/kernels/spgemm_cpu.h): C = A^T*B
+ * planned without forming A^T; the CPU PtAP plan uses it for P^T (AP). */
+int tr_cpu_spgemm_plan_create_atb(const tilerap_tile_matrix *A, const tilerap_tile_matrix *B, int dense_threshold,
+                                  tilerap_spgemm_plan *plan, tilerap_tile_matrix **C);
+
 static tilerap_options opts(int threshold)
 {
   tilerap_options o;
@@ -53,6 +58,48 @@ static void check_product(const tilerap_csr *A, const tilerap_csr *B, int thresh
   e = ref_same_structure(C2, R2) ? ref_relerr(C2, R2) : INFINITY;
   tap_ok(!err && e <= 1e-14, "%s [thr %d]: reuse with new values (relerr %.2e)", what, threshold, e);
   tilerap_csr_destroy(&R); tilerap_csr_destroy(&C); tilerap_csr_destroy(&A2); tilerap_csr_destroy(&B2);
+  tilerap_csr_destroy(&R2); tilerap_csr_destroy(&C2);
+out:
+  tilerap_spgemm_plan_destroy(&plan);
+  tilerap_tile_destroy(&tA); tilerap_tile_destroy(&tB); tilerap_tile_destroy(&tC);
+}
+
+/* C = A^T*B through the A^T*B plan against the reference on an explicit
+ * transpose, then a numeric re-run with new values. */
+static void check_atb(const tilerap_csr *A, const tilerap_csr *B, int threshold, const char *what)
+{
+  tilerap_tile_matrix *tA = ref_csr_to_tile(A), *tB = ref_csr_to_tile(B), *tC = NULL;
+  tilerap_spgemm_plan plan = NULL;
+  int err = tr_cpu_spgemm_plan_create_atb(tA, tB, threshold, &plan, &tC);
+  if (!tap_ok(!err, "A^T*B %s [thr %d]: plan (%s)", what, threshold, err ? tilerap_last_error() : "ok")) goto out;
+  err = tilerap_spgemm_numeric(plan, tA, tB, tC);
+  tilerap_csr *At = ref_transpose(A), *R = ref_spgemm(At, B), *C = ref_tile_to_csr(tC);
+  double e = ref_same_structure(C, R) ? ref_relerr(C, R) : INFINITY;
+  tilerap_spgemm_info info;
+  tilerap_spgemm_plan_info(plan, &info);
+  int64_t ref_flops = 0;
+  for (int32_t i = 0; i < At->m; i++)
+    for (int64_t p = At->rowptr[i]; p < At->rowptr[i + 1]; p++)
+      ref_flops += 2 * (B->rowptr[At->colidx[p] + 1] - B->rowptr[At->colidx[p]]);
+  tap_ok(!err && tilerap_tile_check(tC) == 0 && e <= 1e-14 && info.flops == ref_flops && info.c_nnz == R->nnz,
+         "A^T*B %s [thr %d]: equals reference on explicit A^T (relerr %.2e, nnz %lld, flops %lld/%lld)", what, threshold,
+         e, (long long)R->nnz, (long long)info.flops, (long long)ref_flops);
+  uint64_t seed = 11;
+  tilerap_csr *A2 = ref_copy(A), *B2 = ref_copy(B);
+  ref_randomize_values(A2, &seed);
+  ref_randomize_values(B2, &seed);
+  tilerap_tile_update_values_from_csr(tA, A2->rowptr, A2->val);
+  tilerap_tile_update_values_from_csr(tB, B2->rowptr, B2->val);
+  for (int64_t q = 0; q < tC->nnz; q++) tC->val[q] = NAN;
+  err = tilerap_spgemm_numeric(plan, tA, tB, tC);
+  tilerap_csr *At2 = ref_transpose(A2), *R2 = ref_spgemm(At2, B2), *C2 = ref_tile_to_csr(tC);
+  e = ref_same_structure(C2, R2) ? ref_relerr(C2, R2) : INFINITY;
+  tap_ok(!err && e <= 1e-14, "A^T*B %s [thr %d]: reuse with new values (relerr %.2e)", what, threshold, e);
+  /* a B of another structure is refused */
+  tap_ok(tilerap_spgemm_numeric(plan, tA, tA, tC) == TILERAP_ERR_STRUCTURE || (A->n == B->n && A->nnz == B->nnz),
+         "A^T*B %s: numeric refuses another B", what);
+  tilerap_csr_destroy(&At); tilerap_csr_destroy(&R); tilerap_csr_destroy(&C);
+  tilerap_csr_destroy(&A2); tilerap_csr_destroy(&B2); tilerap_csr_destroy(&At2);
   tilerap_csr_destroy(&R2); tilerap_csr_destroy(&C2);
 out:
   tilerap_spgemm_plan_destroy(&plan);
@@ -125,6 +172,30 @@ int main(void)
            (long long)info.c_tiles_step1);
     tilerap_spgemm_plan_destroy(&plan);
     tilerap_tile_destroy(&tA); tilerap_tile_destroy(&tB); tilerap_tile_destroy(&tC);
+    tilerap_csr_destroy(&A); tilerap_csr_destroy(&B);
+  }
+  /* A^T*B plans (the CPU PtAP's P^T (AP) without a P^T copy) */
+  {
+    struct { int32_t m, k, n; double da, db; const char *name; } at[] = {
+        {0, 0, 0, 0, 0, "0x0"},
+        {33, 17, 9, 0.3, 0.3, "33x17 ^T * 33x9"},
+        {64, 64, 64, 1.0, 1.0, "dense tiles"},
+        {250, 37, 100, 0.05, 0.05, "rectangular"},
+        {513, 129, 257, 0.01, 0.02, "very sparse odd sizes"},
+    };
+    for (size_t c = 0; c < sizeof at / sizeof at[0]; c++) {
+      tilerap_csr *A = ref_random(at[c].m, at[c].k, at[c].da, 0, &seed), *B = ref_random(at[c].m, at[c].n, at[c].db, 0, &seed);
+      for (int t = 0; t < 3; t++) check_atb(A, B, thresholds[t], at[c].name);
+      tilerap_csr_destroy(&A); tilerap_csr_destroy(&B);
+    }
+    tilerap_csr *A = ref_random(40, 20, 0.2, 0, &seed), *B = ref_random(41, 20, 0.2, 0, &seed);
+    tilerap_tile_matrix *tA = ref_csr_to_tile(A), *tB = ref_csr_to_tile(B), *tC = NULL;
+    tilerap_spgemm_plan plan = NULL;
+    tap_ok(tr_cpu_spgemm_plan_create_atb(tA, tB, 192, &plan, &tC) == TILERAP_ERR_SIZE && !plan && !tC,
+           "A^T*B plan refuses A and B with different row counts");
+    tap_ok(tr_cpu_spgemm_plan_create_atb(tA, tA, 300, &plan, &tC) == TILERAP_ERR_INVALID && !plan,
+           "A^T*B plan refuses a dense threshold outside [0,256]");
+    tilerap_tile_destroy(&tA); tilerap_tile_destroy(&tB);
     tilerap_csr_destroy(&A); tilerap_csr_destroy(&B);
   }
   /* one-shot API */

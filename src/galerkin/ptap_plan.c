@@ -1,17 +1,21 @@
-/* Galerkin plans C = P^T (A P).  P^T is built once in tile form together
- * with a value permutation; the numeric phase refreshes P^T's values by a
- * gather and runs the two planned products.  C is an ordinary tile
+/* Galerkin plans C = P^T (A P).  CPU engine: C = P^T (AP) is planned as
+ * an A^T*B product that reads P's own tiles transposed, so no copy of P^T
+ * (and no value permutation, no refresh) exists.  CUDA engine: P^T is
+ * built once in tile form together with a value permutation; the numeric
+ * phase refreshes P^T's values by a gather and runs the two planned
+ * products.  C is an ordinary tile
  * matrix, so it is the next level's A as it stands.  With the CUDA engine
  * and host matrices, everything (P^T, AP, plans) lives on the device and
  * only A's and P's values go up and C's values come down on re-runs. */
 #include "../kernels/tile_internal.h"
 #include "../kernels/engine_cuda.h"
+#include "../kernels/spgemm_cpu.h"
 
 struct tilerap_ptap_plan_s {
   tilerap_engine engine;
   void *stream;
   tr_fingerprint fa, fp, fc;
-  tilerap_tile_matrix *Pt;  /* P^T, in the engine's memory */
+  tilerap_tile_matrix *Pt;  /* P^T, in the engine's memory (CUDA engine only) */
   int64_t *perm;            /* Pt->val[q] = P->val[perm[q]], same memory */
   tilerap_tile_matrix *AP;  /* intermediate, engine's memory */
   tilerap_spgemm_plan ap_plan, c_plan;
@@ -99,9 +103,14 @@ int tilerap_ptap_plan_create(const tilerap_tile_matrix *A, const tilerap_tile_ma
       goto fail;
     wA = G->dA; wP = G->dP;
   }
-  if ((err = tilerap_tile_transpose(wP, &G->Pt, &G->perm))) goto fail;
-  if ((err = tilerap_spgemm_plan_create(wA, wP, &o, &G->ap_plan, &G->AP))) goto fail;
-  if ((err = tilerap_spgemm_plan_create(G->Pt, G->AP, &o, &G->c_plan, &wC))) goto fail;
+  if (engine == TILERAP_ENGINE_CPU) {
+    if ((err = tilerap_spgemm_plan_create(wA, wP, &o, &G->ap_plan, &G->AP))) goto fail;
+    if ((err = tr_cpu_spgemm_plan_create_atb(wP, G->AP, o.dense_threshold, &G->c_plan, &wC))) goto fail;
+  } else {
+    if ((err = tilerap_tile_transpose(wP, &G->Pt, &G->perm))) goto fail;
+    if ((err = tilerap_spgemm_plan_create(wA, wP, &o, &G->ap_plan, &G->AP))) goto fail;
+    if ((err = tilerap_spgemm_plan_create(G->Pt, G->AP, &o, &G->c_plan, &wC))) goto fail;
+  }
   if (wA != A) { /* host-resident: keep the device C, hand out a host copy */
     G->dC = wC;
     wC = NULL;
@@ -138,9 +147,10 @@ int tilerap_ptap_numeric(tilerap_ptap_plan G, const tilerap_tile_matrix *A, cons
     if ((err = tilerap_tile_copy_values(A, G->dA)) || (err = tilerap_tile_copy_values(P, G->dP))) return err;
     wA = G->dA; wP = G->dP; wC = G->dC;
   }
-  if ((err = tr_refresh_pt(G, wP))) return err;
+  if (G->Pt && (err = tr_refresh_pt(G, wP))) return err;
   if ((err = tilerap_spgemm_numeric(G->ap_plan, wA, wP, G->AP))) return err;
-  if ((err = tilerap_spgemm_numeric(G->c_plan, G->Pt, G->AP, wC))) return err;
+  /* CPU: the A^T*B plan takes P itself */
+  if ((err = tilerap_spgemm_numeric(G->c_plan, G->Pt ? G->Pt : wP, G->AP, wC))) return err;
   if (wC != C) return tilerap_tile_copy_values(wC, C);
   return TILERAP_SUCCESS;
 }

@@ -5,20 +5,20 @@
 #include "tile_internal.h"
 
 /* Pairing lists: C tile t is the sum over p in [pair_ptr[t], pair_ptr[t+1])
- * of A tile pair_a[p] times B tile pair_b[p] (ordered by ascending k). */
-/* Hits (built in step 2): for pair p, hits[hit_off[p] .. +hit_cnt[p]) are
- * the entries of A's tile (positions inside the tile) whose column k meets
- * a non-empty row k of B's tile; only these produce products, so step 3
- * visits nothing else.  Each pair's slot is sized by its A tile's entry
- * count, so the hits are written once, in place, without a compaction. */
+ * of A tile pair_a[p] times B tile pair_b[p] (ordered by ascending k).
+ * Nothing finer is stored: the numeric phase walks every entry (r,k) of
+ * A's tile and B's row k through B's row pointers (an empty row is an
+ * empty loop).  Per-pair "hit" lists of the A entries that meet a
+ * non-empty B row were measured (interleaved A/B runs, 3D Poisson SA
+ * hierarchies) to make numeric re-runs no faster, while building them
+ * cost step 2 about a third of its time and the plan ~30% of its fresh
+ * memory (int64 offset + upper-bound byte slots per pair). */
 typedef struct {
+  int a_transposed;   /* A enters as A^T: entry (r,k) of A^T's tile is entry (k,r) of A's */
   int64_t num_tiles;  /* C tiles the lists index */
   int64_t *pair_ptr;  /* [num_tiles+1] */
   int32_t *pair_a;    /* [pairs] */
   int32_t *pair_b;    /* [pairs] */
-  int64_t *hit_off;   /* [pairs] (after step 2) */
-  uint16_t *hit_cnt;  /* [pairs] */
-  uint8_t *hits;
 } tr_pairs;
 
 void tr_pairs_free(tr_pairs *P);
@@ -40,4 +40,11 @@ int tr_cpu_step2_masks(const tilerap_tile_matrix *A, const tilerap_tile_matrix *
  * dense_threshold entries, dense 16x16 accumulator above).  No allocation. */
 void tr_cpu_step3_numeric(const tilerap_tile_matrix *A, const tilerap_tile_matrix *B, const tr_pairs *pairs,
                           int dense_threshold, tilerap_tile_matrix *C);
+/* C = A^T * B on the CPU engine without forming A^T: step 1 runs on the
+ * tile structure of A^T (built here, dropped after planning), the pairs
+ * then point at A's own tiles, and steps 2-3 read A's entries with row
+ * and column swapped.  tilerap_spgemm_numeric(plan, A, B, C) takes A
+ * itself.  Used by the CPU PtAP plan (P^T (AP) without a P^T copy). */
+int tr_cpu_spgemm_plan_create_atb(const tilerap_tile_matrix *A, const tilerap_tile_matrix *B, int dense_threshold,
+                                  tilerap_spgemm_plan *plan, tilerap_tile_matrix **C);
 #endif

@@ -5,7 +5,7 @@
 
 void tr_pairs_free(tr_pairs *P)
 {
-  free(P->pair_ptr); free(P->pair_a); free(P->pair_b); free(P->hit_off); free(P->hit_cnt); free(P->hits);
+  free(P->pair_ptr); free(P->pair_a); free(P->pair_b);
   memset(P, 0, sizeof *P);
 }
 

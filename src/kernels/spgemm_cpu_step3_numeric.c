@@ -1,7 +1,6 @@
 /* Step 3 (CPU): numeric phase.  Each C tile sums the products of its
- * pairs.  Only the A entries in each pair's hit list (those whose row k
- * of B holds entries, found in step 2) are visited: on sparse AMG tiles
- * most (r,k) entries of A meet an empty row of B.
+ * pairs: every entry (r,k) of A's tile times B's row k (often empty on
+ * AMG tiles: then its loop is empty).
  *  - sparse accumulator (tiles with at most dense_threshold entries):
  *    products go straight into C's values; the slot of (r,c) comes from a
  *    byte map filled from C's packed indices (O(entries) to build);
@@ -10,16 +9,18 @@
  * Nothing is allocated: both scratch arrays live on the stack. */
 #include "spgemm_cpu.h"
 
-/* Visits every product of pair p through its hit list: BODY sees r, c, prod. */
-#define TR_FOR_EACH_PRODUCT(A, B, P, p, BODY)                                                          \
+/* Visits every product of pair p: BODY sees r, c, prod.  AT != 0: A's
+ * tile enters transposed (entry (k,r) of A is (r,k) of A^T). */
+#define TR_FOR_EACH_PRODUCT(A, B, P, p, AT, BODY)                                                          \
   do {                                                                                                 \
     const int64_t a_ = (P)->pair_a[p], b_ = (P)->pair_b[p];                                            \
     const uint8_t *brp_ = (B)->row_ptr + 16 * b_, *ai_ = (A)->idx + (A)->tile_off[a_];                 \
     const double *av_ = (A)->val + (A)->tile_off[a_], *bv_ = (B)->val + (B)->tile_off[b_];             \
     const uint8_t *bi_ = (B)->idx + (B)->tile_off[b_];                                                 \
     const int blen_ = (int)((B)->tile_off[b_ + 1] - (B)->tile_off[b_]);                                \
-    for (int64_t h_ = (P)->hit_off[p], he_ = h_ + (P)->hit_cnt[p]; h_ < he_; h_++) {                             \
-      int e_ = (P)->hits[h_], r = ai_[e_] >> 4, k_ = ai_[e_] & 15;                                     \
+    const int na_ = (int)((A)->tile_off[a_ + 1] - (A)->tile_off[a_]);                                  \
+    for (int e_ = 0; e_ < na_; e_++) {                                                                 \
+      int r = (AT) ? ai_[e_] & 15 : ai_[e_] >> 4, k_ = (AT) ? ai_[e_] >> 4 : ai_[e_] & 15;           \
       double x_ = av_[e_];                                                                             \
       int fe_ = k_ < 15 ? brp_[k_ + 1] : blen_;                                                        \
       for (int f_ = brp_[k_]; f_ < fe_; f_++) {                                                        \
@@ -31,20 +32,20 @@
   } while (0)
 
 static inline void tr_tile_sparse(const tilerap_tile_matrix *A, const tilerap_tile_matrix *B, const tr_pairs *P,
-                                  int64_t t, tilerap_tile_matrix *C)
+                                  int64_t t, tilerap_tile_matrix *C, const int at)
 {
   double *cv = C->val + C->tile_off[t];
   const uint8_t *ci = C->idx + C->tile_off[t];
   int len = (int)(C->tile_off[t + 1] - C->tile_off[t]);
   uint8_t slot[256];
   for (int e = 0; e < len; e++) { cv[e] = 0.0; slot[ci[e]] = (uint8_t)e; }
-  for (int64_t p = P->pair_ptr[t]; p < P->pair_ptr[t + 1]; p++) TR_FOR_EACH_PRODUCT(A, B, P, p, cv[slot[16 * r + c]] += prod);
+  for (int64_t p = P->pair_ptr[t]; p < P->pair_ptr[t + 1]; p++) TR_FOR_EACH_PRODUCT(A, B, P, p, at, cv[slot[16 * r + c]] += prod);
 }
 
 static inline void tr_tile_dense(const tilerap_tile_matrix *A, const tilerap_tile_matrix *B, const tr_pairs *P,
-                                 int64_t t, tilerap_tile_matrix *C, double *acc)
+                                 int64_t t, tilerap_tile_matrix *C, double *acc, const int at)
 {
-  for (int64_t p = P->pair_ptr[t]; p < P->pair_ptr[t + 1]; p++) TR_FOR_EACH_PRODUCT(A, B, P, p, acc[16 * r + c] += prod);
+  for (int64_t p = P->pair_ptr[t]; p < P->pair_ptr[t + 1]; p++) TR_FOR_EACH_PRODUCT(A, B, P, p, at, acc[16 * r + c] += prod);
   double *cv = C->val + C->tile_off[t];
   const uint8_t *ci = C->idx + C->tile_off[t];
   int len = (int)(C->tile_off[t + 1] - C->tile_off[t]);
@@ -61,8 +62,14 @@ void tr_cpu_step3_numeric(const tilerap_tile_matrix *A, const tilerap_tile_matri
     for (int e = 0; e < 256; e++) acc[e] = 0.0;
 #pragma omp for schedule(dynamic, 256)
     for (int64_t t = 0; t < C->num_tiles; t++) {
-      if (C->tile_off[t + 1] - C->tile_off[t] > dense_threshold) tr_tile_dense(A, B, pairs, t, C, acc);
-      else tr_tile_sparse(A, B, pairs, t, C);
+      const int dense = C->tile_off[t + 1] - C->tile_off[t] > dense_threshold;
+      if (pairs->a_transposed) { /* constant flags: the compiler specialises each call */
+        if (dense) tr_tile_dense(A, B, pairs, t, C, acc, 1);
+        else tr_tile_sparse(A, B, pairs, t, C, 1);
+      } else {
+        if (dense) tr_tile_dense(A, B, pairs, t, C, acc, 0);
+        else tr_tile_sparse(A, B, pairs, t, C, 0);
+      }
     }
   }
 }

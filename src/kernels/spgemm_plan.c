@@ -13,6 +13,7 @@ struct tilerap_spgemm_plan_s {
   tr_fingerprint fa, fb, fc;
   tilerap_spgemm_info info;
   tr_pairs pairs; /* CPU engine */
+  int at;         /* CPU engine: plan of A^T * B (tr_cpu_spgemm_plan_create_atb) */
 #ifdef TILERAP_HAVE_CUDA
   struct tr_cuda_spgemm *cuda;
   tilerap_tile_matrix *dA, *dB, *dC; /* device mirrors for host-resident use */
@@ -45,18 +46,69 @@ void tilerap_spgemm_plan_destroy(tilerap_spgemm_plan *plan)
   *plan = NULL;
 }
 
+/* Tile structure of A^T (tile_ptr, tile_col) and, for each tile of A^T,
+ * the A tile it transposes; tile columns come out ascending because A's
+ * tile rows are visited in order. */
+static int tr_transpose_tile_structure(const tilerap_tile_matrix *A, tilerap_tile_matrix *At, int32_t **src_out)
+{
+  memset(At, 0, sizeof *At);
+  At->m = A->n; At->n = A->m;
+  At->tile_rows = A->tile_cols; At->tile_cols = A->tile_rows;
+  At->num_tiles = A->num_tiles; At->nnz = A->nnz;
+  At->memtype = TILERAP_MEM_HOST;
+  At->tile_ptr = tilerap_host_calloc((size_t)At->tile_rows + 1, sizeof(int64_t));
+  At->tile_col = tilerap_host_alloc((size_t)A->num_tiles, sizeof(int32_t));
+  int32_t *src = tilerap_host_alloc((size_t)A->num_tiles, sizeof(int32_t));
+  int64_t *cursor = tilerap_host_alloc((size_t)At->tile_rows + 1, sizeof(int64_t));
+  if (!At->tile_ptr || !At->tile_col || !src || !cursor) {
+    free(At->tile_ptr); free(At->tile_col); free(src); free(cursor);
+    return TILERAP_ERR_NOMEM;
+  }
+  for (int64_t t = 0; t < A->num_tiles; t++) At->tile_ptr[A->tile_col[t] + 1]++;
+  for (int32_t J = 0; J < At->tile_rows; J++) At->tile_ptr[J + 1] += At->tile_ptr[J];
+  memcpy(cursor, At->tile_ptr, ((size_t)At->tile_rows + 1) * sizeof(int64_t));
+  for (int32_t I = 0; I < A->tile_rows; I++)
+    for (int64_t t = A->tile_ptr[I]; t < A->tile_ptr[I + 1]; t++) {
+      int64_t u = cursor[A->tile_col[t]]++;
+      At->tile_col[u] = I;
+      src[u] = (int32_t)t;
+    }
+  free(cursor);
+  *src_out = src;
+  return TILERAP_SUCCESS;
+}
+
+/* Steps 1-2 on the CPU.  at: A enters transposed (A^T * B); step 1 then
+ * runs on A^T's tile structure and its pairs are renamed to A's tiles. */
 static int tr_plan_cpu(tilerap_spgemm_plan P, const tilerap_tile_matrix *A, const tilerap_tile_matrix *B,
                        tilerap_tile_matrix **C)
 {
-  if (A->memtype != TILERAP_MEM_HOST)
+  if (A->memtype != TILERAP_MEM_HOST || B->memtype != TILERAP_MEM_HOST)
     return tilerap_set_error(TILERAP_ERR_MEMTYPE, "the CPU engine needs host matrices (got device ones)");
-  int64_t *cand_ptr = tilerap_host_alloc((size_t)A->tile_rows + 1, sizeof(int64_t));
+  tilerap_tile_matrix At;
+  const tilerap_tile_matrix *S = A; /* the structure step 1 multiplies */
+  int32_t *src = NULL;
+  int err;
+  if (P->at) {
+    if ((err = tr_transpose_tile_structure(A, &At, &src))) return err;
+    At.tile_off = A->tile_off; At.idx = A->idx; At.val = A->val; /* read through the renamed pairs */
+    S = &At;
+  }
+  int64_t *cand_ptr = tilerap_host_alloc((size_t)S->tile_rows + 1, sizeof(int64_t));
   int32_t *cand_col = NULL;
-  if (!cand_ptr) return TILERAP_ERR_NOMEM;
-  int err = tr_cpu_step1_structure(A, B, cand_ptr, &cand_col, &P->pairs);
+  if (!cand_ptr) err = TILERAP_ERR_NOMEM;
+  else err = tr_cpu_step1_structure(S, B, cand_ptr, &cand_col, &P->pairs);
+  if (!err && P->at) {
+    P->pairs.a_transposed = 1;
+    const int64_t np = P->pairs.pair_ptr[P->pairs.num_tiles];
+    int32_t *pa = P->pairs.pair_a;
+#pragma omp parallel for schedule(static) if (np > 64 * TR_OMP_MIN_ITEMS)
+    for (int64_t q = 0; q < np; q++) pa[q] = src[pa[q]];
+  }
+  if (P->at) { free(At.tile_ptr); free(At.tile_col); free(src); }
   if (!err) {
     P->info.c_tiles_step1 = P->pairs.num_tiles;
-    err = tr_cpu_step2_masks(A, B, cand_ptr, cand_col, &P->pairs, C, &P->info.flops);
+    err = tr_cpu_step2_masks(S, B, cand_ptr, cand_col, &P->pairs, C, &P->info.flops);
   }
   free(cand_ptr); free(cand_col);
   if (err) return err;
@@ -64,6 +116,34 @@ static int tr_plan_cpu(tilerap_spgemm_plan P, const tilerap_tile_matrix *A, cons
   int64_t dense = 0;
   for (int64_t t = 0; t < (*C)->num_tiles; t++) dense += (*C)->tile_off[t + 1] - (*C)->tile_off[t] > P->dense_threshold;
   P->info.dense_tiles = dense;
+  return TILERAP_SUCCESS;
+}
+
+int tr_cpu_spgemm_plan_create_atb(const tilerap_tile_matrix *A, const tilerap_tile_matrix *B, int dense_threshold,
+                                  tilerap_spgemm_plan *plan, tilerap_tile_matrix **C)
+{
+  if (!plan || !C) return tilerap_set_error(TILERAP_ERR_NULL, "A^T*B plan: NULL output");
+  *plan = NULL; *C = NULL;
+  if (!A || !B || !A->tile_ptr || !B->tile_ptr) return tilerap_set_error(TILERAP_ERR_NULL, "A^T*B plan: NULL matrix");
+  if (A->m != B->m)
+    return tilerap_set_error(TILERAP_ERR_SIZE, "A^T*B plan: A is %d x %d, B is %d x %d: row counts differ", A->m, A->n,
+                             B->m, B->n);
+  if (dense_threshold < 0 || dense_threshold > 256)
+    return tilerap_set_error(TILERAP_ERR_INVALID, "dense threshold %d outside [0,256]", dense_threshold);
+  tilerap_spgemm_plan P = tilerap_host_calloc(1, sizeof *P);
+  if (!P) return TILERAP_ERR_NOMEM;
+  P->engine = TILERAP_ENGINE_CPU;
+  P->at = 1;
+  P->dense_threshold = dense_threshold;
+  P->fa = tr_fingerprint_of(A);
+  P->fb = tr_fingerprint_of(B);
+  P->info.engine = TILERAP_ENGINE_CPU;
+  int err = tr_plan_cpu(P, A, B, C);
+  if (err) { tilerap_spgemm_plan_destroy(&P); tilerap_tile_destroy(C); return err; }
+  P->fc = tr_fingerprint_of(*C);
+  P->info.c_tiles = (*C)->num_tiles;
+  P->info.c_nnz = (*C)->nnz;
+  *plan = P;
   return TILERAP_SUCCESS;
 }
 
@@ -126,7 +206,16 @@ int tilerap_spgemm_numeric(tilerap_spgemm_plan P, const tilerap_tile_matrix *A, 
                            tilerap_tile_matrix *C)
 {
   if (!P || !C) return tilerap_set_error(TILERAP_ERR_NULL, "tilerap_spgemm_numeric: NULL plan or C");
-  int err = tr_check_operands(A, B, "tilerap_spgemm_numeric");
+  int err;
+  if (P->at) { /* A^T * B plan: A enters untransposed, host only */
+    if (!A || !B) return tilerap_set_error(TILERAP_ERR_NULL, "tilerap_spgemm_numeric: NULL matrix");
+    if (!tr_fingerprint_equal(P->fa, A) || !tr_fingerprint_equal(P->fb, B) || !tr_fingerprint_equal(P->fc, C))
+      return tilerap_set_error(TILERAP_ERR_STRUCTURE, "tilerap_spgemm_numeric: A, B or C differ from the plan's structure");
+    if ((err = tr_require_host(A, "A")) || (err = tr_require_host(B, "B")) || (err = tr_require_host(C, "C"))) return err;
+    tr_cpu_step3_numeric(A, B, &P->pairs, P->dense_threshold, C);
+    return TILERAP_SUCCESS;
+  }
+  err = tr_check_operands(A, B, "tilerap_spgemm_numeric");
   if (err) return err;
   if (!tr_fingerprint_equal(P->fa, A) || !tr_fingerprint_equal(P->fb, B) || !tr_fingerprint_equal(P->fc, C))
     return tilerap_set_error(TILERAP_ERR_STRUCTURE, "tilerap_spgemm_numeric: A, B or C differ from the plan's structure");
