@@ -1,7 +1,8 @@
 /* C = A*B with the CUDA engine against the CPU engine (identical tile
  * structure, plan info, values within 1e-14) and the Gustavson reference:
  * odd and rectangular sizes, empty rows and tiles, dense tiles, both
- * accumulators, host-resident and device-resident interfaces, reuse with
+ * accumulators (and both in one numeric chunk), tiles heavier than a
+ * chunk, host-resident and device-resident interfaces, reuse with
  * new values (outputs poisoned with NaN before every numeric run). */
 #include "test_gpu_common.h"
 
@@ -85,12 +86,18 @@ out:
   tilerap_csr_destroy(&R);
 }
 
-/* Many pairs per C tile (heavy-tile kernel): long inner dimension. */
+/* Many pairs per C tile: long inner dimension, so single tiles carry more
+ * hits than a numeric chunk's target work (one tile alone in its chunk,
+ * many rounds of the block over its hits), next to light tiles. */
 static void check_heavy(uint64_t *seed)
 {
   tilerap_csr *A = ref_random(40, 2000, 0.05, 0, seed), *B = ref_random(2000, 40, 0.05, 0, seed);
   check_product(A, B, 192, "long inner dimension (heavy tiles)");
   check_product(A, B, 0, "long inner dimension (heavy tiles)");
+  tilerap_csr_destroy(&A); tilerap_csr_destroy(&B);
+  A = ref_random(64, 12000, 0.2, 0, seed);
+  B = ref_random(12000, 300, 0.01, 0, seed);
+  check_product(A, B, 24, "very long inner dimension (tiles of 10^4 hits)");
   tilerap_csr_destroy(&A); tilerap_csr_destroy(&B);
 }
 
@@ -114,11 +121,13 @@ int main(int argc, char **argv)
   };
   int ncases = (int)(sizeof cases / sizeof cases[0]);
   if (quick) ncases = 9;
-  int thresholds[] = {0, 192, 256};
+  /* 0: every tile dense; 24: dense and sparse tiles side by side in the
+   * numeric chunks; 192: default; 256: every tile sparse */
+  int thresholds[] = {0, 24, 192, 256}, nthr = quick ? 3 : 4;
   for (int c = 0; c < ncases; c++) {
     tilerap_csr *A = ref_random(cases[c].m, cases[c].k, cases[c].da, cases[c].empty, &seed);
     tilerap_csr *B = ref_random(cases[c].k, cases[c].n, cases[c].db, 0, &seed);
-    for (int t = 0; t < 3; t++) check_product(A, B, thresholds[t], cases[c].name);
+    for (int t = 0; t < nthr; t++) check_product(A, B, thresholds[t], cases[c].name);
     tilerap_csr_destroy(&A); tilerap_csr_destroy(&B);
   }
   check_heavy(&seed);

@@ -8,11 +8,13 @@
 #include "tile_internal.h"
 #include "engine_cuda.h"
 
-/* C tiles with more pairs than this are summed by a whole block (16
- * groups of 16 lanes, pairs split round-robin, fixed-order reduction);
- * lighter ones by one 16-lane group each. */
-#define TR_HEAVY_PAIRS 24
-#define TR_GROUP 16 /* lanes per tile: lane r owns local row r */
+/* Numeric phase work units ("chunks"): consecutive C tiles whose hits
+ * plus accumulator slots add up to about TR_CHUNK_WORK; one block sums a
+ * chunk in shared memory.  A chunk's accumulator never exceeds
+ * TR_CHUNK_WORK + 256 doubles (the last tile may be dense). */
+#define TR_CHUNK_WORK 1536
+#define TR_CHUNK_ACC (TR_CHUNK_WORK + 256)
+#define TR_NUMERIC_THREADS 256
 
 /* ---------------------------------------------------------------- errors */
 /* Maps a CUDA error to TILERAP_ERR_CUDA / TILERAP_ERR_DEVICE_NOMEM with the
@@ -51,15 +53,38 @@ int tr_order_after_legacy(cudaStream_t s);
 int tr_order_legacy_after(cudaStream_t s);
 
 /* ---------------------------------------------------------------- plan */
+/* One hit: an entry x = A(r,k) of a pair's A tile whose row k of the B
+ * tile is non-empty.  The numeric phase adds x * B(k,c) for every c of
+ * that B row into the chunk's accumulator at
+ *   loc + popcount(cmask & ((1 << c) - 1)),
+ * cmask being C's row mask of row r (sparse accumulator, loc = tile slot
+ * + row start) or 0xffff (dense 16x16 accumulator, loc = tile slot + 16r).
+ * Precomputing all of it leaves a two-load chain per hit (the record,
+ * then the A and B values) and makes the hits of a chunk one flat,
+ * evenly shared loop. */
+typedef struct {
+  uint32_t a;     /* A value index of x */
+  uint32_t b;     /* B value index of row k's first entry */
+  uint32_t masks; /* B row mask | cmask << 16 */
+  uint32_t loc;   /* accumulator slot base inside the chunk */
+} tr_hit;
+
+typedef struct {
+  long long hit0, hit1;  /* hits [hit0, hit1) */
+  long long acc0, acc1;  /* accumulator slots (prefix over all tiles) */
+  int32_t tile0, tile1;  /* C tiles [tile0, tile1); empty chunk: equal */
+  int32_t dense;         /* 1 if a tile of the chunk uses the dense accumulator */
+  int32_t pad;
+} tr_chunk;
+
 struct tr_cuda_spgemm {
   cudaStream_t stream;
   int nonblocking;
   int dense_threshold;
-  int64_t c_tiles, c_nnz, nheavy;
-  int32_t *pair_ptr; /* [c_tiles+1] */
-  int32_t *pair_a;   /* [pairs] A tile of each pair, grouped by C tile, ascending k */
-  int32_t *pair_b;   /* [pairs] B tile */
-  int32_t *order;    /* [c_tiles] C tiles by bin: heavy first, then light */
+  int64_t c_tiles, c_nnz, nhits, nchunks;
+  tr_hit *hits;      /* [nhits] grouped by chunk, tile, pair */
+  tr_chunk *chunks;  /* [nchunks] */
+  uint16_t *acc_loc; /* [c_tiles] slot of each tile inside its chunk */
 };
 
 /* Step 1 output: candidate tiles of C and their pairs (device temporaries). */
@@ -76,8 +101,8 @@ typedef struct {
 
 int tr_cuda_step1_structure(const tilerap_tile_matrix *A, const tilerap_tile_matrix *B, tr_tmp *tmp,
                             tr_cuda_cand *cand);
-/* Step 2: masks, drop empty candidates, allocate C exactly, pairs and bins
- * into the plan.  *ncand_out, *pairs_out, *flops_out, *dense_out: info. */
+/* Step 2: masks, drop empty candidates, allocate C exactly, hits and
+ * chunks into the plan.  *ncand_out, *pairs_out, *flops_out, *dense_out: info. */
 int tr_cuda_step2_masks(const tilerap_tile_matrix *A, const tilerap_tile_matrix *B, const tr_cuda_cand *cand,
                         tr_tmp *tmp, struct tr_cuda_spgemm *plan, tilerap_tile_matrix **C, int64_t *ncand_out,
                         int64_t *pairs_out, int64_t *flops_out, int64_t *dense_out);

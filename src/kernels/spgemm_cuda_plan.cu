@@ -1,7 +1,7 @@
 /* CUDA SpGEMM plan: runs steps 1 and 2 on the plan's stream, keeps the
- * pairing lists and tile bins, and launches step 3 on numeric calls.
+ * hit lists and chunks, and launches step 3 on numeric calls.
  * Plan creation synchronises with the host only to read the totals that
- * size allocations (pair count; C's tile/entry/pair counts; for large
+ * size allocations (pair count; C's tile/entry/hit counts; for large
  * products also the candidate count).  Everything temporary is freed
  * stream-ordered; on any failure nothing is left allocated. */
 #include "spgemm_cuda.cuh"
@@ -9,10 +9,9 @@
 static void tr_plan_free(tr_cuda_spgemm *P)
 {
   if (!P) return;
-  tr_dfree(P->pair_ptr, P->stream);
-  tr_dfree(P->pair_a, P->stream);
-  tr_dfree(P->pair_b, P->stream);
-  tr_dfree(P->order, P->stream);
+  tr_dfree(P->hits, P->stream);
+  tr_dfree(P->chunks, P->stream);
+  tr_dfree(P->acc_loc, P->stream);
   free(P);
 }
 

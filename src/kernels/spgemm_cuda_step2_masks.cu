@@ -1,44 +1,54 @@
 /* Step 2 (CUDA): one 16-lane group per candidate C tile, lane r owning
  * local row r.  The row mask is the OR of B's row masks selected by the
  * bits of A's row masks over the tile's pairs; popcounts give the tile
- * size.  Empty candidates are dropped, a scan gives every kept tile its
- * index, entry offset and pair offset, C is allocated exactly (one read
- * back of the totals) and filled: tile_ptr, tile_col, tile_off, masks,
- * row pointers and idx.  The kept pairs are compacted into the plan, and
- * the C tiles are binned by pair count for the numeric phase's load
- * balance (stable sort on a 2-bit bin: heavy, dense, >4 pairs, <= 4). */
+ * size, and the same walk counts the tile's hits (A entries whose row of
+ * B is non-empty: each becomes one work item of the numeric phase).
+ * Empty candidates are dropped, one scan gives every kept tile its index,
+ * entry, pair, hit and accumulator offsets, C is allocated exactly (one
+ * read back of the totals) and filled: tile_ptr, tile_col, tile_off,
+ * masks, row pointers and idx.  The kept tiles are cut into chunks (one
+ * numeric block each, about TR_CHUNK_WORK hits + accumulator slots) and
+ * the hit records are written, one 16-lane group per pair. */
 #include "spgemm_cuda.cuh"
 #include <cub/cub.cuh>
 
-/* exclusive-scan element: kept tiles, their pairs and entries */
+/* exclusive-scan element: kept tiles, their pairs, entries, hits and
+ * accumulator slots (entries, or 256 for the dense accumulator) */
 struct tr_scan {
   int32_t tiles, pairs;
-  int64_t nnz;
+  int64_t nnz, hits, acc;
 };
 struct tr_scan_add {
   __host__ __device__ tr_scan operator()(const tr_scan &x, const tr_scan &y) const
   {
     tr_scan r;
     r.tiles = x.tiles + y.tiles; r.pairs = x.pairs + y.pairs; r.nnz = x.nnz + y.nnz;
+    r.hits = x.hits + y.hits; r.acc = x.acc + y.acc;
     return r;
   }
 };
 /* totals summed with integer atomics (exact, order-free) */
 struct tr_totals {
-  unsigned long long flops, dense, heavy;
+  unsigned long long flops, dense, maxhits;
 };
 
-/* Lanes of a 16-lane group; the whole warp takes part in the shuffles. */
+/* chunk of a kept tile from its scan record */
+static __device__ __forceinline__ int64_t tr_chunk_of(const tr_scan &x) { return (x.hits + x.acc) / TR_CHUNK_WORK; }
+
+/* Lanes of a 16-lane group; the whole warp takes part in the closing
+ * shuffles, a group alone in those of its pair loop.  hloc[p]: hits of
+ * the candidate's pairs before p. */
 static __global__ void k_masks(tr_dview A, tr_dview B, int64_t ncap, const int32_t *d_ncand, const int32_t *cand_ptr,
                                const int32_t *pair_a, const int32_t *pair_b, int dense_threshold, uint16_t *cmask,
-                               tr_scan *sc, tr_totals *tot)
+                               int32_t *hloc, tr_scan *sc, tr_totals *tot)
 {
   const int r = threadIdx.x & 15;
+  const unsigned gmask = 0xffffu << (threadIdx.x & 16);
   const int64_t t = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) >> 4;
   const int64_t ncand = *d_ncand;
   const bool active = t < ncand;
   unsigned m = 0;
-  long long fl = 0;
+  long long fl = 0, nh = 0;
   int32_t np = 0;
   if (active) {
     int32_t p0 = cand_ptr[t], p1 = cand_ptr[t + 1];
@@ -47,13 +57,18 @@ static __global__ void k_masks(tr_dview A, tr_dview B, int64_t ncap, const int32
       const int64_t a = pair_a[p], b = pair_b[p];
       unsigned bits = A.row_mask[16 * a + r];
       const uint16_t *mb = B.row_mask + 16 * b;
+      int h = 0;
       while (bits) {
         int k = __ffs(bits) - 1;
         bits &= bits - 1;
         unsigned x = mb[k];
         m |= x;
         fl += 2 * __popc(x);
+        h += x != 0;
       }
+      for (int o = 8; o > 0; o >>= 1) h += __shfl_xor_sync(gmask, h, o, 16);
+      if (r == 0) hloc[p] = (int32_t)nh;
+      nh += h;
     }
     cmask[16 * t + r] = (uint16_t)m;
   }
@@ -63,22 +78,22 @@ static __global__ void k_masks(tr_dview A, tr_dview B, int64_t ncap, const int32
     fl += __shfl_xor_sync(0xffffffffu, fl, o, 16);
   }
   if (r == 0 && t <= ncap) {
-    tr_scan v = {0, 0, 0};
+    tr_scan v = {0, 0, 0, 0, 0};
     if (active && cnt > 0) {
-      v.tiles = 1; v.pairs = np; v.nnz = cnt;
+      const bool dense = cnt > dense_threshold;
+      v.tiles = 1; v.pairs = np; v.nnz = cnt; v.hits = nh; v.acc = dense ? 256 : cnt;
       atomicAdd(&tot->flops, (unsigned long long)fl);
-      if (cnt > dense_threshold) atomicAdd(&tot->dense, 1ull);
-      if (np > TR_HEAVY_PAIRS) atomicAdd(&tot->heavy, 1ull);
+      if (dense) atomicAdd(&tot->dense, 1ull);
+      atomicMax(&tot->maxhits, (unsigned long long)nh);
     }
     sc[t] = v;
   }
 }
 
-/* C's tiles from the kept candidates; pair pointers and bins of the plan */
-static __global__ void k_build(int64_t ncap, const int32_t *d_ncand, const int32_t *cand_col, const uint16_t *cmask,
-                               const tr_scan *sc, const tr_scan *cnt_sc, int dense_threshold, int32_t *tile_col,
-                               int64_t *tile_off, uint16_t *row_mask, uint8_t *row_ptr, uint8_t *idx,
-                               int32_t *pair_ptr, uint32_t *bin, int32_t *iota)
+/* C's tiles from the kept candidates; the scan record of every kept tile */
+static __global__ void k_build(const int32_t *d_ncand, const int32_t *cand_col, const uint16_t *cmask,
+                               const tr_scan *sc, int32_t *tile_col, int64_t *tile_off, uint16_t *row_mask,
+                               uint8_t *row_ptr, uint8_t *idx, tr_scan *ks)
 {
   const int r = threadIdx.x & 15;
   const int64_t t = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) >> 4;
@@ -107,21 +122,16 @@ static __global__ void k_build(int64_t ncap, const int32_t *d_ncand, const int32
       out[j] = (uint8_t)((r << 4) | col);
     }
     if (r == 0) {
-      const int32_t np = sc[t + 1].pairs - x.pairs;
-      const int64_t len = sc[t + 1].nnz - off;
       tile_col[u] = cand_col[t];
       tile_off[u] = off;
-      pair_ptr[u] = x.pairs;
-      bin[u] = np > TR_HEAVY_PAIRS ? 0u : len > dense_threshold ? 1u : np > 4 ? 2u : 3u;
-      iota[u] = (int32_t)u;
+      ks[u] = x;
     }
   }
   if (t == ncand && r == 0) { /* closing offsets */
     const tr_scan x = sc[ncand];
     tile_off[x.tiles] = x.nnz;
-    pair_ptr[x.tiles] = x.pairs;
+    ks[x.tiles] = x;
   }
-  (void)cnt_sc;
 }
 
 static __global__ void k_tile_ptr(int32_t tile_rows, const int32_t *row_cand, const tr_scan *sc, int64_t *tile_ptr)
@@ -130,16 +140,77 @@ static __global__ void k_tile_ptr(int32_t tile_rows, const int32_t *row_cand, co
   if (I <= tile_rows) tile_ptr[I] = sc[row_cand[I]].tiles;
 }
 
-static __global__ void k_compact_pairs(int64_t np, const int32_t *pair_cand, const int32_t *cand_ptr, const tr_scan *sc,
-                                       const int32_t *pa, const int32_t *pb, int32_t *ka, int32_t *kb)
+/* Chunk j holds the kept tiles whose work prefix (hits + accumulator
+ * slots before them) lies in [j, j+1) * TR_CHUNK_WORK; chunks no tile
+ * starts in stay empty (zeroed).  Thread u looks at tiles u-1 and u. */
+static __global__ void k_chunks(int64_t ntiles, const tr_scan *ks, int dense_threshold, tr_chunk *ch)
 {
-  int64_t q = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
-  if (q >= np) return;
-  int32_t t = pair_cand[q];
-  if (sc[t + 1].tiles == sc[t].tiles) return; /* dropped tile */
-  int64_t d = sc[t].pairs + (q - cand_ptr[t]);
-  ka[d] = pa[q];
-  kb[d] = pb[q];
+  const int64_t u = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+  if (u > ntiles) return;
+  const tr_scan x = ks[u];
+  const int64_t j = tr_chunk_of(x), jp = u > 0 ? tr_chunk_of(ks[u - 1]) : -1;
+  if (u < ntiles && j != jp) {
+    ch[j].tile0 = (int32_t)u; ch[j].hit0 = x.hits; ch[j].acc0 = x.acc;
+  }
+  if (u > 0 && (u == ntiles || j != jp)) {
+    ch[jp].tile1 = (int32_t)u; ch[jp].hit1 = x.hits; ch[jp].acc1 = x.acc;
+  }
+  if (u < ntiles && ks[u + 1].nnz - x.nnz > dense_threshold) ch[j].dense = 1; /* same value from every writer */
+}
+
+/* Hit records of every pair of a kept tile: one 16-lane group per pair,
+ * lane r walking row r of the pair's A tile; records ordered by pair, row,
+ * entry (the order of the candidate's pairs, as counted in k_masks). */
+static __global__ void k_fill_hits(tr_dview A, tr_dview B, int64_t np, const int32_t *pair_cand, const int32_t *cand_ptr,
+                                   const int32_t *pair_a, const int32_t *pair_b, const int32_t *hloc, const tr_scan *sc,
+                                   const tr_chunk *ch, const uint16_t *c_mask, const uint8_t *c_row_ptr,
+                                   int dense_threshold, tr_hit *hits, uint16_t *acc_loc)
+{
+  const int r = threadIdx.x & 15;
+  const int64_t q = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) >> 4;
+  bool work = false;
+  int32_t t = 0;
+  int64_t a = 0, b = 0;
+  unsigned abits = 0;
+  int n = 0;
+  if (q < np) {
+    t = pair_cand[q];
+    work = sc[t + 1].tiles != sc[t].tiles;
+    if (work) {
+      a = pair_a[q]; b = pair_b[q];
+      abits = A.row_mask[16 * a + r];
+      for (unsigned bits = abits; bits; bits &= bits - 1) n += B.row_mask[16 * b + __ffs(bits) - 1] != 0;
+    }
+  }
+  int incl = n;
+  for (int o = 1; o < 16; o <<= 1) {
+    int y = __shfl_up_sync(0xffffffffu, incl, o, 16);
+    if (r >= o) incl += y;
+  }
+  if (!work) return;
+  const tr_scan x = sc[t];
+  const int64_t u = x.tiles;
+  const bool dense = sc[t + 1].nnz - x.nnz > dense_threshold;
+  const uint32_t slot = (uint32_t)(x.acc - ch[tr_chunk_of(x)].acc0);
+  if (r == 0 && q == cand_ptr[t]) acc_loc[u] = (uint16_t)slot;
+  if (!n) return;
+  const uint32_t cm = dense ? 0xffffu : c_mask[16 * u + r];
+  const uint32_t loc = slot + (dense ? 16u * r : c_row_ptr[16 * u + r]);
+  int64_t h = x.hits + hloc[q] + (incl - n);
+  const uint32_t a0 = (uint32_t)(A.tile_off[a] + A.row_ptr[16 * a + r]);
+  const uint32_t b0 = (uint32_t)B.tile_off[b];
+  for (uint32_t j = 0; abits; j++) {
+    const int k = __ffs(abits) - 1;
+    abits &= abits - 1;
+    const unsigned bm = B.row_mask[16 * b + k];
+    if (!bm) continue;
+    tr_hit e;
+    e.a = a0 + j;
+    e.b = b0 + B.row_ptr[16 * b + k];
+    e.masks = bm | cm << 16;
+    e.loc = loc;
+    hits[h++] = e;
+  }
 }
 
 static __global__ void k_zero_tile_ptr(int32_t tile_rows, int64_t *tile_ptr, int64_t *tile_off)
@@ -176,6 +247,10 @@ int tr_cuda_step2_masks(const tilerap_tile_matrix *A, const tilerap_tile_matrix 
     *Cout = C;
     return TILERAP_SUCCESS;
   }
+  /* hit records index values with 32 bits */
+  if (A->nnz > (int64_t)UINT32_MAX || B->nnz > (int64_t)UINT32_MAX)
+    return tilerap_set_error(TILERAP_ERR_OVERFLOW, "CUDA SpGEMM: operands with %lld and %lld entries (engine limit 2^32)",
+                             (long long)A->nnz, (long long)B->nnz);
   {
     /* Candidates number at most np; for small products the grid is sized by
      * that bound (kernels read the true count on the device), saving a
@@ -189,19 +264,21 @@ int tr_cuda_step2_masks(const tilerap_tile_matrix *A, const tilerap_tile_matrix 
       ncap = nc;
     }
     uint16_t *cmask;
+    int32_t *hloc;
     tr_scan *sc_in, *sc;
     tr_totals *tot;
     TRY(tr_tmp_alloc(tmp, (void **)&cmask, 16 * (size_t)ncap * sizeof(uint16_t), "step 2 masks"));
+    TRY(tr_tmp_alloc(tmp, (void **)&hloc, (size_t)np * sizeof(int32_t), "step 2 hit offsets"));
     TRY(tr_tmp_alloc(tmp, (void **)&sc_in, ((size_t)ncap + 1) * sizeof(tr_scan), "step 2 counts"));
     TRY(tr_tmp_alloc(tmp, (void **)&sc, ((size_t)ncap + 1) * sizeof(tr_scan), "step 2 offsets"));
     TRY(tr_tmp_alloc(tmp, (void **)&tot, sizeof(tr_totals), "step 2 totals"));
     TRY_CU(cudaMemsetAsync(tot, 0, sizeof(tr_totals), s), "step 2 totals");
     k_masks<<<tr_blocks(16 * (ncap + 1), 128), 128, 0, s>>>(tr_view(A), tr_view(B), ncap, cand->d_ncand,
                                                              cand->cand_ptr, cand->pair_a, cand->pair_b,
-                                                             plan->dense_threshold, cmask, sc_in, tot);
+                                                             plan->dense_threshold, cmask, hloc, sc_in, tot);
     TRY(tr_cuda_check_launch("step 2 masks"));
     size_t tb = 0;
-    tr_scan zero = {0, 0, 0};
+    tr_scan zero = {0, 0, 0, 0, 0};
     TRY_CU(cub::DeviceScan::ExclusiveScan(NULL, tb, sc_in, sc, tr_scan_add(), zero, ncap + 1, s), "step 2 scan");
     void *ts;
     TRY(tr_tmp_alloc(tmp, &ts, tb, "step 2 scan storage"));
@@ -217,40 +294,40 @@ int tr_cuda_step2_masks(const tilerap_tile_matrix *A, const tilerap_tile_matrix 
     TRY_CU(cudaMemcpyAsync(&h.tot, tot, sizeof h.tot, cudaMemcpyDeviceToHost, s), "step 2 totals");
     TRY_CU(cudaMemcpyAsync(&h.ncand, cand->d_ncand, sizeof h.ncand, cudaMemcpyDeviceToHost, s), "step 2 totals");
     TRY_CU(cudaStreamSynchronize(s), "step 2 totals");
-    const int64_t ntiles = h.last.tiles, nnz = h.last.nnz, kpairs = h.last.pairs;
+    const int64_t ntiles = h.last.tiles, nnz = h.last.nnz, kpairs = h.last.pairs, nhits = h.last.hits;
+    if (h.tot.maxhits > (unsigned long long)INT32_MAX) {
+      err = tilerap_set_error(TILERAP_ERR_OVERFLOW, "CUDA SpGEMM: a C tile has %llu hits (engine limit 2^31)",
+                              h.tot.maxhits);
+      goto fail;
+    }
+    const int64_t nchunks = ntiles > 0 ? (nhits + h.last.acc) / TR_CHUNK_WORK + 1 : 0;
 
     TRY(tr_cuda_tile_new(A->m, B->n, ntiles, nnz, s, &C));
-    TRY(tr_dalloc((void **)&plan->pair_ptr, ((size_t)ntiles + 1) * sizeof(int32_t), s, "plan pair pointers"));
-    TRY(tr_dalloc((void **)&plan->pair_a, (size_t)kpairs * sizeof(int32_t), s, "plan pairs"));
-    TRY(tr_dalloc((void **)&plan->pair_b, (size_t)kpairs * sizeof(int32_t), s, "plan pairs"));
-    TRY(tr_dalloc((void **)&plan->order, (size_t)ntiles * sizeof(int32_t), s, "plan tile order"));
-    uint32_t *bin, *bin_sorted;
-    int32_t *iota;
-    TRY(tr_tmp_alloc(tmp, (void **)&bin, (size_t)ntiles * sizeof(uint32_t), "step 2 bins"));
-    TRY(tr_tmp_alloc(tmp, (void **)&bin_sorted, (size_t)ntiles * sizeof(uint32_t), "step 2 bins"));
-    TRY(tr_tmp_alloc(tmp, (void **)&iota, (size_t)ntiles * sizeof(int32_t), "step 2 tile ids"));
+    TRY(tr_dalloc((void **)&plan->hits, (size_t)nhits * sizeof(tr_hit), s, "plan hits"));
+    TRY(tr_dalloc((void **)&plan->chunks, (size_t)nchunks * sizeof(tr_chunk), s, "plan chunks"));
+    TRY(tr_dalloc((void **)&plan->acc_loc, (size_t)ntiles * sizeof(uint16_t), s, "plan tile slots"));
+    tr_scan *ks;
+    TRY(tr_tmp_alloc(tmp, (void **)&ks, ((size_t)ntiles + 1) * sizeof(tr_scan), "step 2 kept tiles"));
 
-    k_build<<<tr_blocks(16 * (ncap + 1), 128), 128, 0, s>>>(ncap, cand->d_ncand, cand->cand_col, cmask, sc, sc_in,
-                                                             plan->dense_threshold, C->tile_col, C->tile_off,
-                                                             C->row_mask, C->row_ptr, C->idx, plan->pair_ptr, bin,
-                                                             iota);
+    k_build<<<tr_blocks(16 * (ncap + 1), 128), 128, 0, s>>>(cand->d_ncand, cand->cand_col, cmask, sc, C->tile_col,
+                                                             C->tile_off, C->row_mask, C->row_ptr, C->idx, ks);
     TRY(tr_cuda_check_launch("step 2 build"));
     k_tile_ptr<<<tr_blocks((int64_t)TR + 1, 256), 256, 0, s>>>(TR, cand->row_cand, sc, C->tile_ptr);
     TRY(tr_cuda_check_launch("step 2 tile pointers"));
-    k_compact_pairs<<<tr_blocks(np, 256), 256, 0, s>>>(np, cand->pair_cand, cand->cand_ptr, sc, cand->pair_a,
-                                                       cand->pair_b, plan->pair_a, plan->pair_b);
-    TRY(tr_cuda_check_launch("step 2 pair compaction"));
     if (ntiles > 0) {
-      tb = 0;
-      TRY_CU(cub::DeviceRadixSort::SortPairs(NULL, tb, bin, bin_sorted, iota, plan->order, ntiles, 0, 2, s),
-             "step 2 binning");
-      TRY(tr_tmp_alloc(tmp, &ts, tb, "step 2 binning storage"));
-      TRY_CU(cub::DeviceRadixSort::SortPairs(ts, tb, bin, bin_sorted, iota, plan->order, ntiles, 0, 2, s),
-             "step 2 binning");
+      TRY_CU(cudaMemsetAsync(plan->chunks, 0, (size_t)nchunks * sizeof(tr_chunk), s), "step 2 chunks");
+      k_chunks<<<tr_blocks(ntiles + 1, 256), 256, 0, s>>>(ntiles, ks, plan->dense_threshold, plan->chunks);
+      TRY(tr_cuda_check_launch("step 2 chunks"));
+      k_fill_hits<<<tr_blocks(16 * np, 128), 128, 0, s>>>(tr_view(A), tr_view(B), np, cand->pair_cand, cand->cand_ptr,
+                                                          cand->pair_a, cand->pair_b, hloc, sc, plan->chunks,
+                                                          C->row_mask, C->row_ptr, plan->dense_threshold, plan->hits,
+                                                          plan->acc_loc);
+      TRY(tr_cuda_check_launch("step 2 hits"));
     }
     plan->c_tiles = ntiles;
     plan->c_nnz = nnz;
-    plan->nheavy = (int64_t)h.tot.heavy;
+    plan->nhits = nhits;
+    plan->nchunks = nchunks;
     *ncand_out = h.ncand;
     *pairs_out = kpairs;
     *flops_out = (int64_t)h.tot.flops;

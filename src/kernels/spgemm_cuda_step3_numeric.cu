@@ -1,134 +1,84 @@
-/* Step 3 (CUDA): numeric C = A*B on the plan's pairs.  No allocation, no
- * synchronisation: two launches on the plan's stream.
+/* Step 3 (CUDA): numeric C = A*B on the plan's hits.  No allocation, no
+ * synchronisation: one launch on the plan's stream.
  *
- * A 16-lane group computes a C tile, lane r owning local row r: for each
- * pair it walks A's row r (entries (r,k), ascending k) and B's row k, so
- * every C entry is summed by one lane in the CPU engine's order (pairs,
- * then k) -- no atomics, deterministic.  Accumulators live in shared
- * memory: sparse tiles (<= dense_threshold entries) in compressed form,
- * the position of (r,c) being row_ptr[r] + popcount(mask[r] below c);
- * dense tiles in a 16x16 array (rows padded to 17 doubles against bank
- * conflicts) compressed through C's idx on write-back.  Lanes of a group
- * share the accumulator only when zeroing and writing back, separated by
- * explicit __syncwarp on the group's mask (no implicit warp-synchrony).
- *
- * Load balance: step 2 ordered the tiles by bin.  Heavy tiles (more than
- * TR_HEAVY_PAIRS pairs) get a block of 16 groups each summing every 16th
- * pair into its own accumulator, reduced in a fixed order; light tiles
- * get one group each, 8 per block, dense and light bins kept apart. */
+ * AMG tiles are very sparse (a pair yields ten-odd products), so walking
+ * pairs row by row leaves most lanes idle behind a chain of dependent
+ * loads.  Step 2 therefore flattened the work into hits (one A entry
+ * meeting a non-empty row of B) with every index resolved, and cut the
+ * C tiles into chunks of about TR_CHUNK_WORK hits + accumulator slots.
+ * One block per chunk: its lanes stride over the chunk's hits, each
+ * loading the record, x = A(r,k) and B's row k, and adding the products
+ * into the chunk's shared-memory accumulator with shared fp64 atomics
+ * (sums are exact up to rounding order: results match the CPU engine to
+ * rounding, not bitwise).  Accumulators keep step 2's choice: tiles with
+ * at most dense_threshold entries are accumulated compressed (slot of
+ * (r,c) = row start + popcount of the row mask below c), as C stores
+ * them, so a chunk without dense tiles is written back by one contiguous
+ * copy; dense tiles use a 16x16 block read back through C's idx. */
 #include "spgemm_cuda.cuh"
 
-#define TR_PAD 17          /* padded dense row */
-#define TR_ACC (16 * TR_PAD) /* doubles per accumulator */
-#define TR_LIGHT_GROUPS 8
-#define TR_HEAVY_GROUPS 16
-
-/* Adds the products of pairs p0, p0+stride, .. < p1 into acc (row r). */
-static __device__ __forceinline__ void tr_accumulate(const tr_dview &A, const tr_dview &B, const int32_t *__restrict__ pair_a,
-                                                     const int32_t *__restrict__ pair_b, int32_t p0, int32_t p1, int stride,
-                                                     int r, bool dense, unsigned cmask, int crp, double *acc)
+static __device__ __forceinline__ void tr_apply(double *acc, const tr_hit &e, double x, double b0,
+                                                const double *__restrict__ bval)
 {
-  for (int32_t p = p0; p < p1; p += stride) {
-    const int64_t a = pair_a[p], b = pair_b[p];
-    unsigned abits = A.row_mask[16 * a + r];
-    if (!abits) continue;
-    const int64_t ab = A.tile_off[a] + A.row_ptr[16 * a + r];
-    const int64_t boff = B.tile_off[b];
-    const uint16_t *bm = B.row_mask + 16 * b;
-    const uint8_t *brp = B.row_ptr + 16 * b;
-    for (int j = 0; abits; j++) {
-      const int k = __ffs(abits) - 1;
-      abits &= abits - 1;
-      const double x = A.val[ab + j];
-      unsigned bbits = bm[k];
-      const double *bv = B.val + boff + brp[k];
-      for (int i = 0; bbits; i++) {
-        const int c = __ffs(bbits) - 1;
-        bbits &= bbits - 1;
-        const int pos = dense ? r * TR_PAD + c : crp + __popc(cmask & ((1u << c) - 1u));
-        acc[pos] = fma(x, bv[i], acc[pos]);
-      }
-    }
+  unsigned bm = e.masks & 0xffffu;
+  const unsigned cm = e.masks >> 16;
+  int c = __ffs(bm) - 1; /* every hit has a non-empty B row */
+  bm &= bm - 1;
+  atomicAdd(&acc[e.loc + __popc(cm & ((1u << c) - 1u))], x * b0);
+  for (uint32_t i = 1; bm; i++) {
+    c = __ffs(bm) - 1;
+    bm &= bm - 1;
+    atomicAdd(&acc[e.loc + __popc(cm & ((1u << c) - 1u))], x * bval[e.b + i]);
   }
 }
 
-static __global__ void __launch_bounds__(TR_GROUP *TR_LIGHT_GROUPS)
-    k_numeric_light(tr_dview A, tr_dview B, double *__restrict__ cval, const int64_t *__restrict__ ctile_off,
-                    const uint16_t *__restrict__ cmask, const uint8_t *__restrict__ crow_ptr,
-                    const uint8_t *__restrict__ cidx, const int32_t *__restrict__ pair_ptr,
-                    const int32_t *__restrict__ pair_a, const int32_t *__restrict__ pair_b,
-                    const int32_t *__restrict__ order, int64_t ntiles, int dense_threshold)
+static __global__ void __launch_bounds__(TR_NUMERIC_THREADS)
+    k_numeric(const tr_chunk *__restrict__ chunks, const tr_hit *__restrict__ hits, const double *__restrict__ aval,
+              const double *__restrict__ bval, double *__restrict__ cval, const int64_t *__restrict__ ctile_off,
+              const uint8_t *__restrict__ cidx, const uint16_t *__restrict__ acc_loc, int dense_threshold)
 {
-  __shared__ double acc_all[TR_LIGHT_GROUPS][TR_ACC];
-  const int g = threadIdx.x >> 4, r = threadIdx.x & 15;
-  const int64_t gi = (int64_t)blockIdx.x * TR_LIGHT_GROUPS + g;
-  if (gi >= ntiles) return; /* the whole group leaves together */
-  const unsigned gmask = 0xffffu << (threadIdx.x & 16);
-  double *acc = acc_all[g];
-  const int64_t t = order[gi];
-  const int64_t off = ctile_off[t];
-  const int len = (int)(ctile_off[t + 1] - off);
-  const bool dense = len > dense_threshold;
-  const int zlen = dense ? TR_ACC : len;
-  for (int e = r; e < zlen; e += 16) acc[e] = 0.0;
-  __syncwarp(gmask);
-  tr_accumulate(A, B, pair_a, pair_b, pair_ptr[t], pair_ptr[t + 1], 1, r, dense, cmask[16 * t + r],
-                crow_ptr[16 * t + r], acc);
-  __syncwarp(gmask);
-  for (int e = r; e < len; e += 16) {
-    int pos = e;
-    if (dense) { int x = cidx[off + e]; pos = (x >> 4) * TR_PAD + (x & 15); }
-    cval[off + e] = acc[pos];
+  __shared__ double acc[TR_CHUNK_ACC];
+  const tr_chunk ch = chunks[blockIdx.x];
+  if (ch.tile0 >= ch.tile1) return; /* empty chunk: the whole block leaves */
+  const int nacc = (int)(ch.acc1 - ch.acc0);
+  const int T = TR_NUMERIC_THREADS;
+  for (int i = threadIdx.x; i < nacc; i += T) acc[i] = 0.0;
+  __syncthreads();
+  /* two hits per thread and round: both load chains in flight together */
+  int64_t h = ch.hit0 + threadIdx.x;
+  for (; h + T < ch.hit1; h += 2 * T) {
+    const tr_hit e0 = hits[h], e1 = hits[h + T];
+    const double x0 = aval[e0.a], x1 = aval[e1.a], b0 = bval[e0.b], b1 = bval[e1.b];
+    tr_apply(acc, e0, x0, b0, bval);
+    tr_apply(acc, e1, x1, b1, bval);
   }
-}
-
-static __global__ void __launch_bounds__(TR_GROUP *TR_HEAVY_GROUPS)
-    k_numeric_heavy(tr_dview A, tr_dview B, double *__restrict__ cval, const int64_t *__restrict__ ctile_off,
-                    const uint16_t *__restrict__ cmask, const uint8_t *__restrict__ crow_ptr,
-                    const uint8_t *__restrict__ cidx, const int32_t *__restrict__ pair_ptr,
-                    const int32_t *__restrict__ pair_a, const int32_t *__restrict__ pair_b,
-                    const int32_t *__restrict__ order, int dense_threshold)
-{
-  __shared__ double acc_all[TR_HEAVY_GROUPS][TR_ACC];
-  const int g = threadIdx.x >> 4, r = threadIdx.x & 15;
-  const int64_t t = order[blockIdx.x];
-  const int64_t off = ctile_off[t];
-  const int len = (int)(ctile_off[t + 1] - off);
-  const bool dense = len > dense_threshold;
-  const int zlen = dense ? TR_ACC : len;
-  double *acc = acc_all[g];
-  for (int e = r; e < zlen; e += 16) acc[e] = 0.0;
+  if (h < ch.hit1) {
+    const tr_hit e0 = hits[h];
+    tr_apply(acc, e0, aval[e0.a], bval[e0.b], bval);
+  }
   __syncthreads();
-  tr_accumulate(A, B, pair_a, pair_b, pair_ptr[t] + g, pair_ptr[t + 1], TR_HEAVY_GROUPS, r, dense, cmask[16 * t + r],
-                crow_ptr[16 * t + r], acc);
-  __syncthreads();
-  for (int e = threadIdx.x; e < len; e += TR_GROUP * TR_HEAVY_GROUPS) {
-    int pos = e;
-    if (dense) { int x = cidx[off + e]; pos = (x >> 4) * TR_PAD + (x & 15); }
-    double s = 0.0;
-#pragma unroll
-    for (int j = 0; j < TR_HEAVY_GROUPS; j++) s += acc_all[j][pos]; /* fixed order: deterministic */
-    cval[off + e] = s;
+  if (!ch.dense) { /* compressed slots in C's own order */
+    double *out = cval + ctile_off[ch.tile0];
+    for (int i = threadIdx.x; i < nacc; i += T) out[i] = acc[i];
+    return;
+  }
+  /* a warp per tile: dense tiles compressed through idx */
+  const int lane = threadIdx.x & 31;
+  for (int32_t t = ch.tile0 + (threadIdx.x >> 5); t < ch.tile1; t += T / 32) {
+    const int64_t off = ctile_off[t];
+    const int len = (int)(ctile_off[t + 1] - off);
+    const int base = acc_loc[t];
+    const bool dense = len > dense_threshold;
+    for (int e = lane; e < len; e += 32) cval[off + e] = acc[base + (dense ? (int)cidx[off + e] : e)];
   }
 }
 
 int tr_cuda_step3_numeric(const struct tr_cuda_spgemm *P, const tilerap_tile_matrix *A, const tilerap_tile_matrix *B,
                           tilerap_tile_matrix *C)
 {
-  const int64_t nheavy = P->nheavy, nlight = P->c_tiles - P->nheavy;
-  cudaStream_t s = P->stream;
-  int err;
-  if (nheavy > 0) {
-    k_numeric_heavy<<<(unsigned)nheavy, TR_GROUP * TR_HEAVY_GROUPS, 0, s>>>(
-        tr_view(A), tr_view(B), C->val, C->tile_off, C->row_mask, C->row_ptr, C->idx, P->pair_ptr, P->pair_a,
-        P->pair_b, P->order, P->dense_threshold);
-    if ((err = tr_cuda_check_launch("numeric (heavy tiles)"))) return err;
-  }
-  if (nlight > 0) {
-    k_numeric_light<<<tr_blocks(nlight, TR_LIGHT_GROUPS), TR_GROUP * TR_LIGHT_GROUPS, 0, s>>>(
-        tr_view(A), tr_view(B), C->val, C->tile_off, C->row_mask, C->row_ptr, C->idx, P->pair_ptr, P->pair_a,
-        P->pair_b, P->order + nheavy, nlight, P->dense_threshold);
-    if ((err = tr_cuda_check_launch("numeric (light tiles)"))) return err;
-  }
-  return TILERAP_SUCCESS;
+  if (P->nchunks <= 0) return TILERAP_SUCCESS;
+  k_numeric<<<(unsigned)P->nchunks, TR_NUMERIC_THREADS, 0, P->stream>>>(P->chunks, P->hits, A->val, B->val, C->val,
+                                                                        C->tile_off, C->idx, P->acc_loc,
+                                                                        P->dense_threshold);
+  return tr_cuda_check_launch("numeric");
 }
