@@ -5,10 +5,19 @@
  * C = P^T A P run through the tilerap plans (include/tilerap.h).  Every
  * other operation is the AIJ one.  The objects' own type name is
  * "seqaijtile" (MATSEQAIJTILE): PETSc and GAMG recognise AIJ matrices by the
- * "seqaij" prefix of their type name.  "seqtile" and the root name "tile"
- * ("seqtile" on one rank) are the names users type:
+ * "seqaij" prefix of their type name.
  *
- *   -mat_type seqtile      -dm_mat_type tile      MatSetType(A, MATSEQTILE)
+ * MATMPITILE ("mpitile", objects named "mpiaijtile") is a MATMPIAIJ whose
+ * diagonal and off-diagonal blocks are seqtile.  Its AB and PtAP products
+ * run PETSc's distributed MPIAIJ "backend" algorithm (remote rows gathered,
+ * local products, COO assembly), every local AB/PtAP on the blocks' tile
+ * engine.  The MPIAIJ preallocation entry points (MatMPIAIJSetPreallocation,
+ * MatSetPreallocationCOO, ...) work and leave seqtile blocks.
+ *
+ * "seqtile", "mpitile" and the root name "tile" (seqtile on one rank,
+ * mpitile on more; "aijtile" likewise) are the names users type:
+ *
+ *   -mat_type tile      -dm_mat_type mpitile      MatSetType(A, MATTILE)
  *
  * Enabling the type:
  *   - in any PETSc program, unmodified:  -dll_append /path/libtilerap.so
@@ -37,7 +46,9 @@ extern "C" {
 #define MATTILE       "tile"       /* root name: seqtile on one rank, mpitile on more */
 #define MATSEQTILE    "seqtile"    /* the name users type                              */
 #define MATSEQAIJTILE "seqaijtile" /* the objects' type name (begins with "seqaij")    */
-#define MATMPITILE    "mpitile"    /* reserved for the MPI type (not yet provided)     */
+#define MATMPITILE    "mpitile"    /* the MPI type's user name                         */
+#define MATMPIAIJTILE "mpiaijtile" /* the MPI objects' type name (begins with "mpiaij") */
+#define MATAIJTILE    "aijtile"    /* root name: seqaijtile / mpiaijtile               */
 
 /* Registers the types, options and log events.  Idempotent; undone by
  * PetscFinalize() so that a later PetscInitialize() can register again. */
@@ -49,6 +60,11 @@ PETSC_EXTERN PetscErrorCode PetscDLLibraryRegister_tilerap(void);
 PETSC_EXTERN PetscErrorCode MatCreate_SeqTile(Mat);
 /* Creates an assembled-ready seqtile matrix (like MatCreateSeqAIJ). */
 PETSC_EXTERN PetscErrorCode MatCreateSeqTile(MPI_Comm, PetscInt, PetscInt, PetscInt, const PetscInt[], Mat *);
+
+/* Constructor registered for MATMPITILE / MATMPIAIJTILE. */
+PETSC_EXTERN PetscErrorCode MatCreate_MPITile(Mat);
+/* Creates a preallocated mpitile matrix (arguments of MatCreateAIJ). */
+PETSC_EXTERN PetscErrorCode MatCreateMPITile(MPI_Comm, PetscInt, PetscInt, PetscInt, PetscInt, PetscInt, const PetscInt[], PetscInt, const PetscInt[], Mat *);
 
 /* The tile copy of an assembled seqtile matrix, brought in sync with the AIJ
  * values first (host memory; owned by the matrix, valid until the matrix

@@ -3,6 +3,8 @@
 #ifndef TILERAP_PETSC_TESTUTIL_H
 #define TILERAP_PETSC_TESTUTIL_H
 #include <petscmat.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include "tap.h"
 
 /* 64-bit LCG: the same matrices on every run and machine. */
@@ -85,4 +87,35 @@ static inline PetscErrorCode tu_event_count(const char *name, PetscInt *count)
   *count = info.count;
   PetscFunctionReturn(0);
 }
+/* Collective TAP check on PETSC_COMM_WORLD: passes when cond holds on every
+ * rank; rank 0 prints, the other ranks count a failure too (exit status). */
+static inline PetscErrorCode tu_ok(PetscBool cond, const char *fmt, ...)
+{
+  PetscMPIInt rank, size;
+  PetscBool   all;
+  char        buf[1024];
+  va_list     ap;
+
+  PetscFunctionBeginUser;
+  PetscCallMPI(MPI_Comm_rank(PETSC_COMM_WORLD, &rank));
+  PetscCallMPI(MPI_Comm_size(PETSC_COMM_WORLD, &size));
+  PetscCall(MPIU_Allreduce(&cond, &all, 1, MPIU_BOOL, MPI_LAND, PETSC_COMM_WORLD));
+  va_start(ap, fmt);
+  vsnprintf(buf, sizeof buf, fmt, ap);
+  va_end(ap);
+  if (rank == 0) tap_ok(all, "[np=%d] %s", (int)size, buf);
+  else if (!all) {
+    tap_count++;
+    tap_failed++;
+  }
+  PetscFunctionReturn(0);
+}
+
+/* tap_diag on rank 0 only. */
+#define tu_diag(...) \
+  do { \
+    PetscMPIInt tu_r_; \
+    MPI_Comm_rank(PETSC_COMM_WORLD, &tu_r_); \
+    if (!tu_r_) tap_diag(__VA_ARGS__); \
+  } while (0)
 #endif

@@ -1,12 +1,14 @@
 /* Poisson driver for the PETSc tile matrix type: DMDA Laplacian (2D 5/9
  * point, 3D 7/27 point, Dirichlet boundary folded into the operator), CG
  * preconditioned by GAMG.  The matrix type comes from the DM
- * (-dm_mat_type aij | seqtile | tile ...), so the same run compares AIJ and
- * the tile engine.  Prints iterations, residual, PCSetUp time and the time
+ * (-dm_mat_type aij | seqtile | mpitile | tile ...; "tile" is seqtile on one
+ * rank and mpitile on more), so the same run compares AIJ and the tile
+ * engine, sequentially or in parallel.  Prints iterations, residual, PCSetUp time and the time
  * spent in the Galerkin products (MatPtAP events), for the first setup and
  * for -resetups K re-setups with reused interpolation and new values.
  *
  *   poisson -dim 3 -n 65 -stencil 7 -dm_mat_type seqtile [-resetups 2]
+ *   mpiexec -n 2 poisson -dim 3 -n 65 -dm_mat_type mpitile
  */
 #include <petscdmda.h>
 #include <petscksp.h>

@@ -4,6 +4,7 @@ libtilerap_la_SOURCES += \
 	src/mat_impl/mat_seqtile_impl.h \
 	src/mat_impl/mat_seqtile.c \
 	src/mat_impl/mat_seqtile_product.c \
+	src/mat_impl/mat_mpitile.c \
 	src/mat_impl/mat_tile_register.c
 libtilerap_la_CPPFLAGS += $(PETSC_CFLAGS)
 libtilerap_la_LIBADD += $(PETSC_LIBS)
@@ -30,6 +31,20 @@ test_petsc_seqtile_product_LDADD = $(petsc_test_ldadd)
 test_petsc_gamg_SOURCES = test/petsc_gamg.c test/petsc_testutil.h test/tap.h
 test_petsc_gamg_CPPFLAGS = $(petsc_test_cppflags)
 test_petsc_gamg_LDADD = $(petsc_test_ldadd)
+
+# MATMPITILE: TAP programs run on one rank by make check and on 1, 2, 4 ranks
+# by the mpiexec driver test/petsc_mpi.sh
+petsc_mpi_tests = test/petsc_mpi_product test/petsc_mpi_gamg
+check_PROGRAMS += $(petsc_mpi_tests)
+test_petsc_mpi_gamg_SOURCES = test/petsc_mpi_gamg.c test/petsc_testutil.h test/tap.h
+test_petsc_mpi_gamg_CPPFLAGS = $(petsc_test_cppflags)
+test_petsc_mpi_gamg_LDADD = $(petsc_test_ldadd)
+TESTS += $(petsc_mpi_tests) test/petsc_mpi.sh
+EXTRA_DIST += test/petsc_mpi.sh
+CLEANFILES += test/petsc_mpi.d/*
+test_petsc_mpi_product_SOURCES = test/petsc_mpi_product.c test/petsc_testutil.h test/tap.h
+test_petsc_mpi_product_CPPFLAGS = $(petsc_test_cppflags)
+test_petsc_mpi_product_LDADD = $(petsc_test_ldadd)
 
 # shell tests: -malloc_dump clean run; PETSc's own tutorials with -dll_append
 TESTS += test/petsc_malloc_dump.sh test/petsc_tutorials.sh

@@ -167,7 +167,7 @@ static PetscErrorCode TileCheckEngine(MPI_Comm comm, tilerap_engine e)
 
 /* Reads the -mat_tile_ options into opt (values are checked after the
  * options block so that a bad value leaves nothing behind). */
-static PetscErrorCode TileOptionsItems(TileOptionItems PetscOptionsObject, tilerap_options *opt, char *engine, size_t len, PetscBool *engine_set, PetscInt *thr, PetscBool *thr_set)
+PetscErrorCode TileOptionsItems(TileOptionItems PetscOptionsObject, tilerap_options *opt, char *engine, size_t len, PetscBool *engine_set, PetscInt *thr, PetscBool *thr_set)
 {
   PetscFunctionBegin;
   PetscCall(PetscOptionsString("-mat_tile_engine", "tilerap engine of the matrix products: auto, cpu, cuda", "MatSeqTile", tilerap_engine_name(opt->engine), engine, len, engine_set));
@@ -176,7 +176,7 @@ static PetscErrorCode TileOptionsItems(TileOptionItems PetscOptionsObject, tiler
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-static PetscErrorCode TileOptionsApply(MPI_Comm comm, tilerap_options *opt, const char *engine, PetscBool engine_set, PetscInt thr, PetscBool thr_set)
+PetscErrorCode TileOptionsApply(MPI_Comm comm, tilerap_options *opt, const char *engine, PetscBool engine_set, PetscInt thr, PetscBool thr_set)
 {
   PetscFunctionBegin;
   if (engine_set) {

@@ -94,8 +94,16 @@ PetscErrorCode TileCacheReset(TileCache *c);
 PetscErrorCode TileCacheMarkInSync(Mat X, TileCache *c, PetscBool by_product_numeric);
 PetscErrorCode TileIsSeqTile(Mat, PetscBool *);
 PetscErrorCode TileOptionsFromDatabase(Mat, tilerap_options *);
+/* The -mat_tile_ options inside an open options block, then checked and applied. */
+PetscErrorCode TileOptionsItems(TileOptionItems, tilerap_options *, char *, size_t, PetscBool *, PetscInt *, PetscBool *);
+PetscErrorCode TileOptionsApply(MPI_Comm, tilerap_options *, const char *, PetscBool, PetscInt, PetscBool);
 
 PetscErrorCode MatConvert_SeqAIJ_SeqTile(Mat, MatType, MatReuse, Mat *);
 PetscErrorCode MatProductSetFromOptions_SeqTile(Mat);
+
+/* MATMPITILE (mat_mpitile.c) */
+PetscErrorCode TileIsMPITile(Mat, PetscBool *);
+PetscErrorCode TileMPISyncBlockStates(Mat);
+PetscErrorCode MatConvert_MPIAIJ_MPITile(Mat, MatType, MatReuse, Mat *);
 
 #endif

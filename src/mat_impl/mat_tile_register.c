@@ -22,7 +22,10 @@ PetscErrorCode TileRAPInitializePackage(void)
   PetscCall(MatInitializePackage());
   PetscCall(MatRegister(MATSEQTILE, MatCreate_SeqTile));
   PetscCall(MatRegister(MATSEQAIJTILE, MatCreate_SeqTile)); /* the objects' own name: MatSetType(B, A's type) */
+  PetscCall(MatRegister(MATMPITILE, MatCreate_MPITile));
+  PetscCall(MatRegister(MATMPIAIJTILE, MatCreate_MPITile)); /* the objects' own name (GAMG, MatCreateSubMatrix, MatDuplicate) */
   PetscCall(MatRegisterRootName(MATTILE, MATSEQTILE, MATMPITILE));
+  PetscCall(MatRegisterRootName(MATAIJTILE, MATSEQAIJTILE, MATMPIAIJTILE));
   PetscCall(PetscLogEventRegister("TileRAPPlan", MAT_CLASSID, &TILE_Plan));
   PetscCall(PetscLogEventRegister("TileRAPNumeric", MAT_CLASSID, &TILE_Numeric));
   PetscCall(PetscLogEventRegister("TileRAPXfer", MAT_CLASSID, &TILE_Xfer));

@@ -1,0 +1,280 @@
+/* GAMG with MATMPITILE against MATMPIAIJ on DMDA Poisson problems, on any
+ * number of ranks (TAP; test/petsc_mpi.sh runs it with mpiexec -n 1, 2, 4):
+ * every level operator equal to MPIAIJ's to 1e-12 with the same layout and
+ * structure, the same iteration count, coarse operators of type mpiaijtile
+ * and each equal to MPIAIJ's P^T A P of its own level, tile plans built on
+ * every rank; one case with repartitioning and process reduction on the
+ * coarse levels (MatCreateSubMatrix, -pc_gamg_process_eq_limit); a re-setup
+ * with reused interpolation after new values runs numeric phases only
+ * (without process reduction, for which GAMG itself recomputes the reduced
+ * level with MAT_INITIAL_MATRIX). */
+#include <petscdmda.h>
+#include <petscksp.h>
+#include "tilerap_petsc.h"
+#include "petsc_testutil.h"
+
+#define MAXLEV 16
+
+typedef struct {
+  PetscInt           nlev, its;
+  KSPConvergedReason reason;
+  PetscReal          rnorm;
+  Mat                op[MAXLEV]; /* MPIAIJ copies of the level operators, finest last */
+  PetscReal          galerkin;
+  PetscBool          galerkin_same, tile_coarse;
+  PetscInt           min_active; /* fewest ranks owning rows of a level */
+} Run;
+
+static PetscErrorCode assemble_poisson(DM da, PetscInt dim, PetscReal scale, Mat A)
+{
+  DMDALocalInfo info;
+  MatStencil    row, col[7];
+  PetscScalar   v[7];
+
+  PetscFunctionBeginUser;
+  PetscCall(DMDAGetLocalInfo(da, &info));
+  PetscCall(MatZeroEntries(A));
+  for (PetscInt k = info.zs; k < info.zs + (dim == 3 ? info.zm : 1); k++)
+    for (PetscInt j = info.ys; j < info.ys + info.ym; j++)
+      for (PetscInt i = info.xs; i < info.xs + info.xm; i++) {
+        PetscInt nc = 0;
+        row.i = i; row.j = j; row.k = k; row.c = 0;
+        col[nc] = row; v[nc++] = scale * 2.0 * dim;
+        const PetscInt d[6][3] = {{-1, 0, 0}, {1, 0, 0}, {0, -1, 0}, {0, 1, 0}, {0, 0, -1}, {0, 0, 1}};
+        for (PetscInt s = 0; s < 2 * dim; s++) {
+          PetscInt ii = i + d[s][0], jj = j + d[s][1], kk = k + d[s][2];
+          if (ii < 0 || ii >= info.mx || jj < 0 || jj >= info.my || (dim == 3 && (kk < 0 || kk >= info.mz))) continue;
+          col[nc].i = ii; col[nc].j = jj; col[nc].k = kk; col[nc].c = 0;
+          v[nc++] = -scale;
+        }
+        PetscCall(MatSetValuesStencil(A, 1, &row, nc, col, v, INSERT_VALUES));
+      }
+  PetscCall(MatAssemblyBegin(A, MAT_FINAL_ASSEMBLY));
+  PetscCall(MatAssemblyEnd(A, MAT_FINAL_ASSEMBLY));
+  PetscFunctionReturn(0);
+}
+
+/* Same layout and local structure? global relative Frobenius error. */
+static PetscErrorCode mpi_compare(Mat X, Mat Y, PetscBool *same, PetscReal *relerr)
+{
+  MPI_Comm        comm = PetscObjectComm((PetscObject)X);
+  Mat             Xl, Yl;
+  const PetscInt *xi, *xj, *yi, *yj;
+  PetscScalar    *xa, *ya;
+  PetscMemType    mt;
+  PetscInt        xm, xn, ym, yn, m;
+  PetscReal       loc[2] = {0, 0}, glob[2];
+  PetscBool       s = PETSC_TRUE;
+
+  PetscFunctionBeginUser;
+  PetscCall(MatGetLocalSize(X, &xm, &xn));
+  PetscCall(MatGetLocalSize(Y, &ym, &yn));
+  if (xm != ym || xn != yn) s = PETSC_FALSE;
+  PetscCall(MatMPIAIJGetLocalMat(X, MAT_INITIAL_MATRIX, &Xl));
+  PetscCall(MatMPIAIJGetLocalMat(Y, MAT_INITIAL_MATRIX, &Yl));
+  m = xm;
+  if (s) {
+    PetscCall(MatSeqAIJGetCSRAndMemType(Xl, &xi, &xj, &xa, &mt));
+    PetscCall(MatSeqAIJGetCSRAndMemType(Yl, &yi, &yj, &ya, &mt));
+    for (PetscInt i = 0; i <= m && s; i++)
+      if (xi[i] != yi[i]) s = PETSC_FALSE;
+    for (PetscInt k = 0; s && k < xi[m]; k++)
+      if (xj[k] != yj[k]) s = PETSC_FALSE;
+    for (PetscInt k = 0; s && k < xi[m]; k++) {
+      PetscReal dd = PetscRealPart(xa[k] - ya[k]);
+      loc[0] += dd * dd;
+      loc[1] += PetscRealPart(ya[k] * ya[k]);
+    }
+  }
+  PetscCall(MPIU_Allreduce(&s, same, 1, MPIU_BOOL, MPI_LAND, comm));
+  PetscCall(MPIU_Allreduce(loc, glob, 2, MPIU_REAL, MPIU_SUM, comm));
+  *relerr = *same ? (glob[1] > 0 ? PetscSqrtReal(glob[0] / glob[1]) : PetscSqrtReal(glob[0])) : PETSC_MAX_REAL;
+  PetscCall(MatDestroy(&Xl));
+  PetscCall(MatDestroy(&Yl));
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode collect(KSP ksp, Run *r)
+{
+  PC pc;
+
+  PetscFunctionBeginUser;
+  PetscCall(KSPGetIterationNumber(ksp, &r->its));
+  PetscCall(KSPGetResidualNorm(ksp, &r->rnorm));
+  PetscCall(KSPGetConvergedReason(ksp, &r->reason));
+  PetscCall(KSPGetPC(ksp, &pc));
+  PetscCall(PCMGGetLevels(pc, &r->nlev));
+  r->tile_coarse = PETSC_TRUE;
+  r->min_active  = PETSC_MAX_INT;
+  for (PetscInt l = 0; l < r->nlev && l < MAXLEV; l++) {
+    KSP         sm;
+    Mat         Al;
+    PetscBool   istile;
+    PetscMPIInt has, active;
+    PetscInt    mloc;
+    PetscCall(PCMGGetSmoother(pc, l, &sm));
+    PetscCall(KSPGetOperators(sm, &Al, NULL));
+    PetscCall(PetscObjectTypeCompare((PetscObject)Al, MATMPIAIJTILE, &istile));
+    if (l < r->nlev - 1 && !istile) r->tile_coarse = PETSC_FALSE;
+    PetscCall(MatGetLocalSize(Al, &mloc, NULL));
+    has = mloc > 0;
+    PetscCall(MPIU_Allreduce(&has, &active, 1, MPI_INT, MPI_SUM, PetscObjectComm((PetscObject)Al)));
+    r->min_active = PetscMin(r->min_active, active);
+    PetscCall(MatDestroy(&r->op[l]));
+    PetscCall(MatConvert(Al, MATMPIAIJ, MAT_INITIAL_MATRIX, &r->op[l]));
+  }
+  r->galerkin      = 0;
+  r->galerkin_same = PETSC_TRUE;
+  for (PetscInt l = 0; l + 1 < r->nlev && l + 1 < MAXLEV; l++) {
+    Mat       P, Paij, Cref;
+    PetscBool same;
+    PetscReal err;
+    PetscCall(PCMGGetInterpolation(pc, l + 1, &P));
+    PetscCall(MatConvert(P, MATMPIAIJ, MAT_INITIAL_MATRIX, &Paij));
+    PetscCall(MatPtAP(r->op[l + 1], Paij, MAT_INITIAL_MATRIX, 2.0, &Cref));
+    PetscCall(mpi_compare(r->op[l], Cref, &same, &err));
+    if (!same) r->galerkin_same = PETSC_FALSE;
+    r->galerkin = PetscMax(r->galerkin, err);
+    PetscCall(MatDestroy(&Cref));
+    PetscCall(MatDestroy(&Paij));
+  }
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode run(PetscInt dim, PetscInt n, MatType type, PetscBool repart, PetscBool reuse, Run *first, Run *second, PetscInt *plans, PetscInt *numerics)
+{
+  DM       da;
+  Mat      A;
+  Vec      x, b;
+  KSP      ksp;
+  PC       pc;
+  PetscInt p0 = 0, p1 = 0, n0 = 0, n1 = 0;
+
+  PetscFunctionBeginUser;
+  if (dim == 2) PetscCall(DMDACreate2d(PETSC_COMM_WORLD, DM_BOUNDARY_NONE, DM_BOUNDARY_NONE, DMDA_STENCIL_STAR, n, n, PETSC_DECIDE, PETSC_DECIDE, 1, 1, NULL, NULL, &da));
+  else PetscCall(DMDACreate3d(PETSC_COMM_WORLD, DM_BOUNDARY_NONE, DM_BOUNDARY_NONE, DM_BOUNDARY_NONE, DMDA_STENCIL_STAR, n, n, n, PETSC_DECIDE, PETSC_DECIDE, PETSC_DECIDE, 1, 1, NULL, NULL, NULL, &da));
+  PetscCall(DMSetUp(da));
+  PetscCall(DMSetMatType(da, type));
+  PetscCall(DMCreateMatrix(da, &A));
+  PetscCall(assemble_poisson(da, dim, 1.0, A));
+  PetscCall(DMCreateGlobalVector(da, &x));
+  PetscCall(VecDuplicate(x, &b));
+  PetscCall(VecSet(b, 1.0));
+  PetscCall(KSPCreate(PETSC_COMM_WORLD, &ksp));
+  PetscCall(KSPSetOperators(ksp, A, A));
+  PetscCall(KSPSetType(ksp, KSPCG));
+  PetscCall(KSPSetTolerances(ksp, 1e-10, PETSC_DEFAULT, PETSC_DEFAULT, 200));
+  PetscCall(KSPGetPC(ksp, &pc));
+  PetscCall(PCSetType(pc, PCGAMG));
+  PetscCall(PCGAMGSetReuseInterpolation(pc, reuse));
+  PetscCall(PCGAMGSetCoarseEqLim(pc, 20));
+  if (repart) {
+    PetscCall(PCGAMGSetRepartition(pc, PETSC_TRUE));
+    PetscCall(PCGAMGSetProcEqLim(pc, 200));
+  }
+  if (reuse) { /* no process reduction: GAMG reuses every level's product (a reduced level it recomputes) */
+    PetscCall(PCGAMGSetProcEqLim(pc, 1));
+    PetscCall(PCGAMGSetUseParallelCoarseGridSolve(pc, PETSC_TRUE));
+  }
+  PetscCall(KSPSetFromOptions(ksp));
+  PetscCall(KSPSolve(ksp, b, x));
+  PetscCall(collect(ksp, first));
+  if (reuse) {
+    PetscCall(assemble_poisson(da, dim, 3.0, A));
+    PetscCall(MatShift(A, 0.5));
+    PetscCall(tu_event_count("TileRAPPlan", &p0));
+    PetscCall(tu_event_count("TileRAPNumeric", &n0));
+    PetscCall(KSPSetOperators(ksp, A, A));
+    PetscCall(VecSet(x, 0.0));
+    PetscCall(KSPSolve(ksp, b, x));
+    PetscCall(tu_event_count("TileRAPPlan", &p1));
+    PetscCall(tu_event_count("TileRAPNumeric", &n1));
+    PetscCall(collect(ksp, second));
+    *plans    = p1 - p0;
+    *numerics = n1 - n0;
+  }
+  PetscCall(KSPDestroy(&ksp));
+  PetscCall(VecDestroy(&x));
+  PetscCall(VecDestroy(&b));
+  PetscCall(MatDestroy(&A));
+  PetscCall(DMDestroy(&da));
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode compare_runs(const char *name, Run *t, Run *a)
+{
+  PetscBool allsame = PETSC_TRUE;
+  PetscReal maxerr  = 0;
+
+  PetscFunctionBeginUser;
+  PetscCall(tu_ok((PetscBool)(t->nlev == a->nlev && t->nlev > 1), "%s: same number of GAMG levels (%d vs %d)", name, (int)t->nlev, (int)a->nlev));
+  for (PetscInt l = 0; l < PetscMin(t->nlev, a->nlev) && l < MAXLEV; l++) {
+    PetscBool same;
+    PetscReal err;
+    PetscCall(mpi_compare(t->op[l], a->op[l], &same, &err));
+    if (!same) allsame = PETSC_FALSE;
+    maxerr = PetscMax(maxerr, err);
+    tu_diag("%s: level %d: same layout and structure %d, rel. error %.2e", name, (int)l, (int)same, (double)err);
+  }
+  PetscCall(tu_ok((PetscBool)(allsame && maxerr <= 1e-12), "%s: every level operator has MPIAIJ's layout and structure, max rel. error %.2e", name, (double)maxerr));
+  PetscCall(tu_ok(t->tile_coarse, "%s: coarse operators are mpiaijtile", name));
+  PetscCall(tu_ok((PetscBool)(t->galerkin_same && t->galerkin <= 1e-13), "%s: every coarse operator is P^T A P of its own level (MPIAIJ MatPtAP) to %.2e", name, (double)t->galerkin));
+  PetscCall(tu_ok((PetscBool)(t->reason > 0 && a->reason > 0 && t->its == a->its), "%s: both converged, same iterations (%d vs %d)", name, (int)t->its, (int)a->its));
+  PetscCall(tu_ok((PetscBool)(PetscAbsReal(t->rnorm - a->rnorm) <= 1e-8 * a->rnorm), "%s: final residual %.6e vs %.6e", name, (double)t->rnorm, (double)a->rnorm));
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode free_run(Run *r)
+{
+  PetscFunctionBeginUser;
+  for (PetscInt l = 0; l < MAXLEV; l++) PetscCall(MatDestroy(&r->op[l]));
+  PetscFunctionReturn(0);
+}
+
+int main(int argc, char **argv)
+{
+  struct {
+    PetscInt  dim, n;
+    PetscBool repart;
+  } cases[] = {{2, 65, PETSC_FALSE}, {3, 17, PETSC_FALSE}, {2, 65, PETSC_TRUE}};
+  PetscMPIInt size, rank;
+
+  PetscCall(PetscInitialize(&argc, &argv, NULL, NULL));
+  PetscCall(PetscLogDefaultBegin());
+  PetscCall(TileRAPInitializePackage());
+  PetscCallMPI(MPI_Comm_size(PETSC_COMM_WORLD, &size));
+  PetscCallMPI(MPI_Comm_rank(PETSC_COMM_WORLD, &rank));
+  for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+    Run      t = {0}, a = {0};
+    char     name[96];
+    PetscInt pl0 = 0, pl1 = 0;
+    PetscCall(PetscSNPrintf(name, sizeof name, "%dD n=%d%s", (int)cases[c].dim, (int)cases[c].n, cases[c].repart ? " repartition, process_eq_limit 200" : ""));
+    PetscCall(tu_event_count("TileRAPPlan", &pl0));
+    PetscCall(run(cases[c].dim, cases[c].n, MATMPITILE, cases[c].repart, PETSC_FALSE, &t, NULL, NULL, NULL));
+    PetscCall(tu_event_count("TileRAPPlan", &pl1));
+    PetscCall(run(cases[c].dim, cases[c].n, MATMPIAIJ, cases[c].repart, PETSC_FALSE, &a, NULL, NULL, NULL));
+    PetscCall(compare_runs(name, &t, &a));
+    PetscCall(tu_ok((PetscBool)(pl1 - pl0 >= t.nlev - 1), "%s: tile plans built on every rank (this rank: %d)", name, (int)(pl1 - pl0)));
+    if (cases[c].repart && size > 1) PetscCall(tu_ok((PetscBool)(t.min_active < size && t.min_active == a.min_active), "%s: coarse levels on fewer ranks (down to %d of %d, MPIAIJ %d)", name, (int)t.min_active, (int)size, (int)a.min_active));
+    PetscCall(free_run(&t));
+    PetscCall(free_run(&a));
+  }
+  {
+    Run      t1 = {0}, t2 = {0}, a1 = {0}, a2 = {0};
+    PetscInt plans = -1, numerics = -1, d1, d2;
+    PetscCall(run(2, 65, MATMPITILE, PETSC_FALSE, PETSC_TRUE, &t1, &t2, &plans, &numerics));
+    PetscCall(run(2, 65, MATMPIAIJ, PETSC_FALSE, PETSC_TRUE, &a1, &a2, &d1, &d2));
+    PetscCall(compare_runs("reuse: first setup", &t1, &a1));
+    PetscCall(compare_runs("reuse: second setup", &t2, &a2));
+    PetscCall(tu_ok((PetscBool)(plans == 0 && numerics >= t2.nlev - 1), "-pc_gamg_reuse_interpolation re-setup: numeric phases only (this rank: plans %d, numeric phases %d, levels %d)", (int)plans, (int)numerics, (int)t2.nlev));
+    PetscCall(free_run(&t1));
+    PetscCall(free_run(&t2));
+    PetscCall(free_run(&a1));
+    PetscCall(free_run(&a2));
+  }
+  {
+    int rc = rank == 0 ? tap_done() : (tap_failed ? 1 : 0);
+    PetscCall(PetscFinalize());
+    return rc;
+  }
+}
