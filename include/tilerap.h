@@ -217,6 +217,24 @@ typedef struct {
 int tilerap_spgemm_plan_info(tilerap_spgemm_plan plan, tilerap_spgemm_info *info);
 
 /* ------------------------------------------------------------------ */
+/* C = A^T * B with a plan (A^T never formed by the caller)            */
+/* ------------------------------------------------------------------ */
+typedef struct tilerap_atb_plan_s *tilerap_atb_plan;
+
+/* A is m x k, B is m x n, C = A^T B is k x n (exact structural product,
+ * values set by tilerap_atb_numeric).  Same memory and engine rules as
+ * tilerap_spgemm_plan_create. */
+int tilerap_atb_plan_create(const tilerap_tile_matrix *A, const tilerap_tile_matrix *B,
+                            const tilerap_options *opt, tilerap_atb_plan *plan,
+                            tilerap_tile_matrix **C);
+/* Numeric C = A^T B for new values (same structures).  No allocation. */
+int tilerap_atb_numeric(tilerap_atb_plan plan, const tilerap_tile_matrix *A,
+                        const tilerap_tile_matrix *B, tilerap_tile_matrix *C);
+void tilerap_atb_plan_destroy(tilerap_atb_plan *plan);
+int tilerap_atb(const tilerap_tile_matrix *A, const tilerap_tile_matrix *B,
+                const tilerap_options *opt, tilerap_tile_matrix **C);
+
+/* ------------------------------------------------------------------ */
 /* Galerkin product C = P^T A P with a plan                            */
 /* ------------------------------------------------------------------ */
 typedef struct tilerap_ptap_plan_s *tilerap_ptap_plan;

@@ -31,7 +31,7 @@ test_test_gpu_errors_SOURCES = test/test_gpu_errors.c test/test_gpu_common.h
 
 test_test_gpu_errors_LDADD = $(test_ldadd)
 check-gpu:
-	$(MAKE) $(AM_MAKEFLAGS) check TESTS="$(gpu_tests)"
+	$(MAKE) $(AM_MAKEFLAGS) check TESTS="$(gpu_tests) test/test_atb"
 
 # GPU benchmark: tilerap (first time and numeric re-run) against cuSPARSE
 # SpGEMM on the model hierarchies, per level, CUDA events.

@@ -1,0 +1,134 @@
+/* Plans for C = A^T * B (A is m x k, B is m x n, C is k x n) without the
+ * caller forming A^T: MatTransposeMatMult, and the P^T (AP) half of
+ * distributed Galerkin products.  CPU engine: an A^T*B SpGEMM plan that
+ * reads A's own tiles transposed (no copy of A^T).  CUDA engine: A^T is
+ * built once on the device with a value permutation; the numeric phase
+ * refreshes its values by a gather and runs the planned product.  With
+ * host matrices and the CUDA engine, A, B, A^T and C live on the device
+ * for the plan's lifetime and re-runs move values only. */
+#include "../kernels/tile_internal.h"
+#include "../kernels/engine_cuda.h"
+#include "../kernels/spgemm_cpu.h"
+
+struct tilerap_atb_plan_s {
+  tilerap_engine engine;
+  void *stream;
+  tr_fingerprint fa, fb, fc;
+  tilerap_spgemm_plan plan;  /* CPU: A^T*B plan on A; CUDA: At*B plan */
+  tilerap_tile_matrix *At;   /* CUDA: A^T on the device */
+  int64_t *perm;             /* At->val[q] = A->val[perm[q]], device memory */
+  tilerap_tile_matrix *dA, *dB, *dC; /* host-resident use of the CUDA engine */
+};
+
+void tilerap_atb_plan_destroy(tilerap_atb_plan *plan)
+{
+  if (!plan || !*plan) return;
+  tilerap_atb_plan G = *plan;
+  tilerap_spgemm_plan_destroy(&G->plan);
+#ifdef TILERAP_HAVE_CUDA
+  if (G->perm) tr_cuda_free(G->perm);
+#endif
+  tilerap_tile_destroy(&G->At);
+  tilerap_tile_destroy(&G->dA); tilerap_tile_destroy(&G->dB); tilerap_tile_destroy(&G->dC);
+  free(G);
+  *plan = NULL;
+}
+
+static int tr_atb_check(const tilerap_tile_matrix *A, const tilerap_tile_matrix *B, const char *who)
+{
+  if (!A || !B || !A->tile_ptr || !B->tile_ptr) return tilerap_set_error(TILERAP_ERR_NULL, "%s: NULL matrix", who);
+  if (A->m != B->m)
+    return tilerap_set_error(TILERAP_ERR_SIZE, "%s: A is %d x %d and B is %d x %d: A^T*B needs equal row counts", who,
+                             A->m, A->n, B->m, B->n);
+  if (A->memtype != B->memtype) return tilerap_set_error(TILERAP_ERR_MEMTYPE, "%s: A and B live in different memories", who);
+  return TILERAP_SUCCESS;
+}
+
+int tilerap_atb_plan_create(const tilerap_tile_matrix *A, const tilerap_tile_matrix *B, const tilerap_options *opt,
+                            tilerap_atb_plan *plan, tilerap_tile_matrix **C)
+{
+  if (!plan || !C) return tilerap_set_error(TILERAP_ERR_NULL, "tilerap_atb_plan_create: NULL output");
+  *plan = NULL; *C = NULL;
+  int err = tr_atb_check(A, B, "tilerap_atb_plan_create");
+  if (err) return err;
+  tilerap_options o;
+  if (opt) o = *opt;
+  else tilerap_options_default(&o);
+  if (o.dense_threshold < 0 || o.dense_threshold > 256)
+    return tilerap_set_error(TILERAP_ERR_INVALID, "dense threshold %d outside [0,256]", o.dense_threshold);
+  tilerap_engine engine = A->memtype == TILERAP_MEM_DEVICE ? TILERAP_ENGINE_CUDA : tilerap_engine_resolve(o.engine);
+  if (!tilerap_engine_available(engine))
+    return tilerap_set_error(TILERAP_ERR_ENGINE, "engine '%s' is not available (built without CUDA or no GPU)",
+                             tilerap_engine_name(engine));
+  o.engine = engine;
+  tilerap_atb_plan G = tilerap_host_calloc(1, sizeof *G);
+  if (!G) return TILERAP_ERR_NOMEM;
+  G->engine = engine;
+  G->stream = o.stream;
+  G->fa = tr_fingerprint_of(A);
+  G->fb = tr_fingerprint_of(B);
+  if (engine == TILERAP_ENGINE_CPU) {
+    err = tr_cpu_spgemm_plan_create_atb(A, B, o.dense_threshold, &G->plan, C);
+  } else {
+    const tilerap_tile_matrix *wA = A, *wB = B;
+    tilerap_tile_matrix *wC = NULL;
+    if (A->memtype == TILERAP_MEM_HOST) {
+      if ((err = tilerap_tile_copy(A, TILERAP_MEM_DEVICE, &G->dA)) || (err = tilerap_tile_copy(B, TILERAP_MEM_DEVICE, &G->dB)))
+        goto fail;
+      wA = G->dA; wB = G->dB;
+    }
+    if ((err = tilerap_tile_transpose(wA, &G->At, &G->perm))) goto fail;
+    if ((err = tilerap_spgemm_plan_create(G->At, wB, &o, &G->plan, &wC))) goto fail;
+    if (A->memtype == TILERAP_MEM_HOST) { /* keep the device C, hand out a host copy */
+      G->dC = wC;
+      err = tilerap_tile_copy(G->dC, TILERAP_MEM_HOST, C);
+    } else {
+      *C = wC;
+    }
+  }
+  if (err) goto fail;
+  G->fc = tr_fingerprint_of(*C);
+  *plan = G;
+  return TILERAP_SUCCESS;
+fail:
+  tilerap_tile_destroy(C);
+  tilerap_atb_plan_destroy(&G);
+  return err;
+}
+
+int tilerap_atb_numeric(tilerap_atb_plan G, const tilerap_tile_matrix *A, const tilerap_tile_matrix *B,
+                        tilerap_tile_matrix *C)
+{
+  if (!G || !C) return tilerap_set_error(TILERAP_ERR_NULL, "tilerap_atb_numeric: NULL plan or C");
+  int err = tr_atb_check(A, B, "tilerap_atb_numeric");
+  if (err) return err;
+  if (!tr_fingerprint_equal(G->fa, A) || !tr_fingerprint_equal(G->fb, B) || !tr_fingerprint_equal(G->fc, C))
+    return tilerap_set_error(TILERAP_ERR_STRUCTURE, "tilerap_atb_numeric: A, B or C differ from the plan's structure");
+  if (C->memtype != A->memtype) return tilerap_set_error(TILERAP_ERR_MEMTYPE, "tilerap_atb_numeric: C in another memory than A, B");
+  if (G->engine == TILERAP_ENGINE_CPU) return tilerap_spgemm_numeric(G->plan, A, B, C);
+#ifdef TILERAP_HAVE_CUDA
+  const tilerap_tile_matrix *wA = A, *wB = B;
+  tilerap_tile_matrix *wC = C;
+  if (G->dA) {
+    if ((err = tilerap_tile_copy_values(A, G->dA)) || (err = tilerap_tile_copy_values(B, G->dB))) return err;
+    wA = G->dA; wB = G->dB; wC = G->dC;
+  }
+  if ((err = tr_cuda_gather_values(wA->val, G->perm, G->At->nnz, G->At->val, G->stream))) return err;
+  if ((err = tilerap_spgemm_numeric(G->plan, G->At, wB, wC))) return err;
+  if (wC != C) return tilerap_tile_copy_values(wC, C);
+  return TILERAP_SUCCESS;
+#else
+  return tilerap_set_error(TILERAP_ERR_ENGINE, "built without CUDA");
+#endif
+}
+
+int tilerap_atb(const tilerap_tile_matrix *A, const tilerap_tile_matrix *B, const tilerap_options *opt,
+                tilerap_tile_matrix **C)
+{
+  tilerap_atb_plan G = NULL;
+  int err = tilerap_atb_plan_create(A, B, opt, &G, C);
+  if (!err) err = tilerap_atb_numeric(G, A, B, *C);
+  if (err) tilerap_tile_destroy(C);
+  tilerap_atb_plan_destroy(&G);
+  return err;
+}
