@@ -275,6 +275,78 @@ static void check_errors(void)
   tilerap_tile_destroy(&H);
 }
 
+/* The MATSEQTILE flow with the CUDA engine, without PETSc: operands from
+ * host CSR straight to device tiles, device Galerkin plan, C's CSR
+ * structure and values down to host arrays; then new values of A (values
+ * refresh on the device, numeric, values only down) and the next level with
+ * the device C as its A.  Against the Gustavson reference. */
+static void check_galerkin_flow(void)
+{
+  tilerap_csr *A = NULL, *P = NULL, *P1 = NULL;
+  int32_t dims[3], cd[3], cd1[3];
+  int nd;
+  tilerap_model_poisson(TILERAP_P3D7, 27, &A, dims, &nd);
+  tilerap_model_prolongator(A, nd, dims, 2.0 / 3.0, &P, cd);
+  tilerap_options og = gpu_opts(TILERAP_ENGINE_CUDA, 192);
+  tilerap_tile_matrix *dA = NULL, *dP = NULL, *dC = NULL, *dP1 = NULL, *dC1 = NULL;
+  tilerap_ptap_plan plan = NULL, plan1 = NULL;
+  int32_t *arp = rp_to_i32(A), *prp = rp_to_i32(P);
+  int err = tilerap_tile_from_csr_device_i32(A->m, A->n, arp, A->colidx, A->val, TILERAP_MEM_HOST, &dA);
+  if (!err) err = tilerap_tile_from_csr_device_i32(P->m, P->n, prp, P->colidx, P->val, TILERAP_MEM_HOST, &dP);
+  if (!err) err = tilerap_ptap_plan_create(dA, dP, &og, &plan, &dC);
+  if (!tap_ok(!err && dC->memtype == TILERAP_MEM_DEVICE, "flow: device operands from host CSR, device plan (%s)",
+              err ? tilerap_last_error() : "ok"))
+    goto out;
+  tilerap_csr *C = NULL;
+  tilerap_csr_create(dC->m, dC->n, dC->nnz, &C);
+  int32_t *crp = malloc(((size_t)C->m + 1) * sizeof *crp);
+  err = tilerap_tile_to_csr_device_i32(dC, crp, C->colidx, NULL, TILERAP_MEM_HOST);
+  for (int32_t i = 0; i <= C->m; i++) C->rowptr[i] = crp[i];
+  uint64_t seed = 77;
+  for (int round = 0; round < 3 && !err; round++) {
+    if (round) { /* new values of A, same pattern */
+      ref_randomize_values(A, &seed);
+      err = tilerap_tile_update_values_from_csr_device(dA, A->val, TILERAP_MEM_HOST);
+    }
+    for (int64_t q = 0; q < C->nnz; q++) C->val[q] = NAN;
+    if (!err) err = tilerap_ptap_numeric(plan, dA, dP, dC);
+    if (!err) err = tilerap_tile_to_csr_values_device(dC, C->val, TILERAP_MEM_HOST);
+    tilerap_csr *R = ref_ptap(A, P);
+    double e = !err && ref_same_structure(C, R) ? ref_relerr(C, R) : INFINITY;
+    tap_ok(e <= 1e-14, "flow round %d: C's CSR from the device vs reference (relerr %.2e)", round, e);
+    tilerap_csr_destroy(&R);
+  }
+  /* next level: the device C is the next A as it stands */
+  tilerap_model_prolongator(C, nd, cd, 2.0 / 3.0, &P1, cd1);
+  err = tilerap_tile_from_csr_device(P1->m, P1->n, P1->rowptr, P1->colidx, P1->val, TILERAP_MEM_HOST, &dP1);
+  if (!err) err = tilerap_ptap_plan_create(dC, dP1, &og, &plan1, &dC1);
+  if (!err) err = tilerap_ptap_numeric(plan1, dC, dP1, dC1);
+  if (tap_ok(!err, "flow: next level on the device C (%s)", err ? tilerap_last_error() : "ok")) {
+    tilerap_csr *C1 = NULL;
+    tilerap_csr_create(dC1->m, dC1->n, dC1->nnz, &C1);
+    err = tilerap_tile_to_csr_device(dC1, C1->rowptr, C1->colidx, C1->val, TILERAP_MEM_HOST);
+    tilerap_csr *R1 = ref_ptap(C, P1);
+    double e = !err && ref_same_structure(C1, R1) ? ref_relerr(C1, R1) : INFINITY;
+    tap_ok(e <= 1e-14, "flow: level 2 CSR from the device vs reference (relerr %.2e)", e);
+    tilerap_csr_destroy(&R1);
+    tilerap_csr_destroy(&C1);
+  }
+  tilerap_ptap_plan_destroy(&plan1);
+  tilerap_tile_destroy(&dC1);
+  tilerap_tile_destroy(&dP1);
+  tilerap_csr_destroy(&P1);
+  free(crp);
+  tilerap_csr_destroy(&C);
+out:
+  tilerap_ptap_plan_destroy(&plan);
+  tilerap_tile_destroy(&dC);
+  tilerap_tile_destroy(&dA);
+  tilerap_tile_destroy(&dP);
+  free(arp); free(prp);
+  tilerap_csr_destroy(&A);
+  tilerap_csr_destroy(&P);
+}
+
 int main(void)
 {
   gpu_skip_without_device();
@@ -320,6 +392,7 @@ int main(void)
     tilerap_csr_destroy(&P);
   }
   check_product_structure(&seed);
+  check_galerkin_flow();
   check_errors();
   return tap_done();
 }
