@@ -171,6 +171,43 @@ int tilerap_tile_to_csr_i32(const tilerap_tile_matrix *T, int32_t *rowptr, int32
 /* tile -> newly allocated CSR. */
 int tilerap_tile_to_csr_alloc(const tilerap_tile_matrix *T, tilerap_csr **A);
 
+/* The same conversions with the tile matrix in device memory, built and
+ * read on the device by the CUDA engine (src/kernels/tile_cuda_convert_*.cu).
+ * The CSR arrays live in memory csr_mem (host arrays are uploaded or
+ * downloaded with cudaMemcpyAsync; device arrays are used in place).  Same
+ * validation and error codes as the host versions, checked on the device;
+ * a failed call leaves no matrix behind and writes no output array.  Work
+ * runs on the legacy default stream; calls writing host arrays return when
+ * the arrays are complete.  A build without CUDA, or no visible GPU, gives
+ * TILERAP_ERR_ENGINE.
+ *
+ * A device tile matrix made by tilerap_tile_from_csr_device from host
+ * arrays, or given to tilerap_tile_to_csr_device with host arrays, keeps a
+ * device staging buffer of nnz values (freed with the matrix), so that the
+ * values-only calls below with host arrays allocate nothing. */
+int tilerap_tile_from_csr_device(int32_t m, int32_t n, const int64_t *rowptr,
+                                 const int32_t *colidx, const double *val,
+                                 tilerap_memtype csr_mem, tilerap_tile_matrix **T);
+int tilerap_tile_from_csr_device_i32(int32_t m, int32_t n, const int32_t *rowptr,
+                                     const int32_t *colidx, const double *val,
+                                     tilerap_memtype csr_mem, tilerap_tile_matrix **T);
+/* Values-only refresh of a device tile matrix from the values (CSR order)
+ * of a CSR with exactly the structure T was built from; val in memory
+ * val_mem.  No allocation (see above), no structure check. */
+int tilerap_tile_update_values_from_csr_device(tilerap_tile_matrix *T, const double *val,
+                                               tilerap_memtype val_mem);
+/* Device tile matrix -> CSR arrays in memory csr_mem (rowptr[m+1],
+ * colidx[nnz], val[nnz]; any may be NULL to skip it).  The _i32 variant
+ * refuses matrices of 2^31 entries or more (TILERAP_ERR_OVERFLOW). */
+int tilerap_tile_to_csr_device(const tilerap_tile_matrix *T, int64_t *rowptr, int32_t *colidx,
+                               double *val, tilerap_memtype csr_mem);
+int tilerap_tile_to_csr_device_i32(const tilerap_tile_matrix *T, int32_t *rowptr,
+                                   int32_t *colidx, double *val, tilerap_memtype csr_mem);
+/* Values only, in the CSR order of tilerap_tile_to_csr_device (numeric
+ * re-runs: the structure is already in place).  No allocation. */
+int tilerap_tile_to_csr_values_device(const tilerap_tile_matrix *T, double *val,
+                                      tilerap_memtype val_mem);
+
 /* Deep copy into memory `mem` (host<->device transfers for the CUDA build). */
 int tilerap_tile_copy(const tilerap_tile_matrix *src, tilerap_memtype mem,
                       tilerap_tile_matrix **dst);

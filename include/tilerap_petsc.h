@@ -32,6 +32,11 @@
  *
  * -log_view events: TileRAPPlan (symbolic), TileRAPNumeric, TileRAPXfer
  * (host<->device copies made by this layer), TileRAPConvert (CSR<->tile).
+ * With the CUDA engine the operands are converted on the device straight
+ * from the AIJ arrays (TileRAPConvert: CSR upload + conversion, or a values
+ * refresh), C's CSR structure is made on the device (TileRAPConvert, once
+ * per plan) and TileRAPXfer is C's values coming down in CSR order after
+ * each numeric phase; no host tile copies are made.
  */
 #ifndef TILERAP_PETSC_H
 #define TILERAP_PETSC_H

@@ -105,5 +105,39 @@ int main(void)
   tilerap_tile_destroy(&AB); tilerap_tile_destroy(&A2); tilerap_tile_destroy(&S);
   tilerap_csr_destroy(&a); tilerap_csr_destroy(&b); tilerap_csr_destroy(&bt); tilerap_csr_destroy(&a2);
   tilerap_csr_destroy(&sq);
+  /* device conversions: without a CUDA build or a GPU, a clear ENGINE error */
+  if (!tilerap_engine_available(TILERAP_ENGINE_CUDA)) {
+    tilerap_tile_matrix *dT = (tilerap_tile_matrix *)1, fake;
+    int32_t rp32[4] = {0, 2, 3, 5};
+    EXPECT(tilerap_tile_from_csr_device(3, 3, rp, sorted, v, TILERAP_MEM_HOST, &dT), TILERAP_ERR_ENGINE,
+           "CSR -> device tiles without the CUDA engine");
+    tap_ok(dT == NULL, "... no matrix left behind");
+    EXPECT(tilerap_tile_from_csr_device_i32(3, 3, rp32, sorted, v, TILERAP_MEM_HOST, &dT), TILERAP_ERR_ENGINE,
+           "CSR (int32) -> device tiles without the CUDA engine");
+    tap_ok(strstr(tilerap_last_error(), "CUDA") != NULL, "... the message names CUDA (%s)", tilerap_last_error());
+    memset(&fake, 0, sizeof fake);
+    fake.memtype = TILERAP_MEM_DEVICE;
+    int64_t out[4];
+    double vals[5];
+    EXPECT(tilerap_tile_to_csr_device(&fake, out, NULL, NULL, TILERAP_MEM_HOST), TILERAP_ERR_ENGINE,
+           "device tiles -> CSR without the CUDA engine");
+    EXPECT(tilerap_tile_to_csr_device_i32(&fake, rp32, NULL, NULL, TILERAP_MEM_HOST), TILERAP_ERR_ENGINE,
+           "device tiles -> CSR (int32) without the CUDA engine");
+    EXPECT(tilerap_tile_to_csr_values_device(&fake, vals, TILERAP_MEM_HOST), TILERAP_ERR_ENGINE,
+           "device tile values -> CSR without the CUDA engine");
+    EXPECT(tilerap_tile_update_values_from_csr_device(&fake, vals, TILERAP_MEM_HOST), TILERAP_ERR_ENGINE,
+           "CSR values -> device tiles without the CUDA engine");
+  } else {
+    tap_ok(1, "# SKIP device conversion errors without CUDA: a GPU is present (test_gpu_convert covers it)");
+  }
+  /* a host matrix is refused by the device conversions in any build */
+  {
+    tilerap_tile_matrix *H = NULL;
+    int64_t out[4];
+    tilerap_tile_from_csr(3, 3, rp, sorted, v, &H);
+    EXPECT(tilerap_tile_to_csr_device(H, out, NULL, NULL, TILERAP_MEM_HOST), TILERAP_ERR_MEMTYPE,
+           "host tiles given to the device CSR conversion");
+    tilerap_tile_destroy(&H);
+  }
   return tap_done();
 }

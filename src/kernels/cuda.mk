@@ -5,6 +5,8 @@ cuda_sources = \
 	src/kernels/spgemm_cuda.cuh \
 	src/kernels/tile_cuda_memory.cu \
 	src/kernels/tile_cuda_transpose.cu \
+	src/kernels/tile_cuda_from_csr.cu \
+	src/kernels/tile_cuda_to_csr.cu \
 	src/kernels/spgemm_cuda_step1_structure.cu \
 	src/kernels/spgemm_cuda_step2_masks.cu \
 	src/kernels/spgemm_cuda_step3_numeric.cu \
@@ -19,7 +21,7 @@ SUFFIXES = .cu
 # GPU tests: the CUDA engine against the CPU engine and the Gustavson
 # reference.  Part of `make check` (they skip without a GPU); `make
 # check-gpu` runs only them.
-gpu_tests = test/test_gpu_spgemm test/test_gpu_ptap test/test_gpu_errors
+gpu_tests = test/test_gpu_spgemm test/test_gpu_ptap test/test_gpu_errors test/test_gpu_convert
 check_PROGRAMS += $(gpu_tests)
 TESTS += $(gpu_tests)
 test_test_gpu_spgemm_SOURCES = test/test_gpu_spgemm.c test/test_gpu_common.h
@@ -27,6 +29,9 @@ test_test_gpu_spgemm_LDADD = $(test_ldadd)
 test_test_gpu_ptap_SOURCES = test/test_gpu_ptap.c test/test_gpu_common.h
 test_test_gpu_ptap_CPPFLAGS = $(AM_CPPFLAGS) $(CUDA_CPPFLAGS)
 test_test_gpu_ptap_LDADD = test/libtrref.la libtilerap.la $(CUDA_LIBS)
+test_test_gpu_convert_SOURCES = test/test_gpu_convert.c test/test_gpu_common.h
+test_test_gpu_convert_CPPFLAGS = $(AM_CPPFLAGS) $(CUDA_CPPFLAGS)
+test_test_gpu_convert_LDADD = test/libtrref.la libtilerap.la $(CUDA_LIBS)
 test_test_gpu_errors_SOURCES = test/test_gpu_errors.c test/test_gpu_common.h
 
 test_test_gpu_errors_LDADD = $(test_ldadd)
@@ -35,7 +40,10 @@ check-gpu:
 
 # GPU benchmark: tilerap (first time and numeric re-run) against cuSPARSE
 # SpGEMM on the model hierarchies, per level, CUDA events.
-noinst_PROGRAMS += bench/galerkin-bench-gpu
+noinst_PROGRAMS += bench/galerkin-bench-gpu bench/convert-bench-gpu
+bench_convert_bench_gpu_SOURCES = bench/convert_bench_gpu.c
+bench_convert_bench_gpu_CPPFLAGS = $(AM_CPPFLAGS) $(CUDA_CPPFLAGS)
+bench_convert_bench_gpu_LDADD = test/libtrref.la libtilerap.la $(CUDA_LIBS)
 bench_galerkin_bench_gpu_SOURCES = bench/galerkin_bench_gpu.c
 bench_galerkin_bench_gpu_CPPFLAGS = $(AM_CPPFLAGS) $(CUDA_CPPFLAGS)
 bench_galerkin_bench_gpu_CFLAGS = $(AM_CFLAGS) -Wno-deprecated-declarations

@@ -32,6 +32,16 @@ int tr_cuda_tile_transpose(const tilerap_tile_matrix *T, tilerap_tile_matrix **T
                            void *stream);
 int tr_cuda_gather_values(const double *src, const int64_t *perm, int64_t n, double *dst, void *stream);
 int tr_cuda_stream_sync(void *stream);
+
+/* CSR <-> tile with the tile matrix on the device (tile_cuda_from_csr.cu,
+ * tile_cuda_to_csr.cu); arguments checked by tile_convert_device.c.
+ * One of rp64 / rp32 is non-NULL (or, for output, any of them may be). */
+int tr_cuda_tile_from_csr(int32_t m, int32_t n, const int64_t *rp64, const int32_t *rp32, const int32_t *colidx,
+                          const double *val, tilerap_memtype csr_mem, tilerap_tile_matrix **T);
+int tr_cuda_tile_to_csr(const tilerap_tile_matrix *T, int64_t *rp64, int32_t *rp32, int32_t *colidx, double *val,
+                        tilerap_memtype csr_mem);
+int tr_cuda_tile_values_to_csr(const tilerap_tile_matrix *T, double *val, tilerap_memtype val_mem);
+int tr_cuda_tile_values_from_csr(tilerap_tile_matrix *T, const double *val, tilerap_memtype val_mem);
 void tr_cuda_free(void *p);
 #endif
 #ifdef __cplusplus

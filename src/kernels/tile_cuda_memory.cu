@@ -186,6 +186,8 @@ extern "C" void tr_cuda_tile_free(tilerap_tile_matrix *T)
 {
   if (!T) return;
   tr_dfree(T->tile_ptr, cudaStreamLegacy); /* base of the block */
+  tr_dfree(T->internal, cudaStreamLegacy);  /* staging of CSR values (tile_cuda_csr_values.cu), if any */
+  T->internal = NULL;
   T->tile_ptr = NULL; T->tile_off = NULL; T->val = NULL; T->tile_col = NULL;
   T->row_mask = NULL; T->row_ptr = NULL; T->idx = NULL;
 }

@@ -65,8 +65,9 @@ PetscErrorCode TileCacheMarkInSync(Mat X, TileCache *c, PetscBool by_product_num
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-/* Builds T from X's CSR (host). */
-static PetscErrorCode TileBuildFromAIJ(Mat X, const PetscInt *ai, const PetscInt *aj, const PetscScalar *aa, tilerap_tile_matrix **T)
+/* Builds T from X's CSR (host arrays): a host tile matrix, or with device
+ * set a device one built on the device (the CUDA engine's operands). */
+static PetscErrorCode TileBuildFromAIJ(Mat X, const PetscInt *ai, const PetscInt *aj, const PetscScalar *aa, PetscBool device, tilerap_tile_matrix **T)
 {
   MPI_Comm comm = PetscObjectComm((PetscObject)X);
   PetscInt m, n;
@@ -80,14 +81,22 @@ static PetscErrorCode TileBuildFromAIJ(Mat X, const PetscInt *ai, const PetscInt
     PetscInt nz = ai[m];
     PetscCall(PetscMalloc1(nz, &cols));
     for (PetscInt k = 0; k < nz; k++) cols[k] = (int32_t)aj[k];
-    PetscErrorCode ierr = TileCheckError_Private(comm, tilerap_tile_from_csr((int32_t)m, (int32_t)n, (const int64_t *)ai, cols, (const double *)aa, T), "tilerap_tile_from_csr");
+    PetscErrorCode ierr = device ? TileCheckError_Private(comm, tilerap_tile_from_csr_device((int32_t)m, (int32_t)n, (const int64_t *)ai, cols, (const double *)aa, TILERAP_MEM_HOST, T), "tilerap_tile_from_csr_device")
+                                 : TileCheckError_Private(comm, tilerap_tile_from_csr((int32_t)m, (int32_t)n, (const int64_t *)ai, cols, (const double *)aa, T), "tilerap_tile_from_csr");
     PetscCall(PetscFree(cols));
     PetscCall(ierr);
   }
 #else
-  TileCall(comm, tilerap_tile_from_csr_i32((int32_t)m, (int32_t)n, (const int32_t *)ai, (const int32_t *)aj, (const double *)aa, T));
+  if (device) TileCall(comm, tilerap_tile_from_csr_device_i32((int32_t)m, (int32_t)n, (const int32_t *)ai, (const int32_t *)aj, (const double *)aa, TILERAP_MEM_HOST, T));
+  else TileCall(comm, tilerap_tile_from_csr_i32((int32_t)m, (int32_t)n, (const int32_t *)ai, (const int32_t *)aj, (const double *)aa, T));
 #endif
   PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* Whether c reflects X's current values (its object, pattern and state). */
+static PetscBool TileCacheUpToDate(Mat X, TileCache *c, PetscObjectId id, PetscObjectState st)
+{
+  return (PetscBool)(c->id == id && c->nzstate == X->nonzerostate && (st == c->state || (c->state_plus_one && st == c->state + 1)));
 }
 
 PetscErrorCode TileCacheSync(Mat X, TileCache *c)
@@ -98,13 +107,16 @@ PetscErrorCode TileCacheSync(Mat X, TileCache *c)
   const PetscInt   *ai, *aj;
   PetscScalar      *aa;
   PetscMemType      mtype;
+  PetscBool         uptodate, same_nz;
 
   PetscFunctionBegin;
   PetscCheck(TILE_SCALAR_OK, comm, PETSC_ERR_SUP, "tile matrices need real double PetscScalar");
   PetscCheck(X->assembled, comm, PETSC_ERR_ARG_WRONGSTATE, "Matrix must be assembled before its tile form is used");
   PetscCall(PetscObjectStateGet((PetscObject)X, &st));
   PetscCall(PetscObjectGetId((PetscObject)X, &id));
-  if (c->T && c->id == id && c->nzstate == X->nonzerostate && (st == c->state || (c->state_plus_one && st == c->state + 1))) {
+  uptodate = TileCacheUpToDate(X, c, id, st);
+  same_nz  = (PetscBool)(c->id == id && c->nzstate == X->nonzerostate);
+  if (c->T && uptodate) {
     c->state          = st;
     c->state_plus_one = PETSC_FALSE;
     c->stats.reuses++;
@@ -113,7 +125,7 @@ PetscErrorCode TileCacheSync(Mat X, TileCache *c)
   PetscCall(MatSeqAIJGetCSRAndMemType(X, &ai, &aj, &aa, &mtype));
   PetscCheck(PetscMemTypeHost(mtype), comm, PETSC_ERR_SUP, "AIJ arrays must live in host memory");
   PetscCall(PetscLogEventBegin(TILE_Convert, X, 0, 0, 0));
-  if (c->T && c->id == id && c->nzstate == X->nonzerostate) {
+  if (c->T && same_nz) {
 #if defined(PETSC_USE_64BIT_INDICES)
     TileCall(comm, tilerap_tile_update_values_from_csr(c->T, (const int64_t *)ai, (const double *)aa));
 #else
@@ -122,11 +134,13 @@ PetscErrorCode TileCacheSync(Mat X, TileCache *c)
     c->stats.value_refreshes++;
   } else {
     tilerap_tile_destroy(&c->T);
-    PetscCall(TileBuildFromAIJ(X, ai, aj, aa, &c->T));
-    c->gen++;
+    PetscCall(TileBuildFromAIJ(X, ai, aj, aa, PETSC_FALSE, &c->T));
+    /* a device mirror built on the device from this very pattern keeps its
+     * generation (the structures agree): plans made on it stay valid */
+    if (!(same_nz && c->D && c->Dgen == c->gen)) c->gen++;
     c->stats.rebuilds++;
   }
-  c->Dvalid = PETSC_FALSE; /* host values changed: the device mirror is stale */
+  if (!uptodate) c->Dvalid = PETSC_FALSE; /* host values changed: the device mirror is stale */
   PetscCall(PetscLogEventEnd(TILE_Convert, X, 0, 0, 0));
   c->state          = st;
   c->id             = id;
@@ -135,23 +149,53 @@ PetscErrorCode TileCacheSync(Mat X, TileCache *c)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+/* Device mirror for the CUDA engine, converted on the device straight from
+ * X's AIJ arrays (no host tile copy, so TileRAPConvert covers the CSR
+ * upload and the conversion): reused when in sync, values refreshed in
+ * place when only values changed, rebuilt when the pattern changed. */
 PetscErrorCode TileCacheSyncDevice(Mat X, TileCache *c)
 {
-  MPI_Comm comm = PetscObjectComm((PetscObject)X);
+  MPI_Comm          comm = PetscObjectComm((PetscObject)X);
+  PetscObjectState  st;
+  PetscObjectId     id;
+  const PetscInt   *ai, *aj;
+  PetscScalar      *aa;
+  PetscMemType      mtype;
+  PetscBool         uptodate, same_struct;
 
   PetscFunctionBegin;
-  PetscCall(TileCacheSync(X, c));
-  if (c->D && c->Dgen == c->gen && c->Dvalid) PetscFunctionReturn(PETSC_SUCCESS);
-  PetscCall(PetscLogEventBegin(TILE_Xfer, X, 0, 0, 0));
-  if (c->D && c->Dgen == c->gen) {
-    TileCall(comm, tilerap_tile_copy_values(c->T, c->D)); /* values only */
+  PetscCheck(TILE_SCALAR_OK, comm, PETSC_ERR_SUP, "tile matrices need real double PetscScalar");
+  PetscCheck(X->assembled, comm, PETSC_ERR_ARG_WRONGSTATE, "Matrix must be assembled before its tile form is used");
+  PetscCall(PetscObjectStateGet((PetscObject)X, &st));
+  PetscCall(PetscObjectGetId((PetscObject)X, &id));
+  uptodate    = TileCacheUpToDate(X, c, id, st);
+  same_struct = (PetscBool)(c->D && c->Dgen == c->gen && c->id == id && c->nzstate == X->nonzerostate);
+  if (same_struct && c->Dvalid && uptodate) {
+    c->state          = st;
+    c->state_plus_one = PETSC_FALSE;
+    c->stats.reuses++;
+    PetscFunctionReturn(PETSC_SUCCESS);
+  }
+  PetscCall(MatSeqAIJGetCSRAndMemType(X, &ai, &aj, &aa, &mtype));
+  PetscCheck(PetscMemTypeHost(mtype), comm, PETSC_ERR_SUP, "AIJ arrays must live in host memory");
+  PetscCall(PetscLogEventBegin(TILE_Convert, X, 0, 0, 0));
+  if (same_struct) {
+    TileCall(comm, tilerap_tile_update_values_from_csr_device(c->D, (const double *)aa, TILERAP_MEM_HOST));
+    c->stats.value_refreshes++;
   } else {
     tilerap_tile_destroy(&c->D);
-    TileCall(comm, tilerap_tile_copy(c->T, TILERAP_MEM_DEVICE, &c->D));
+    PetscCall(TileBuildFromAIJ(X, ai, aj, aa, PETSC_TRUE, &c->D));
+    if (!(c->T && c->id == id && c->nzstate == X->nonzerostate)) c->gen++; /* else: T's pattern, same generation */
     c->Dgen = c->gen;
+    c->stats.rebuilds++;
   }
-  PetscCall(PetscLogEventEnd(TILE_Xfer, X, 0, 0, 0));
-  c->Dvalid = PETSC_TRUE;
+  PetscCall(PetscLogEventEnd(TILE_Convert, X, 0, 0, 0));
+  if (!uptodate) tilerap_tile_destroy(&c->T); /* a host copy is stale: rebuilt on demand */
+  c->Dvalid         = PETSC_TRUE;
+  c->state          = st;
+  c->id             = id;
+  c->nzstate        = X->nonzerostate;
+  c->state_plus_one = PETSC_FALSE;
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 

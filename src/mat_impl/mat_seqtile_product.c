@@ -121,48 +121,73 @@ static PetscErrorCode TileProductPlan(Mat C, TileProduct *pd)
   PetscCall(PetscLogEventEnd(TILE_Plan, A, B, C, 0));
   TileCall(comm, err);
   pd->nplans++;
-  if (out->memtype == TILERAP_MEM_DEVICE) { /* the device C stays the plan's output; a host copy for the AIJ form */
-    cc->D = out;
-    PetscCall(PetscLogEventBegin(TILE_Xfer, C, 0, 0, 0));
-    err = tilerap_tile_copy(out, TILERAP_MEM_HOST, &cc->T);
-    PetscCall(PetscLogEventEnd(TILE_Xfer, C, 0, 0, 0));
-    TileCall(comm, err);
-  } else cc->T = out;
-  TC         = cc->T;
-  cc->Dgen   = cc->gen;
-  cc->Dvalid = PETSC_FALSE; /* device values undefined until the numeric phase */
-  PetscCheck(TC->m == m && TC->n == n, comm, PETSC_ERR_PLIB, "tile product has the wrong size");
   PetscCall(PetscObjectGetId((PetscObject)A, &pd->aid));
   PetscCall(PetscObjectGetId((PetscObject)B, &pd->bid));
   pd->anz = A->nonzerostate;
   pd->bnz = B->nonzerostate;
 
-  /* C's CSR structure, and where each CSR entry sits in the tile form:
-   * tile positions travel through the values (exact in a double). */
-  PetscCall(PetscLogEventBegin(TILE_Convert, C, 0, 0, 0));
-  PetscCall(PetscMalloc3(m + 1, &ci, TC->nnz, &cj, TC->nnz, &pos));
-  for (int64_t k = 0; k < TC->nnz; k++) TC->val[k] = (double)k;
+  if (out->memtype == TILERAP_MEM_DEVICE) {
+    /* CUDA engine: C stays on the device (the plan's output, and the next
+     * level's operand); its CSR structure is made there and only the CSR
+     * arrays come down.  No host tile copy. */
+    cc->D      = out;
+    cc->Dgen   = cc->gen;
+    cc->Dvalid = PETSC_FALSE; /* values undefined until the numeric phase */
+    PetscCheck(out->m == m && out->n == n, comm, PETSC_ERR_PLIB, "tile product has the wrong size");
+    PetscCall(PetscLogEventBegin(TILE_Convert, C, 0, 0, 0));
+    PetscCall(PetscMalloc2(m + 1, &ci, out->nnz, &cj));
 #if defined(PETSC_USE_64BIT_INDICES)
-  {
-    int32_t *cj32;
-    PetscCall(PetscMalloc1(TC->nnz, &cj32));
-    err = tilerap_tile_to_csr(TC, (int64_t *)ci, cj32, pos);
-    for (int64_t k = 0; k < TC->nnz && !err; k++) cj[k] = cj32[k];
-    PetscCall(PetscFree(cj32));
-  }
+    {
+      int32_t *cj32;
+      PetscCall(PetscMalloc1(out->nnz, &cj32));
+      err = tilerap_tile_to_csr_device(out, (int64_t *)ci, cj32, NULL, TILERAP_MEM_HOST);
+      for (int64_t k = 0; k < out->nnz && !err; k++) cj[k] = cj32[k];
+      PetscCall(PetscFree(cj32));
+    }
 #else
-  err = tilerap_tile_to_csr_i32(TC, (int32_t *)ci, (int32_t *)cj, pos);
+    err = tilerap_tile_to_csr_device_i32(out, (int32_t *)ci, (int32_t *)cj, NULL, TILERAP_MEM_HOST);
 #endif
-  if (err) PetscCall(PetscFree3(ci, cj, pos));
-  TileCall(comm, err);
-  PetscCall(PetscFree(pd->perm));
-  PetscCall(PetscMalloc1(TC->nnz, &pd->perm));
-  for (int64_t k = 0; k < TC->nnz; k++) pd->perm[k] = (PetscInt)pos[k];
-  PetscCall(PetscArrayzero(TC->val, TC->nnz)); /* values defined until the numeric phase: zeros, as in C's AIJ */
-  pd->cnnz = (PetscInt)TC->nnz;
-  PetscCall(MatSeqAIJSetPreallocationCSR(C, ci, cj, NULL)); /* complete host CSR after symbolic */
-  PetscCall(PetscFree3(ci, cj, pos));
-  PetscCall(PetscLogEventEnd(TILE_Convert, C, 0, 0, 0));
+    if (err) PetscCall(PetscFree2(ci, cj));
+    TileCall(comm, err);
+    PetscCall(PetscFree(pd->perm)); /* values come down in CSR order: no permutation */
+    pd->cnnz = (PetscInt)out->nnz;
+    PetscCall(MatSeqAIJSetPreallocationCSR(C, ci, cj, NULL)); /* complete host CSR after symbolic, zero values */
+    PetscCall(PetscFree2(ci, cj));
+    PetscCall(PetscLogEventEnd(TILE_Convert, C, 0, 0, 0));
+  } else {
+    cc->T      = out;
+    TC         = cc->T;
+    cc->Dgen   = cc->gen;
+    cc->Dvalid = PETSC_FALSE;
+    PetscCheck(TC->m == m && TC->n == n, comm, PETSC_ERR_PLIB, "tile product has the wrong size");
+
+    /* C's CSR structure, and where each CSR entry sits in the tile form:
+     * tile positions travel through the values (exact in a double). */
+    PetscCall(PetscLogEventBegin(TILE_Convert, C, 0, 0, 0));
+    PetscCall(PetscMalloc3(m + 1, &ci, TC->nnz, &cj, TC->nnz, &pos));
+    for (int64_t k = 0; k < TC->nnz; k++) TC->val[k] = (double)k;
+#if defined(PETSC_USE_64BIT_INDICES)
+    {
+      int32_t *cj32;
+      PetscCall(PetscMalloc1(TC->nnz, &cj32));
+      err = tilerap_tile_to_csr(TC, (int64_t *)ci, cj32, pos);
+      for (int64_t k = 0; k < TC->nnz && !err; k++) cj[k] = cj32[k];
+      PetscCall(PetscFree(cj32));
+    }
+#else
+    err = tilerap_tile_to_csr_i32(TC, (int32_t *)ci, (int32_t *)cj, pos);
+#endif
+    if (err) PetscCall(PetscFree3(ci, cj, pos));
+    TileCall(comm, err);
+    PetscCall(PetscFree(pd->perm));
+    PetscCall(PetscMalloc1(TC->nnz, &pd->perm));
+    for (int64_t k = 0; k < TC->nnz; k++) pd->perm[k] = (PetscInt)pos[k];
+    PetscCall(PetscArrayzero(TC->val, TC->nnz)); /* values defined until the numeric phase: zeros, as in C's AIJ */
+    pd->cnnz = (PetscInt)TC->nnz;
+    PetscCall(MatSeqAIJSetPreallocationCSR(C, ci, cj, NULL)); /* complete host CSR after symbolic */
+    PetscCall(PetscFree3(ci, cj, pos));
+    PetscCall(PetscLogEventEnd(TILE_Convert, C, 0, 0, 0));
+  }
 
   PetscCall(TileCacheMarkInSync(C, cc, PETSC_FALSE));
   cc->stats.rebuilds++;
@@ -212,11 +237,20 @@ static PetscErrorCode MatProductNumeric_SeqTile(Mat C)
   PetscCall(PetscLogEventEnd(TILE_Numeric, A, B, C, 0));
   TileCall(comm, err);
   pd->nnumeric++;
-  if (pd->device) { /* C's values down once: its AIJ arrays need them; the device C stays current */
+  if (pd->device) {
+    /* C's values come down once, already in CSR order (reordered on the
+     * device into the staging buffer kept with Cdev: no allocation); the
+     * device C stays current for the next level */
     PetscCall(PetscLogEventBegin(TILE_Xfer, C, 0, 0, 0));
-    err = tilerap_tile_copy_values(pd->Cdev, pd->Cplan);
+    PetscCall(MatSeqAIJGetArrayWrite(C, &ca));
+    err = tilerap_tile_to_csr_values_device(pd->Cdev, (double *)ca, TILERAP_MEM_HOST);
+    PetscCall(MatSeqAIJRestoreArrayWrite(C, &ca));
     PetscCall(PetscLogEventEnd(TILE_Xfer, C, 0, 0, 0));
     TileCall(comm, err);
+    tilerap_tile_destroy(&ct->cache.T); /* a host tile copy made meanwhile is stale */
+    PetscCall(TileCacheMarkInSync(C, &ct->cache, PETSC_TRUE));
+    ct->cache.Dvalid = PETSC_TRUE;
+    PetscFunctionReturn(PETSC_SUCCESS);
   }
 
   /* values only into C's AIJ array; the tile form stays the in-sync copy */

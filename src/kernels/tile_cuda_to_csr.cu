@@ -1,0 +1,146 @@
+/* Tile -> CSR on the device (row pointers, columns, values), and the
+ * values-only moves in both directions used by numeric re-runs.
+ *
+ * Everything comes from the tile matrix alone: entries of tile row I start
+ * at tile_off[tile_ptr[I]] in both formats, and inside it CSR row 16I+r
+ * starts after the rows above it (a shuffle scan of the 16 row lengths,
+ * each a sum of mask popcounts).  Lane r of a warp then walks the tiles of
+ * its tile row: row r's run in each tile is contiguous in both formats.
+ * So no permutation array is stored and the value moves allocate nothing
+ * (host arrays go through the matrix's staging buffer, T->internal). */
+#include "spgemm_cuda.cuh"
+
+/* dir < 0: tile -> CSR (rp64/rp32/col/cval written when non-NULL);
+ * dir > 0: CSR values cval -> tile values. */
+static __global__ void k_tile_csr_walk(int32_t m, int32_t TR, int64_t nnz, tr_dview T, double *tval, double *cval,
+                                       int dir, int64_t *rp64, int32_t *rp32, int32_t *col)
+{
+  const int lane = threadIdx.x & 31;
+  const int32_t I = (int32_t)((blockIdx.x * (int64_t)blockDim.x + threadIdx.x) >> 5);
+  if (I == 0 && lane == 0) {
+    if (rp64) rp64[m] = nnz;
+    if (rp32) rp32[m] = (int32_t)nnz;
+  }
+  if (I >= TR) return; /* whole warp */
+  const int32_t row = 16 * I + lane;
+  const bool active = lane < 16 && row < m;
+  const int64_t t0 = T.tile_ptr[I], t1 = T.tile_ptr[I + 1];
+  int len = 0; /* a row of a tile row has at most 16 * tile_cols entries: fits an int */
+  if (active)
+    for (int64_t t = t0; t < t1; t++) len += __popc(T.row_mask[16 * t + lane]);
+  int incl = len;
+  for (int d = 1; d < 16; d <<= 1) {
+    int y = __shfl_up_sync(0xffffffffu, incl, d);
+    if (lane >= d) incl += y;
+  }
+  if (!active) return;
+  int64_t k = T.tile_off[t0] + (incl - len);
+  if (rp64) rp64[row] = k;
+  if (rp32) rp32[row] = (int32_t)k;
+  if (!cval && !col) return;
+  for (int64_t t = t0; t < t1; t++) {
+    unsigned mask = T.row_mask[16 * t + lane];
+    if (!mask) continue;
+    const int64_t q = T.tile_off[t] + T.row_ptr[16 * t + lane];
+    const int nq = __popc(mask);
+    if (cval) {
+      if (dir > 0)
+        for (int e = 0; e < nq; e++) tval[q + e] = cval[k + e];
+      else
+        for (int e = 0; e < nq; e++) cval[k + e] = tval[q + e];
+    }
+    if (col) {
+      const int32_t c0 = 16 * T.tile_col[t];
+      for (int e = 0; mask; e++, mask &= mask - 1) col[k + e] = c0 + __ffs(mask) - 1;
+    }
+    k += nq;
+  }
+}
+
+static int tr_walk(const tilerap_tile_matrix *T, double *cval, int dir, int64_t *rp64, int32_t *rp32, int32_t *col)
+{
+  const int32_t TR = T->tile_rows;
+  k_tile_csr_walk<<<tr_blocks((int64_t)(TR > 0 ? TR : 1) * 32, 256), 256, 0, cudaStreamLegacy>>>(
+      T->m, TR, T->nnz, tr_view(T), T->val, cval, dir, rp64, rp32, col);
+  return tr_cuda_check_launch("tile/CSR walk");
+}
+
+/* T's staging buffer of nnz values (allocated on first use). */
+static int tr_staging(const tilerap_tile_matrix *T, double **stage)
+{
+  tilerap_tile_matrix *W = (tilerap_tile_matrix *)T; /* the engine-private cache is not part of the value */
+  if (!W->internal && T->nnz > 0) {
+    int err = tr_dalloc(&W->internal, (size_t)T->nnz * sizeof(double), cudaStreamLegacy, "CSR value staging");
+    if (err) return err;
+  }
+  *stage = (double *)W->internal;
+  return TILERAP_SUCCESS;
+}
+
+static int tr_sync(const char *what)
+{
+  cudaError_t e = cudaStreamSynchronize(cudaStreamLegacy);
+  return e == cudaSuccess ? TILERAP_SUCCESS : tr_cuda_error(e, what);
+}
+
+extern "C" int tr_cuda_tile_to_csr(const tilerap_tile_matrix *T, int64_t *rp64, int32_t *rp32, int32_t *col,
+                                   double *val, tilerap_memtype csr_mem)
+{
+  if (csr_mem == TILERAP_MEM_DEVICE) return tr_walk(T, val, -1, rp64, rp32, col);
+  const cudaStream_t s = cudaStreamLegacy;
+  const size_t nrp = (size_t)T->m + 1, nz = (size_t)T->nnz;
+  int64_t *d64 = NULL;
+  int32_t *d32 = NULL, *dcol = NULL;
+  double *dval = NULL;
+  cudaError_t ce = cudaSuccess;
+  int err = TILERAP_SUCCESS;
+  /* the staging buffer is taken even without val: the values-only call follows */
+  if ((err = tr_staging(T, &dval))) return err;
+  if (!val) dval = NULL;
+  if ((rp64 && (err = tr_dalloc((void **)&d64, nrp * sizeof(int64_t), s, "CSR row pointers"))) ||
+      (rp32 && (err = tr_dalloc((void **)&d32, nrp * sizeof(int32_t), s, "CSR row pointers"))) ||
+      (col && (err = tr_dalloc((void **)&dcol, nz * sizeof(int32_t), s, "CSR column indices"))))
+    goto done;
+  if ((err = tr_walk(T, dval, -1, d64, d32, dcol))) goto done;
+  /* only once the walk is done: no output is half-written on error */
+  if ((err = tr_sync("tile to CSR"))) goto done;
+  if (rp64 && ce == cudaSuccess) ce = cudaMemcpyAsync(rp64, d64, nrp * sizeof(int64_t), cudaMemcpyDeviceToHost, s);
+  if (rp32 && ce == cudaSuccess) ce = cudaMemcpyAsync(rp32, d32, nrp * sizeof(int32_t), cudaMemcpyDeviceToHost, s);
+  if (col && nz && ce == cudaSuccess) ce = cudaMemcpyAsync(col, dcol, nz * sizeof(int32_t), cudaMemcpyDeviceToHost, s);
+  if (val && nz && ce == cudaSuccess) ce = cudaMemcpyAsync(val, dval, nz * sizeof(double), cudaMemcpyDeviceToHost, s);
+  if (ce != cudaSuccess) err = tr_cuda_error(ce, "CSR download");
+  if (!err) err = tr_sync("CSR download");
+done:
+  tr_dfree(d64, s);
+  tr_dfree(d32, s);
+  tr_dfree(dcol, s);
+  return err;
+}
+
+extern "C" int tr_cuda_tile_values_to_csr(const tilerap_tile_matrix *T, double *val, tilerap_memtype val_mem)
+{
+  if (T->nnz == 0) return TILERAP_SUCCESS;
+  if (val_mem == TILERAP_MEM_DEVICE) return tr_walk(T, val, -1, NULL, NULL, NULL);
+  double *stage = NULL;
+  int err = tr_staging(T, &stage);
+  if (!err) err = tr_walk(T, stage, -1, NULL, NULL, NULL);
+  if (err) return err;
+  cudaError_t ce = cudaMemcpyAsync(val, stage, (size_t)T->nnz * sizeof(double), cudaMemcpyDeviceToHost, cudaStreamLegacy);
+  if (ce != cudaSuccess) return tr_cuda_error(ce, "CSR value download");
+  return tr_sync("CSR value download");
+}
+
+extern "C" int tr_cuda_tile_values_from_csr(tilerap_tile_matrix *T, const double *val, tilerap_memtype val_mem)
+{
+  if (T->nnz == 0) return TILERAP_SUCCESS;
+  if (val_mem == TILERAP_MEM_DEVICE) return tr_walk(T, (double *)val, +1, NULL, NULL, NULL);
+  double *stage = NULL;
+  int err = tr_staging(T, &stage);
+  if (err) return err;
+  /* stream-ordered after earlier walks that read the buffer */
+  cudaError_t ce = cudaMemcpyAsync(stage, val, (size_t)T->nnz * sizeof(double), cudaMemcpyHostToDevice, cudaStreamLegacy);
+  if (ce != cudaSuccess) return tr_cuda_error(ce, "CSR value upload");
+  if ((err = tr_walk(T, stage, +1, NULL, NULL, NULL))) return err;
+  /* the caller may reuse val on return, even when it is pinned memory */
+  return tr_sync("CSR value upload");
+}
