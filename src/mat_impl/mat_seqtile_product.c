@@ -1,4 +1,4 @@
-/* MatProduct wiring of MATSEQTILE: C = A*B and C = P^T A P through the
+/* MatProduct wiring of MATSEQTILE: C = A*B, C = A^T*B and C = P^T A P through the
  * tilerap plans when one operand is seqtile and the other seqtile or plain
  * seqaij; everything else goes to the saved SeqAIJ implementation.
  *
@@ -15,6 +15,7 @@ typedef struct {
   tilerap_options     opt;
   tilerap_spgemm_plan ab;
   tilerap_ptap_plan   ptap;
+  tilerap_atb_plan    atb;
   PetscBool           device;       /* CUDA engine: operands, plan and C on the device */
   TileCache           own_a, own_b; /* tile copies of plain-AIJ operands */
   PetscObjectId       aid, bid;     /* operands the plan was built for    */
@@ -36,6 +37,7 @@ static PetscErrorCode TileProductDestroy(TILE_PRODUCT_DESTROY_ARG arg)
   if (!pd) PetscFunctionReturn(PETSC_SUCCESS);
   tilerap_spgemm_plan_destroy(&pd->ab);
   tilerap_ptap_plan_destroy(&pd->ptap);
+  tilerap_atb_plan_destroy(&pd->atb);
   PetscCall(TileCacheReset(&pd->own_a));
   PetscCall(TileCacheReset(&pd->own_b));
   PetscCall(PetscFree(pd->perm));
@@ -99,10 +101,11 @@ static PetscErrorCode TileProductPlan(Mat C, TileProduct *pd)
 
   PetscFunctionBegin;
   /* C: a seqtile of the product's size */
-  m = pd->type == MATPRODUCT_PtAP ? B->cmap->N : A->rmap->N;
+  m = pd->type == MATPRODUCT_PtAP ? B->cmap->N : pd->type == MATPRODUCT_AtB ? A->cmap->N : A->rmap->N;
   n = B->cmap->N;
   PetscCall(MatSetSizes(C, m, n, m, n));
   if (pd->type == MATPRODUCT_PtAP) PetscCall(MatSetBlockSizes(C, PetscAbs(B->cmap->bs), PetscAbs(B->cmap->bs)));
+  else if (pd->type == MATPRODUCT_AtB) PetscCall(MatSetBlockSizes(C, PetscAbs(A->cmap->bs), PetscAbs(B->cmap->bs)));
   else PetscCall(MatSetBlockSizes(C, PetscAbs(A->rmap->bs), PetscAbs(B->cmap->bs)));
   PetscCall(TileIsSeqTile(C, &istile));
   if (!istile) PetscCall(MatSetType(C, MATSEQTILE));
@@ -115,8 +118,10 @@ static PetscErrorCode TileProductPlan(Mat C, TileProduct *pd)
   PetscCall(TileOperand(B, &pd->own_b, pd->device, &TB));
   tilerap_spgemm_plan_destroy(&pd->ab);
   tilerap_ptap_plan_destroy(&pd->ptap);
+  tilerap_atb_plan_destroy(&pd->atb);
   PetscCall(PetscLogEventBegin(TILE_Plan, A, B, C, 0));
   if (pd->type == MATPRODUCT_PtAP) err = tilerap_ptap_plan_create(TA, TB, &pd->opt, &pd->ptap, &out);
+  else if (pd->type == MATPRODUCT_AtB) err = tilerap_atb_plan_create(TA, TB, &pd->opt, &pd->atb, &out);
   else err = tilerap_spgemm_plan_create(TA, TB, &pd->opt, &pd->ab, &out);
   PetscCall(PetscLogEventEnd(TILE_Plan, A, B, C, 0));
   TileCall(comm, err);
@@ -232,6 +237,7 @@ static PetscErrorCode MatProductNumeric_SeqTile(Mat C)
   {
     tilerap_tile_matrix *out = pd->device ? pd->Cdev : pd->Cplan;
     if (pd->type == MATPRODUCT_PtAP) err = tilerap_ptap_numeric(pd->ptap, TA, TB, out);
+    else if (pd->type == MATPRODUCT_AtB) err = tilerap_atb_numeric(pd->atb, TA, TB, out);
     else err = tilerap_spgemm_numeric(pd->ab, TA, TB, out);
   }
   PetscCall(PetscLogEventEnd(TILE_Numeric, A, B, C, 0));
@@ -288,6 +294,8 @@ static PetscErrorCode MatProductSymbolic_SeqTile(Mat C)
   if (product->type == MATPRODUCT_PtAP) {
     PetscCheck(A->rmap->N == A->cmap->N, comm, PETSC_ERR_ARG_SIZ, "PtAP needs a square A, got %" PetscInt_FMT " x %" PetscInt_FMT, A->rmap->N, A->cmap->N);
     PetscCheck(B->rmap->N == A->cmap->N, comm, PETSC_ERR_ARG_SIZ, "PtAP: P has %" PetscInt_FMT " rows, A is %" PetscInt_FMT " x %" PetscInt_FMT, B->rmap->N, A->rmap->N, A->cmap->N);
+  } else if (product->type == MATPRODUCT_AtB) {
+    PetscCheck(A->rmap->N == B->rmap->N, comm, PETSC_ERR_ARG_SIZ, "AtB: A is %" PetscInt_FMT " x %" PetscInt_FMT ", B is %" PetscInt_FMT " x %" PetscInt_FMT ": row counts differ", A->rmap->N, A->cmap->N, B->rmap->N, B->cmap->N);
   } else {
     PetscCheck(A->cmap->N == B->rmap->N, comm, PETSC_ERR_ARG_SIZ, "AB: A is %" PetscInt_FMT " x %" PetscInt_FMT ", B is %" PetscInt_FMT " x %" PetscInt_FMT, A->rmap->N, A->cmap->N, B->rmap->N, B->cmap->N);
   }
@@ -339,7 +347,7 @@ PetscErrorCode MatProductSetFromOptions_SeqTile(Mat C)
     PetscCall(PetscStrcmp(product->alg, "tile", &istile));
     algok = (PetscBool)(isdef || istile);
   } else algok = PETSC_TRUE;
-  if (TILE_SCALAR_OK && algok && (product->type == MATPRODUCT_AB || product->type == MATPRODUCT_PtAP) && (atile || btile) && (atile || aaij) && (btile || baij)) {
+  if (TILE_SCALAR_OK && algok && (product->type == MATPRODUCT_AB || product->type == MATPRODUCT_AtB || product->type == MATPRODUCT_PtAP) && (atile || btile) && (atile || aaij) && (btile || baij)) {
     PetscCall(PetscInfo(C, "tilerap: %s with A %s, B %s by the tile engine\n", MatProductTypes[product->type], ((PetscObject)A)->type_name, ((PetscObject)B)->type_name));
     C->ops->productsymbolic = MatProductSymbolic_SeqTile;
     PetscFunctionReturn(PETSC_SUCCESS);
