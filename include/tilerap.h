@@ -70,15 +70,39 @@ typedef enum {
   TILERAP_MEM_DEVICE = 1 /* CUDA device memory of the current device */
 } tilerap_memtype;
 
+/* Operand precision of the tensor-core products (CUDA engine).  Low
+ * precisions are opt-in: each A and B tile of a tensor-core pair is scaled
+ * by a power of two (its largest magnitude just below 2^15 for fp16, 2^31
+ * for bf16/tf32: nothing overflows), rounded to nearest-even to the low
+ * precision, multiplied with fp32 accumulation, and the pair's product is
+ * scaled back and summed in fp64.  Entries of a tile more than about 2^38
+ * (fp16) or 2^157 (bf16, tf32) below the tile's largest one flush to zero. */
+typedef enum {
+  TILERAP_PRECISION_FP64 = 0, /* default: fp64 tensor cores (DMMA), results as the fp64 path */
+  TILERAP_PRECISION_TF32 = 1, /* 11-bit significand, fp32 range */
+  TILERAP_PRECISION_BF16 = 2, /* 8-bit significand, fp32 range */
+  TILERAP_PRECISION_FP16 = 3  /* 11-bit significand, 5-bit exponent */
+} tilerap_precision;
+
 typedef struct {
   tilerap_engine engine; /* AUTO: environment TILERAP_ENGINE=cpu|cuda|auto, then probe */
   int dense_threshold;   /* C tiles with more entries use the dense 16x16
                             accumulator, others the sparse one; default 192 */
   void *stream;          /* cudaStream_t for the CUDA engine; NULL = default */
+  int tc_threshold;      /* CUDA engine: (A tile, B tile) pairs with at least
+                            this many scalar multiply-adds (0..4096) are
+                            multiplied on tensor cores, the others by CUDA
+                            cores; negative = tensor cores off (default,
+                            see BENCHMARKS.md); the CPU engine ignores it */
+  tilerap_precision precision; /* operands of tensor-core pairs; default FP64 */
 } tilerap_options;
 
-/* Fills *opt with the defaults (AUTO engine, threshold 192). */
+/* Fills *opt with the defaults (AUTO engine, threshold 192, tensor cores
+ * off, fp64). */
 void tilerap_options_default(tilerap_options *opt);
+/* Parses "fp64", "tf32", "bf16", "fp16"; TILERAP_ERR_INVALID otherwise. */
+int tilerap_precision_parse(const char *name, tilerap_precision *prec);
+const char *tilerap_precision_name(tilerap_precision prec);
 
 /* Engine an AUTO request resolves to on this machine (reads TILERAP_ENGINE). */
 tilerap_engine tilerap_engine_resolve(tilerap_engine requested);
@@ -250,6 +274,7 @@ typedef struct {
   int64_t pairs;          /* (A tile, B tile) pairs in the plan     */
   int64_t flops;          /* 2 * scalar multiply-adds of numeric     */
   int64_t dense_tiles;    /* C tiles using the dense accumulator     */
+  int64_t tc_pairs;       /* pairs multiplied on tensor cores (CUDA) */
 } tilerap_spgemm_info;
 int tilerap_spgemm_plan_info(tilerap_spgemm_plan plan, tilerap_spgemm_info *info);
 

@@ -3,6 +3,7 @@
 if HAVE_CUDA
 cuda_sources = \
 	src/kernels/spgemm_cuda.cuh \
+	src/kernels/tile_lowprec.h \
 	src/kernels/tile_cuda_memory.cu \
 	src/kernels/tile_cuda_transpose.cu \
 	src/kernels/tile_cuda_from_csr.cu \

@@ -10,6 +10,29 @@ void tilerap_options_default(tilerap_options *opt)
   opt->engine = TILERAP_ENGINE_AUTO;
   opt->dense_threshold = 192;
   opt->stream = NULL;
+  opt->tc_threshold = -1;
+  opt->precision = TILERAP_PRECISION_FP64;
+}
+
+const char *tilerap_precision_name(tilerap_precision p)
+{
+  switch (p) {
+  case TILERAP_PRECISION_FP64: return "fp64";
+  case TILERAP_PRECISION_TF32: return "tf32";
+  case TILERAP_PRECISION_BF16: return "bf16";
+  case TILERAP_PRECISION_FP16: return "fp16";
+  }
+  return "unknown";
+}
+
+int tilerap_precision_parse(const char *name, tilerap_precision *prec)
+{
+  if (!name || !prec) return tilerap_set_error(TILERAP_ERR_NULL, "tilerap_precision_parse: NULL argument");
+  static const tilerap_precision all[] = {TILERAP_PRECISION_FP64, TILERAP_PRECISION_TF32, TILERAP_PRECISION_BF16,
+                                          TILERAP_PRECISION_FP16};
+  for (int i = 0; i < 4; i++)
+    if (!strcasecmp(name, tilerap_precision_name(all[i]))) { *prec = all[i]; return TILERAP_SUCCESS; }
+  return tilerap_set_error(TILERAP_ERR_INVALID, "unknown precision '%s' (expected fp64, tf32, bf16 or fp16)", name);
 }
 
 const char *tilerap_engine_name(tilerap_engine e)

@@ -15,6 +15,10 @@
 #define TR_CHUNK_WORK 1536
 #define TR_CHUNK_ACC (TR_CHUNK_WORK + 256)
 #define TR_NUMERIC_THREADS 256
+/* Chunk work of one tensor-core pair (in hit units): a warp gathers both
+ * 16x16 tiles (16 loads per lane) and issues 16 DMMA; about what 64 hits
+ * cost a block-wide loop. */
+#define TR_TC_WORK 64
 
 /* ---------------------------------------------------------------- errors */
 /* Maps a CUDA error to TILERAP_ERR_CUDA / TILERAP_ERR_DEVICE_NOMEM with the
@@ -69,9 +73,21 @@ typedef struct {
   uint32_t loc;   /* accumulator slot base inside the chunk */
 } tr_hit;
 
+/* One tensor-core pair (step 2 classified it by its multiply-add count):
+ * the warp that takes it expands A tile a and B tile b into MMA fragments
+ * straight from their masks and sums the 16x16 product in registers,
+ * added into C tile u's accumulator (slot = its base inside the chunk,
+ * bit 31 set when the tile uses the dense 16x16 accumulator). */
+typedef struct {
+  int32_t a, b, u;
+  uint32_t slot;
+} tr_tc;
+#define TR_TC_DENSE 0x80000000u
+
 typedef struct {
   long long hit0, hit1;  /* hits [hit0, hit1) */
   long long acc0, acc1;  /* accumulator slots (prefix over all tiles) */
+  long long tc0, tc1;    /* tensor-core pairs [tc0, tc1) */
   int32_t tile0, tile1;  /* C tiles [tile0, tile1); empty chunk: equal */
   int32_t dense;         /* 1 if a tile of the chunk uses the dense accumulator */
   int32_t pad;
@@ -81,8 +97,11 @@ struct tr_cuda_spgemm {
   cudaStream_t stream;
   int nonblocking;
   int dense_threshold;
-  int64_t c_tiles, c_nnz, nhits, nchunks;
+  int tc_threshold;  /* < 0: no tensor-core pairs */
+  int precision;     /* tilerap_precision of tensor-core pairs */
+  int64_t c_tiles, c_nnz, nhits, nchunks, ntc;
   tr_hit *hits;      /* [nhits] grouped by chunk, tile, pair */
+  tr_tc *tcs;        /* [ntc] grouped by chunk, tile */
   tr_chunk *chunks;  /* [nchunks] */
   uint16_t *acc_loc; /* [c_tiles] slot of each tile inside its chunk */
 };
@@ -105,7 +124,7 @@ int tr_cuda_step1_structure(const tilerap_tile_matrix *A, const tilerap_tile_mat
  * chunks into the plan.  *ncand_out, *pairs_out, *flops_out, *dense_out: info. */
 int tr_cuda_step2_masks(const tilerap_tile_matrix *A, const tilerap_tile_matrix *B, const tr_cuda_cand *cand,
                         tr_tmp *tmp, struct tr_cuda_spgemm *plan, tilerap_tile_matrix **C, int64_t *ncand_out,
-                        int64_t *pairs_out, int64_t *flops_out, int64_t *dense_out);
+                        int64_t *pairs_out, int64_t *flops_out, int64_t *dense_out, int64_t *tc_out);
 /* Step 3: launches only (no allocation, no synchronisation). */
 int tr_cuda_step3_numeric(const struct tr_cuda_spgemm *plan, const tilerap_tile_matrix *A,
                           const tilerap_tile_matrix *B, tilerap_tile_matrix *C);

@@ -10,6 +10,7 @@ static void tr_plan_free(tr_cuda_spgemm *P)
 {
   if (!P) return;
   tr_dfree(P->hits, P->stream);
+  tr_dfree(P->tcs, P->stream);
   tr_dfree(P->chunks, P->stream);
   tr_dfree(P->acc_loc, P->stream);
   free(P);
@@ -28,15 +29,17 @@ extern "C" int tr_cuda_spgemm_plan(const tilerap_tile_matrix *A, const tilerap_t
   P->stream = opt ? (cudaStream_t)opt->stream : (cudaStream_t)0;
   P->nonblocking = tr_stream_nonblocking(P->stream);
   P->dense_threshold = opt ? opt->dense_threshold : 192;
+  P->tc_threshold = opt ? opt->tc_threshold : -1;
+  P->precision = opt ? (int)opt->precision : 0;
   tr_tmp tmp;
   memset(&tmp, 0, sizeof tmp);
   tmp.s = P->stream;
   tr_cuda_cand cand;
-  int64_t ncand = 0, pairs = 0, flops = 0, dense = 0;
+  int64_t ncand = 0, pairs = 0, flops = 0, dense = 0, ntc = 0;
   /* the operands may have been written on the legacy stream (copies) */
   int err = tr_order_after_legacy(P->stream);
   if (!err) err = tr_cuda_step1_structure(A, B, &tmp, &cand);
-  if (!err) err = tr_cuda_step2_masks(A, B, &cand, &tmp, P, C, &ncand, &pairs, &flops, &dense);
+  if (!err) err = tr_cuda_step2_masks(A, B, &cand, &tmp, P, C, &ncand, &pairs, &flops, &dense, &ntc);
   tr_tmp_free_all(&tmp);
   if (!err) err = tr_order_legacy_after(P->stream);
   if (err) {
@@ -48,6 +51,7 @@ extern "C" int tr_cuda_spgemm_plan(const tilerap_tile_matrix *A, const tilerap_t
   info->pairs = pairs;
   info->flops = flops;
   info->dense_tiles = dense;
+  info->tc_pairs = ntc;
   *plan = P;
   return TILERAP_SUCCESS;
 }

@@ -8,7 +8,13 @@
  * read back of the totals) and filled: tile_ptr, tile_col, tile_off,
  * masks, row pointers and idx.  The kept tiles are cut into chunks (one
  * numeric block each, about TR_CHUNK_WORK hits + accumulator slots) and
- * the hit records are written, one 16-lane group per pair. */
+ * the hit records are written, one 16-lane group per pair.
+ *
+ * Tensor-core classification (tc_threshold >= 0): a pair whose scalar
+ * multiply-adds (the popcounts of the B rows its A entries select) reach
+ * the threshold becomes a tensor-core pair instead of hits; hloc then
+ * holds -1 - (its rank among the candidate's tensor-core pairs).  The
+ * numeric phase only reads the resulting records. */
 #include "spgemm_cuda.cuh"
 #include <cub/cub.cuh>
 
@@ -16,14 +22,14 @@
  * accumulator slots (entries, or 256 for the dense accumulator) */
 struct tr_scan {
   int32_t tiles, pairs;
-  int64_t nnz, hits, acc;
+  int64_t nnz, hits, acc, tc;
 };
 struct tr_scan_add {
   __host__ __device__ tr_scan operator()(const tr_scan &x, const tr_scan &y) const
   {
     tr_scan r;
     r.tiles = x.tiles + y.tiles; r.pairs = x.pairs + y.pairs; r.nnz = x.nnz + y.nnz;
-    r.hits = x.hits + y.hits; r.acc = x.acc + y.acc;
+    r.hits = x.hits + y.hits; r.acc = x.acc + y.acc; r.tc = x.tc + y.tc;
     return r;
   }
 };
@@ -33,14 +39,17 @@ struct tr_totals {
 };
 
 /* chunk of a kept tile from its scan record */
-static __device__ __forceinline__ int64_t tr_chunk_of(const tr_scan &x) { return (x.hits + x.acc) / TR_CHUNK_WORK; }
+static __device__ __forceinline__ int64_t tr_chunk_of(const tr_scan &x)
+{
+  return (x.hits + x.acc + TR_TC_WORK * x.tc) / TR_CHUNK_WORK;
+}
 
 /* Lanes of a 16-lane group; the whole warp takes part in the closing
  * shuffles, a group alone in those of its pair loop.  hloc[p]: hits of
  * the candidate's pairs before p. */
 static __global__ void k_masks(tr_dview A, tr_dview B, int64_t ncap, const int32_t *d_ncand, const int32_t *cand_ptr,
-                               const int32_t *pair_a, const int32_t *pair_b, int dense_threshold, uint16_t *cmask,
-                               int32_t *hloc, tr_scan *sc, tr_totals *tot)
+                               const int32_t *pair_a, const int32_t *pair_b, int dense_threshold, int tc_threshold,
+                               uint16_t *cmask, int32_t *hloc, tr_scan *sc, tr_totals *tot)
 {
   const int r = threadIdx.x & 15;
   const unsigned gmask = 0xffffu << (threadIdx.x & 16);
@@ -49,7 +58,7 @@ static __global__ void k_masks(tr_dview A, tr_dview B, int64_t ncap, const int32
   const bool active = t < ncand;
   unsigned m = 0;
   long long fl = 0, nh = 0;
-  int32_t np = 0;
+  int32_t np = 0, ntc = 0;
   if (active) {
     int32_t p0 = cand_ptr[t], p1 = cand_ptr[t + 1];
     np = p1 - p0;
@@ -57,18 +66,23 @@ static __global__ void k_masks(tr_dview A, tr_dview B, int64_t ncap, const int32
       const int64_t a = pair_a[p], b = pair_b[p];
       unsigned bits = A.row_mask[16 * a + r];
       const uint16_t *mb = B.row_mask + 16 * b;
-      int h = 0;
+      int hm = 0; /* hits | multiply-adds << 16 (at most 256 and 4096 per pair) */
       while (bits) {
         int k = __ffs(bits) - 1;
         bits &= bits - 1;
         unsigned x = mb[k];
         m |= x;
         fl += 2 * __popc(x);
-        h += x != 0;
+        hm += (x != 0) + (__popc(x) << 16);
       }
-      for (int o = 8; o > 0; o >>= 1) h += __shfl_xor_sync(gmask, h, o, 16);
-      if (r == 0) hloc[p] = (int32_t)nh;
-      nh += h;
+      for (int o = 8; o > 0; o >>= 1) hm += __shfl_xor_sync(gmask, hm, o, 16);
+      if (tc_threshold >= 0 && (hm >> 16) >= tc_threshold) {
+        if (r == 0) hloc[p] = -1 - ntc;
+        ntc++;
+      } else {
+        if (r == 0) hloc[p] = (int32_t)nh;
+        nh += hm & 0xffff;
+      }
     }
     cmask[16 * t + r] = (uint16_t)m;
   }
@@ -78,10 +92,10 @@ static __global__ void k_masks(tr_dview A, tr_dview B, int64_t ncap, const int32
     fl += __shfl_xor_sync(0xffffffffu, fl, o, 16);
   }
   if (r == 0 && t <= ncap) {
-    tr_scan v = {0, 0, 0, 0, 0};
+    tr_scan v = {0, 0, 0, 0, 0, 0};
     if (active && cnt > 0) {
       const bool dense = cnt > dense_threshold;
-      v.tiles = 1; v.pairs = np; v.nnz = cnt; v.hits = nh; v.acc = dense ? 256 : cnt;
+      v.tiles = 1; v.pairs = np; v.nnz = cnt; v.hits = nh; v.acc = dense ? 256 : cnt; v.tc = ntc;
       atomicAdd(&tot->flops, (unsigned long long)fl);
       if (dense) atomicAdd(&tot->dense, 1ull);
       atomicMax(&tot->maxhits, (unsigned long long)nh);
@@ -150,10 +164,10 @@ static __global__ void k_chunks(int64_t ntiles, const tr_scan *ks, int dense_thr
   const tr_scan x = ks[u];
   const int64_t j = tr_chunk_of(x), jp = u > 0 ? tr_chunk_of(ks[u - 1]) : -1;
   if (u < ntiles && j != jp) {
-    ch[j].tile0 = (int32_t)u; ch[j].hit0 = x.hits; ch[j].acc0 = x.acc;
+    ch[j].tile0 = (int32_t)u; ch[j].hit0 = x.hits; ch[j].acc0 = x.acc; ch[j].tc0 = x.tc;
   }
   if (u > 0 && (u == ntiles || j != jp)) {
-    ch[jp].tile1 = (int32_t)u; ch[jp].hit1 = x.hits; ch[jp].acc1 = x.acc;
+    ch[jp].tile1 = (int32_t)u; ch[jp].hit1 = x.hits; ch[jp].acc1 = x.acc; ch[jp].tc1 = x.tc;
   }
   if (u < ntiles && ks[u + 1].nnz - x.nnz > dense_threshold) ch[j].dense = 1; /* same value from every writer */
 }
@@ -164,12 +178,12 @@ static __global__ void k_chunks(int64_t ntiles, const tr_scan *ks, int dense_thr
 static __global__ void k_fill_hits(tr_dview A, tr_dview B, int64_t np, const int32_t *pair_cand, const int32_t *cand_ptr,
                                    const int32_t *pair_a, const int32_t *pair_b, const int32_t *hloc, const tr_scan *sc,
                                    const tr_chunk *ch, const uint16_t *c_mask, const uint8_t *c_row_ptr,
-                                   int dense_threshold, tr_hit *hits, uint16_t *acc_loc)
+                                   int dense_threshold, tr_hit *hits, tr_tc *tcs, uint16_t *acc_loc)
 {
   const int r = threadIdx.x & 15;
   const int64_t q = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) >> 4;
   bool work = false;
-  int32_t t = 0;
+  int32_t t = 0, hl = 0;
   int64_t a = 0, b = 0;
   unsigned abits = 0;
   int n = 0;
@@ -178,8 +192,11 @@ static __global__ void k_fill_hits(tr_dview A, tr_dview B, int64_t np, const int
     work = sc[t + 1].tiles != sc[t].tiles;
     if (work) {
       a = pair_a[q]; b = pair_b[q];
-      abits = A.row_mask[16 * a + r];
-      for (unsigned bits = abits; bits; bits &= bits - 1) n += B.row_mask[16 * b + __ffs(bits) - 1] != 0;
+      hl = hloc[q];
+      if (hl >= 0) { /* tensor-core pairs (hl < 0) have no hits */
+        abits = A.row_mask[16 * a + r];
+        for (unsigned bits = abits; bits; bits &= bits - 1) n += B.row_mask[16 * b + __ffs(bits) - 1] != 0;
+      }
     }
   }
   int incl = n;
@@ -193,10 +210,19 @@ static __global__ void k_fill_hits(tr_dview A, tr_dview B, int64_t np, const int
   const bool dense = sc[t + 1].nnz - x.nnz > dense_threshold;
   const uint32_t slot = (uint32_t)(x.acc - ch[tr_chunk_of(x)].acc0);
   if (r == 0 && q == cand_ptr[t]) acc_loc[u] = (uint16_t)slot;
+  if (hl < 0) {
+    if (r == 0) {
+      tr_tc e;
+      e.a = (int32_t)a; e.b = (int32_t)b; e.u = (int32_t)u;
+      e.slot = slot | (dense ? TR_TC_DENSE : 0u);
+      tcs[x.tc + (-1 - hl)] = e;
+    }
+    return;
+  }
   if (!n) return;
   const uint32_t cm = dense ? 0xffffu : c_mask[16 * u + r];
   const uint32_t loc = slot + (dense ? 16u * r : c_row_ptr[16 * u + r]);
-  int64_t h = x.hits + hloc[q] + (incl - n);
+  int64_t h = x.hits + hl + (incl - n);
   const uint32_t a0 = (uint32_t)(A.tile_off[a] + A.row_ptr[16 * a + r]);
   const uint32_t b0 = (uint32_t)B.tile_off[b];
   for (uint32_t j = 0; abits; j++) {
@@ -232,14 +258,14 @@ static __global__ void k_zero_tile_ptr(int32_t tile_rows, int64_t *tile_ptr, int
 
 int tr_cuda_step2_masks(const tilerap_tile_matrix *A, const tilerap_tile_matrix *B, const tr_cuda_cand *cand,
                         tr_tmp *tmp, struct tr_cuda_spgemm *plan, tilerap_tile_matrix **Cout, int64_t *ncand_out,
-                        int64_t *pairs_out, int64_t *flops_out, int64_t *dense_out)
+                        int64_t *pairs_out, int64_t *flops_out, int64_t *dense_out, int64_t *tc_out)
 {
   cudaStream_t s = tmp->s;
   const int32_t TR = A->tile_rows;
   const int64_t np = cand->npairs;
   tilerap_tile_matrix *C = NULL;
   int err = TILERAP_SUCCESS;
-  *ncand_out = *pairs_out = *flops_out = *dense_out = 0;
+  *ncand_out = *pairs_out = *flops_out = *dense_out = *tc_out = 0;
   if (np == 0) { /* no pair: C has no tile */
     TRY(tr_cuda_tile_new(A->m, B->n, 0, 0, s, &C));
     k_zero_tile_ptr<<<tr_blocks((int64_t)TR + 1, 256), 256, 0, s>>>(TR, C->tile_ptr, C->tile_off);
@@ -275,10 +301,11 @@ int tr_cuda_step2_masks(const tilerap_tile_matrix *A, const tilerap_tile_matrix 
     TRY_CU(cudaMemsetAsync(tot, 0, sizeof(tr_totals), s), "step 2 totals");
     k_masks<<<tr_blocks(16 * (ncap + 1), 128), 128, 0, s>>>(tr_view(A), tr_view(B), ncap, cand->d_ncand,
                                                              cand->cand_ptr, cand->pair_a, cand->pair_b,
-                                                             plan->dense_threshold, cmask, hloc, sc_in, tot);
+                                                             plan->dense_threshold, plan->tc_threshold, cmask, hloc,
+                                                             sc_in, tot);
     TRY(tr_cuda_check_launch("step 2 masks"));
     size_t tb = 0;
-    tr_scan zero = {0, 0, 0, 0, 0};
+    tr_scan zero = {0, 0, 0, 0, 0, 0};
     TRY_CU(cub::DeviceScan::ExclusiveScan(NULL, tb, sc_in, sc, tr_scan_add(), zero, ncap + 1, s), "step 2 scan");
     void *ts;
     TRY(tr_tmp_alloc(tmp, &ts, tb, "step 2 scan storage"));
@@ -294,16 +321,17 @@ int tr_cuda_step2_masks(const tilerap_tile_matrix *A, const tilerap_tile_matrix 
     TRY_CU(cudaMemcpyAsync(&h.tot, tot, sizeof h.tot, cudaMemcpyDeviceToHost, s), "step 2 totals");
     TRY_CU(cudaMemcpyAsync(&h.ncand, cand->d_ncand, sizeof h.ncand, cudaMemcpyDeviceToHost, s), "step 2 totals");
     TRY_CU(cudaStreamSynchronize(s), "step 2 totals");
-    const int64_t ntiles = h.last.tiles, nnz = h.last.nnz, kpairs = h.last.pairs, nhits = h.last.hits;
+    const int64_t ntiles = h.last.tiles, nnz = h.last.nnz, kpairs = h.last.pairs, nhits = h.last.hits, ntc = h.last.tc;
     if (h.tot.maxhits > (unsigned long long)INT32_MAX) {
       err = tilerap_set_error(TILERAP_ERR_OVERFLOW, "CUDA SpGEMM: a C tile has %llu hits (engine limit 2^31)",
                               h.tot.maxhits);
       goto fail;
     }
-    const int64_t nchunks = ntiles > 0 ? (nhits + h.last.acc) / TR_CHUNK_WORK + 1 : 0;
+    const int64_t nchunks = ntiles > 0 ? (nhits + h.last.acc + TR_TC_WORK * ntc) / TR_CHUNK_WORK + 1 : 0;
 
     TRY(tr_cuda_tile_new(A->m, B->n, ntiles, nnz, s, &C));
     TRY(tr_dalloc((void **)&plan->hits, (size_t)nhits * sizeof(tr_hit), s, "plan hits"));
+    TRY(tr_dalloc((void **)&plan->tcs, (size_t)ntc * sizeof(tr_tc), s, "plan tensor-core pairs"));
     TRY(tr_dalloc((void **)&plan->chunks, (size_t)nchunks * sizeof(tr_chunk), s, "plan chunks"));
     TRY(tr_dalloc((void **)&plan->acc_loc, (size_t)ntiles * sizeof(uint16_t), s, "plan tile slots"));
     tr_scan *ks;
@@ -321,17 +349,19 @@ int tr_cuda_step2_masks(const tilerap_tile_matrix *A, const tilerap_tile_matrix 
       k_fill_hits<<<tr_blocks(16 * np, 128), 128, 0, s>>>(tr_view(A), tr_view(B), np, cand->pair_cand, cand->cand_ptr,
                                                           cand->pair_a, cand->pair_b, hloc, sc, plan->chunks,
                                                           C->row_mask, C->row_ptr, plan->dense_threshold, plan->hits,
-                                                          plan->acc_loc);
+                                                          plan->tcs, plan->acc_loc);
       TRY(tr_cuda_check_launch("step 2 hits"));
     }
     plan->c_tiles = ntiles;
     plan->c_nnz = nnz;
     plan->nhits = nhits;
     plan->nchunks = nchunks;
+    plan->ntc = ntc;
     *ncand_out = h.ncand;
     *pairs_out = kpairs;
     *flops_out = (int64_t)h.tot.flops;
     *dense_out = (int64_t)h.tot.dense;
+    *tc_out = ntc;
     *Cout = C;
     return TILERAP_SUCCESS;
   }

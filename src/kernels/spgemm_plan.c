@@ -172,6 +172,10 @@ int tilerap_spgemm_plan_create(const tilerap_tile_matrix *A, const tilerap_tile_
   if (!opt) { tilerap_options_default(&defaults); opt = &defaults; }
   if (opt->dense_threshold < 0 || opt->dense_threshold > 256)
     return tilerap_set_error(TILERAP_ERR_INVALID, "dense threshold %d outside [0,256]", opt->dense_threshold);
+  if (opt->tc_threshold > 4096)
+    return tilerap_set_error(TILERAP_ERR_INVALID, "tensor-core threshold %d above 4096 (negative: off)", opt->tc_threshold);
+  if ((unsigned)opt->precision > (unsigned)TILERAP_PRECISION_FP16)
+    return tilerap_set_error(TILERAP_ERR_INVALID, "unknown precision %d", (int)opt->precision);
   tilerap_engine engine = tilerap_engine_resolve(opt->engine);
   /* device matrices can only be multiplied where they are */
   if (A->memtype == TILERAP_MEM_DEVICE) engine = TILERAP_ENGINE_CUDA;
