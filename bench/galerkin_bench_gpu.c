@@ -10,7 +10,18 @@
  * Every result is checked against tilerap's CPU engine (structure and
  * relative error) before its time is reported; a failed check prints
  * FAIL in the row.  usage: galerkin-bench-gpu [--reps N] [case ...],
- * case = p2d5:1024 etc. */
+ * case = p2d5:1024 etc.
+ *
+ * --tc T1,T2,...  tensor-core mode instead of cuSPARSE: per level, the
+ *   numeric re-run with tensor cores off and with tc_threshold T1, T2, ...
+ *   (fp64), in one run, the tensor-core pair counts of the first, and the
+ *   relative error vs the CPU engine of each low precision (tf32, bf16,
+ *   fp16, with tc_threshold --prec-thr, default 0 = every pair on tensor
+ *   cores; one product per level, inputs exact).  Extra cases there:
+ *   blk:N[:TD] = block-dense N x N A with tile density TD (default 0.03)
+ *   and an N x N/4 block-dense P (tile density 4 TD), dense tiles;
+ *   wide:N = p3d27:N with values of A scaled by 2^(-40..40) per row and
+ *   column pair (many orders of magnitude, symmetric scaling). */
 #include "tilerap.h"
 #include "tilerap_model.h"
 #include "../test/ref_gustavson.h"
@@ -38,6 +49,7 @@
   } while (0)
 
 static int reps = 9;
+static int tc_thr[8], ntc = 0, prec_thr = 0;
 static cudaEvent_t ev0, ev1;
 
 static int cmpd(const void *a, const void *b)
@@ -347,6 +359,137 @@ static void run_case(const char *spec, double bw, cusparseHandle_t h)
   tilerap_csr_destroy(&A);
 }
 
+/* ------------------------------------------------------ tensor-core mode */
+static tilerap_csr *bench_blockdense(int32_t m, int32_t n, double tdens, uint64_t *seed)
+{
+  int32_t TR = (m + 15) / 16, TC = (n + 15) / 16;
+  char *on = calloc((size_t)TR * TC + 1, 1);
+  int64_t cap = 0;
+  for (int64_t t = 0; t < (int64_t)TR * TC; t++) cap += (on[t] = ref_rand01(seed) < tdens) ? 256 : 0;
+  tilerap_csr *A = NULL;
+  TR(tilerap_csr_create(m, n, cap, &A));
+  int64_t q = 0;
+  for (int32_t i = 0; i < m; i++) {
+    A->rowptr[i] = q;
+    for (int32_t j = 0; j < n; j++)
+      if (on[(int64_t)(i / 16) * TC + j / 16]) { A->colidx[q] = j; A->val[q++] = 2.0 * ref_rand01(seed) - 1.0; }
+  }
+  A->rowptr[m] = A->nnz = q;
+  free(on);
+  return A;
+}
+
+/* median numeric re-run (ms) of a device-resident plan with options o;
+ * *err: relative error vs R; info of the plan */
+static double tc_time(tilerap_tile_matrix *dA, tilerap_tile_matrix *dP, const tilerap_options *o, const tilerap_csr *R,
+                      double *err, tilerap_ptap_info *info)
+{
+  tilerap_ptap_plan plan = NULL;
+  tilerap_tile_matrix *dC = NULL;
+  double t[64];
+  TR(tilerap_ptap_plan_create(dA, dP, o, &plan, &dC));
+  for (int r = -1; r < reps; r++) {
+    tic();
+    TR(tilerap_ptap_numeric(plan, dA, dP, dC));
+    double ms = toc();
+    if (r >= 0) t[r] = ms;
+  }
+  *err = check_tiles(dC, R);
+  TR(tilerap_ptap_plan_info(plan, info));
+  tilerap_ptap_plan_destroy(&plan);
+  tilerap_tile_destroy(&dC);
+  return median(t, reps);
+}
+
+static void tc_level(const char *name, int n, int lvl, const tilerap_csr *A, const tilerap_csr *P, const tilerap_csr *R)
+{
+  tilerap_tile_matrix *hA = ref_csr_to_tile(A), *hP = ref_csr_to_tile(P), *dA = NULL, *dP = NULL;
+  TR(tilerap_tile_copy(hA, TILERAP_MEM_DEVICE, &dA));
+  TR(tilerap_tile_copy(hP, TILERAP_MEM_DEVICE, &dP));
+  tilerap_options o;
+  tilerap_options_default(&o);
+  o.engine = TILERAP_ENGINE_CUDA;
+  tilerap_ptap_info i0, it;
+  double e0, et, ms0 = tc_time(dA, dP, &o, R, &e0, &i0);
+  printf("%s:%-6d %3d %8d %9lld %9lld %9lld %8.3f", name, n, lvl, A->m, (long long)A->nnz, (long long)P->nnz,
+         (long long)R->nnz, ms0);
+  int ok = e0 <= 1e-14;
+  double first_ap = 0, first_pt = 0;
+  char buf[512];
+  int len = 0;
+  for (int k = 0; k < ntc; k++) {
+    o.tc_threshold = tc_thr[k];
+    double ms = tc_time(dA, dP, &o, R, &et, &it);
+    ok &= et <= 1e-14;
+    if (!k) {
+      first_ap = it.ap.pairs ? 100.0 * it.ap.tc_pairs / it.ap.pairs : 0;
+      first_pt = it.ptap.pairs ? 100.0 * it.ptap.tc_pairs / it.ptap.pairs : 0;
+    }
+    len += snprintf(buf + len, sizeof buf - len, " %8.3f(%4.2fx)", ms, ms0 / ms);
+  }
+  printf("%s", buf);
+  const tilerap_precision pr[3] = {TILERAP_PRECISION_TF32, TILERAP_PRECISION_BF16, TILERAP_PRECISION_FP16};
+  o.tc_threshold = prec_thr;
+  for (int k = 0; k < 3; k++) {
+    o.precision = pr[k];
+    double ms = tc_time(dA, dP, &o, R, &et, &it);
+    printf("  %s %.1e %.3f", tilerap_precision_name(pr[k]), et, ms);
+  }
+  printf("  tc pairs(T1) AP %.1f%% PtAP %.1f%% %s\n", first_ap, first_pt, ok ? "ok" : "FAIL");
+  fflush(stdout);
+  tilerap_tile_destroy(&dA); tilerap_tile_destroy(&dP); tilerap_tile_destroy(&hA); tilerap_tile_destroy(&hP);
+}
+
+static void run_tc_case(const char *spec)
+{
+  char name[32];
+  int n = 0;
+  double td = 0.03;
+  tilerap_options ocpu;
+  tilerap_options_default(&ocpu);
+  ocpu.engine = TILERAP_ENGINE_CPU;
+  if (sscanf(spec, "%31[^:]:%d:%lf", name, &n, &td) < 2) { fprintf(stderr, "bad case '%s'\n", spec); return; }
+  if (!strcmp(name, "blk")) {
+    uint64_t seed = 11;
+    tilerap_csr *A = bench_blockdense(n, n, td, &seed), *P = bench_blockdense(n, n / 4, 4 * td, &seed);
+    tilerap_tile_matrix *hA = ref_csr_to_tile(A), *hP = ref_csr_to_tile(P), *hC = NULL;
+    TR(tilerap_ptap(hA, hP, &ocpu, &hC));
+    tilerap_csr *R = ref_tile_to_csr(hC);
+    tc_level(name, n, 0, A, P, R);
+    tilerap_tile_destroy(&hA); tilerap_tile_destroy(&hP); tilerap_tile_destroy(&hC);
+    tilerap_csr_destroy(&A); tilerap_csr_destroy(&P); tilerap_csr_destroy(&R);
+    return;
+  }
+  int wide = !strcmp(name, "wide");
+  tilerap_stencil st;
+  if (tilerap_stencil_parse(wide ? "p3d27" : name, &st)) { fprintf(stderr, "bad case '%s'\n", spec); return; }
+  tilerap_csr *A = NULL;
+  int32_t dims[3], cd[3];
+  int nd;
+  TR(tilerap_model_poisson(st, n, &A, dims, &nd));
+  if (wide) { /* D A D with D = 2^(-40..40): symmetric, values over ~24 orders of magnitude */
+    uint64_t seed = 5;
+    int *d = malloc((size_t)A->m * sizeof *d);
+    for (int32_t i = 0; i < A->m; i++) d[i] = (int)(ref_rand01(&seed) * 81) - 40;
+    for (int32_t i = 0; i < A->m; i++)
+      for (int64_t q = A->rowptr[i]; q < A->rowptr[i + 1]; q++) A->val[q] = ldexp(A->val[q], d[i] + d[A->colidx[q]]);
+    free(d);
+  }
+  for (int lvl = 0; lvl < 5 && A->m >= 200; lvl++) {
+    tilerap_csr *P = NULL;
+    TR(tilerap_model_prolongator(A, nd, dims, 2.0 / 3.0, &P, cd));
+    tilerap_tile_matrix *hA = ref_csr_to_tile(A), *hP = ref_csr_to_tile(P), *hC = NULL;
+    TR(tilerap_ptap(hA, hP, &ocpu, &hC));
+    tilerap_csr *R = ref_tile_to_csr(hC);
+    tc_level(name, n, lvl, A, P, R);
+    tilerap_tile_destroy(&hA); tilerap_tile_destroy(&hP); tilerap_tile_destroy(&hC);
+    tilerap_csr_destroy(&A); tilerap_csr_destroy(&P);
+    A = R;
+    dims[0] = cd[0]; dims[1] = cd[1]; dims[2] = cd[2];
+  }
+  tilerap_csr_destroy(&A);
+}
+
 int main(int argc, char **argv)
 {
   const char *defaults[] = {"p2d5:1024", "p2d9:1024", "p3d7:101", "p3d27:101", "p3d7:200"};
@@ -354,6 +497,11 @@ int main(int argc, char **argv)
   int nc = 0;
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--reps") && i + 1 < argc) { reps = atoi(argv[++i]); continue; }
+    if (!strcmp(argv[i], "--tc") && i + 1 < argc) {
+      for (char *tok = strtok(argv[++i], ","); tok && ntc < 8; tok = strtok(NULL, ",")) tc_thr[ntc++] = atoi(tok);
+      continue;
+    }
+    if (!strcmp(argv[i], "--prec-thr") && i + 1 < argc) { prec_thr = atoi(argv[++i]); continue; }
     if (nc < 32) cases[nc++] = argv[i];
   }
   if (reps < 1 || reps > 63) reps = 9;
@@ -364,6 +512,17 @@ int main(int argc, char **argv)
   CS(cusparseCreate(&h));
   struct cudaDeviceProp prop;
   CK(cudaGetDeviceProperties(&prop, 0));
+  if (ntc) {
+    struct cudaDeviceProp pr;
+    CK(cudaGetDeviceProperties(&pr, 0));
+    printf("# device %s, tensor-core mode, median of %d numeric re-runs, ms; (x) = speed-up over tensor cores off;"
+           " low precisions with tc_threshold %d: relerr vs fp64 CPU, ms\n", pr.name, reps, prec_thr);
+    printf("# case     lvl        n      nnzA      nnzP      nnzC   tc_off  tc=");
+    for (int k = 0; k < ntc; k++) printf("%d%s", tc_thr[k], k + 1 < ntc ? "," : "\n");
+    for (int i = 0; i < nc; i++) run_tc_case(cases[i]);
+    cusparseDestroy(h);
+    return 0;
+  }
   double bw = copy_bandwidth();
   printf("# device %s, copy bandwidth %.2f TB/s, median of %d after warm-up, times in ms\n", prop.name, bw / 1e12, reps);
   printf("# case     lvl         n       nnzA       nnzP       nnzC  tl_first   tl_num cs_first   cs_num    floor"

@@ -22,7 +22,7 @@ SUFFIXES = .cu
 # GPU tests: the CUDA engine against the CPU engine and the Gustavson
 # reference.  Part of `make check` (they skip without a GPU); `make
 # check-gpu` runs only them.
-gpu_tests = test/test_gpu_spgemm test/test_gpu_ptap test/test_gpu_errors test/test_gpu_convert
+gpu_tests = test/test_gpu_spgemm test/test_gpu_ptap test/test_gpu_errors test/test_gpu_convert test/test_gpu_tc
 check_PROGRAMS += $(gpu_tests)
 TESTS += $(gpu_tests)
 test_test_gpu_spgemm_SOURCES = test/test_gpu_spgemm.c test/test_gpu_common.h
@@ -36,6 +36,8 @@ test_test_gpu_convert_LDADD = test/libtrref.la libtilerap.la $(CUDA_LIBS)
 test_test_gpu_errors_SOURCES = test/test_gpu_errors.c test/test_gpu_common.h
 
 test_test_gpu_errors_LDADD = $(test_ldadd)
+test_test_gpu_tc_SOURCES = test/test_gpu_tc.c test/test_gpu_common.h
+test_test_gpu_tc_LDADD = $(test_ldadd)
 check-gpu:
 	$(MAKE) $(AM_MAKEFLAGS) check TESTS="$(gpu_tests) test/test_atb"
 

@@ -1,0 +1,347 @@
+/* Tensor-core pairs of the CUDA engine (opt.tc_threshold >= 0).
+ *
+ * fp64 (DMMA): C = A*B with tensor-core pairs equals the CUDA-core path
+ * and the CPU engine (identical structure, values within 1e-14
+ * relative), for every pair on tensor cores (threshold 0), a mix, and the
+ * path off; block-dense matrices (the case the path is for), random and
+ * model products, Galerkin products of a model hierarchy; re-runs with
+ * new values.
+ *
+ * Low precisions (tf32, bf16, fp16): against a CPU emulation written here
+ * independently of the library: per tensor-core pair, each tile scaled
+ * by 2^(T - e) (largest magnitude f * 2^e, T = 15 for fp16, 31 otherwise),
+ * entries rounded to nearest-even to the format (bit manipulation of the
+ * double), exact products, fp32 accumulation in k order, then scaled back
+ * and summed in fp64 with the CUDA-core pairs.  Tensor cores accumulate
+ * in fp32 in their own order, so the bound is per entry:
+ *   |C_gpu - C_emu| <= 2^-17 * sum over pairs and k of |a~||b~|
+ * (a~, b~ the rounded operands scaled back; fp32 accumulation of 16 terms
+ * costs at most about 16 * 2^-24 of that sum).  The error against fp64 is
+ * reported (diagnostics) together with the format's unit roundoff. */
+#include "test_gpu_common.h"
+#include <stdint.h>
+
+static tilerap_options tc_opts(tilerap_engine e, int dense_thr, int tc_thr, tilerap_precision prec)
+{
+  tilerap_options o = gpu_opts(e, dense_thr);
+  o.tc_threshold = tc_thr;
+  o.precision = prec;
+  return o;
+}
+
+/* m x n with tiles present with probability tdens, each present tile
+ * holding an entry with probability fill; values in [-1,1) times
+ * 2^(uniform integer in [-spread, spread]) */
+static tilerap_csr *blockdense(int32_t m, int32_t n, double tdens, double fill, int spread, uint64_t *seed)
+{
+  int32_t TR = (m + 15) / 16, TC = (n + 15) / 16;
+  char *on = calloc((size_t)TR * TC + 1, 1);
+  for (int64_t t = 0; t < (int64_t)TR * TC; t++) on[t] = ref_rand01(seed) < tdens;
+  int64_t cap = 0;
+  for (int32_t I = 0; I < TR; I++)
+    for (int32_t J = 0; J < TC; J++) cap += on[(int64_t)I * TC + J] ? 256 : 0;
+  tilerap_csr *A = NULL;
+  tilerap_csr_create(m, n, cap, &A);
+  int64_t q = 0;
+  for (int32_t i = 0; i < m; i++) {
+    A->rowptr[i] = q;
+    for (int32_t j = 0; j < n; j++)
+      if (on[(int64_t)(i / 16) * TC + j / 16] && ref_rand01(seed) < fill) {
+        A->colidx[q] = j;
+        double v = 2.0 * ref_rand01(seed) - 1.0;
+        if (spread) v = ldexp(v, (int)(ref_rand01(seed) * (2 * spread + 1)) - spread);
+        A->val[q++] = v;
+      }
+  }
+  A->rowptr[m] = q;
+  A->nnz = q;
+  free(on);
+  return A;
+}
+
+/* ---------------------------------------------------------------- fp64 */
+static void check_fp64(const tilerap_csr *A, const tilerap_csr *B, int dthr, int tthr, const char *what)
+{
+  tilerap_tile_matrix *hA = ref_csr_to_tile(A), *hB = ref_csr_to_tile(B);
+  tilerap_tile_matrix *dA = gpu_to_device(hA), *dB = gpu_to_device(hB);
+  tilerap_options oc = tc_opts(TILERAP_ENGINE_CPU, dthr, -1, TILERAP_PRECISION_FP64);
+  tilerap_options og0 = tc_opts(TILERAP_ENGINE_CUDA, dthr, -1, TILERAP_PRECISION_FP64);
+  tilerap_options og = tc_opts(TILERAP_ENGINE_CUDA, dthr, tthr, TILERAP_PRECISION_FP64);
+  tilerap_spgemm_plan pc = NULL, p0 = NULL, pt = NULL;
+  tilerap_tile_matrix *Cc = NULL, *dC0 = NULL, *dCt = NULL;
+  int err = tilerap_spgemm_plan_create(hA, hB, &oc, &pc, &Cc);
+  if (!err) err = tilerap_spgemm_numeric(pc, hA, hB, Cc);
+  if (!err) err = tilerap_spgemm_plan_create(dA, dB, &og0, &p0, &dC0);
+  if (!err) err = tilerap_spgemm_plan_create(dA, dB, &og, &pt, &dCt);
+  if (!tap_ok(!err, "%s [dense %d, tc %d]: plans (%s)", what, dthr, tthr, err ? tilerap_last_error() : "ok")) goto out;
+  tilerap_spgemm_info i0, it;
+  tilerap_spgemm_plan_info(p0, &i0);
+  tilerap_spgemm_plan_info(pt, &it);
+  tap_ok(i0.tc_pairs == 0 && it.pairs == i0.pairs && it.c_nnz == i0.c_nnz && (tthr != 0 || it.tc_pairs == it.pairs) &&
+             it.tc_pairs <= it.pairs,
+         "%s [dense %d, tc %d]: info (pairs %lld, tensor-core pairs %lld)", what, dthr, tthr, (long long)it.pairs,
+         (long long)it.tc_pairs);
+  uint64_t seed = 4242;
+  for (int rep = 0; rep < 3; rep++) { /* first values, then new values twice */
+    if (rep) {
+      tilerap_csr *A2 = ref_copy(A), *B2 = ref_copy(B);
+      ref_randomize_values(A2, &seed);
+      ref_randomize_values(B2, &seed);
+      tilerap_tile_update_values_from_csr(hA, A2->rowptr, A2->val);
+      tilerap_tile_update_values_from_csr(hB, B2->rowptr, B2->val);
+      tilerap_tile_copy_values(hA, dA);
+      tilerap_tile_copy_values(hB, dB);
+      tilerap_spgemm_numeric(pc, hA, hB, Cc);
+      tilerap_csr_destroy(&A2); tilerap_csr_destroy(&B2);
+    }
+    gpu_poison(dC0);
+    gpu_poison(dCt);
+    err = tilerap_spgemm_numeric(p0, dA, dB, dC0);
+    if (!err) err = tilerap_spgemm_numeric(pt, dA, dB, dCt);
+    tilerap_tile_matrix *C0 = err ? NULL : gpu_to_host(dC0), *Ct = err ? NULL : gpu_to_host(dCt);
+    double e0 = Ct ? gpu_relerr(Ct, C0) : INFINITY, e1 = Ct ? gpu_relerr(Ct, Cc) : INFINITY;
+    int same = Ct && gpu_same_tiles(Ct, Cc) && gpu_same_tiles(C0, Cc);
+    tap_ok(same && e0 <= 1e-14 && e1 <= 1e-14,
+           "%s [dense %d, tc %d] run %d: tensor cores vs CUDA cores %.2e, vs CPU %.2e, same tiles %d %s", what, dthr,
+           tthr, rep, e0, e1, same, err ? tilerap_last_error() : "");
+    tilerap_tile_destroy(&C0); tilerap_tile_destroy(&Ct);
+  }
+out:
+  tilerap_spgemm_plan_destroy(&pc); tilerap_spgemm_plan_destroy(&p0); tilerap_spgemm_plan_destroy(&pt);
+  tilerap_tile_destroy(&Cc); tilerap_tile_destroy(&dC0); tilerap_tile_destroy(&dCt);
+  tilerap_tile_destroy(&hA); tilerap_tile_destroy(&hB); tilerap_tile_destroy(&dA); tilerap_tile_destroy(&dB);
+}
+
+/* -------------------------------------------------- low-precision emulation */
+static int emu_bits(tilerap_precision p) { return p == TILERAP_PRECISION_BF16 ? 8 : 11; }
+static int emu_emin(tilerap_precision p) { return p == TILERAP_PRECISION_FP16 ? -14 : -126; }
+static int emu_top(tilerap_precision p) { return p == TILERAP_PRECISION_FP16 ? 15 : 31; }
+static double emu_unit(tilerap_precision p) { return ldexp(1.0, -emu_bits(p)); }
+
+/* nearest-even to `bits` significand bits; below 2^emin the spacing of
+ * the format's subnormals */
+static double emu_round(double x, int bits, int emin)
+{
+  if (x == 0 || !isfinite(x)) return x;
+  int e;
+  frexp(x, &e);
+  if (e - 1 < emin) {
+    double q = ldexp(1.0, emin - (bits - 1));
+    double y = x / q, f = floor(y), d = y - f;
+    if (d > 0.5 || (d == 0.5 && fmod(f, 2.0) != 0)) f += 1;
+    return f * q;
+  }
+  uint64_t u;
+  memcpy(&u, &x, 8);
+  const int drop = 52 - (bits - 1);
+  const uint64_t low = u & ((1ull << drop) - 1), half = 1ull << (drop - 1);
+  u &= ~((1ull << drop) - 1);
+  if (low > half || (low == half && ((u >> drop) & 1))) u += 1ull << drop; /* carries into the exponent */
+  memcpy(&x, &u, 8);
+  return x;
+}
+
+static void emu_tile(const tilerap_tile_matrix *T, int64_t t, double d[16][16])
+{
+  memset(d, 0, 256 * sizeof(double));
+  for (int64_t q = T->tile_off[t]; q < T->tile_off[t + 1]; q++) d[T->idx[q] >> 4][T->idx[q] & 15] = T->val[q];
+}
+
+/* scales, rounds; returns the scaling exponent */
+static int emu_lower(double d[16][16], tilerap_precision p)
+{
+  double mx = 0;
+  for (int i = 0; i < 256; i++) mx = fmax(mx, fabs(d[i / 16][i % 16]));
+  int s = 0;
+  if (mx > 0 && !isinf(mx)) {
+    int e;
+    frexp(mx, &e);
+    s = emu_top(p) - e;
+  }
+  for (int i = 0; i < 256; i++) d[i / 16][i % 16] = emu_round(ldexp(d[i / 16][i % 16], s), emu_bits(p), emu_emin(p));
+  return s;
+}
+
+/* emulated C (values at C's structure) and per-entry bound sums */
+static void emulate(const tilerap_tile_matrix *A, const tilerap_tile_matrix *B, const tilerap_tile_matrix *C, int tthr,
+                    tilerap_precision prec, double *cval, double *bnd)
+{
+  double (*acc)[256] = calloc((size_t)C->tile_cols + 1, sizeof *acc);
+  double (*ab)[256] = calloc((size_t)C->tile_cols + 1, sizeof *ab);
+  double a[16][16], b[16][16];
+  for (int32_t I = 0; I < A->tile_rows; I++) {
+    for (int64_t ta = A->tile_ptr[I]; ta < A->tile_ptr[I + 1]; ta++) {
+      const int32_t K = A->tile_col[ta];
+      for (int64_t tb = B->tile_ptr[K]; tb < B->tile_ptr[K + 1]; tb++) {
+        const int32_t J = B->tile_col[tb];
+        int macs = 0;
+        for (int r = 0; r < 16; r++)
+          for (int k = 0; k < 16; k++)
+            if ((A->row_mask[16 * ta + r] >> k) & 1) macs += __builtin_popcount(B->row_mask[16 * tb + k]);
+        emu_tile(A, ta, a);
+        emu_tile(B, tb, b);
+        if (tthr >= 0 && macs >= tthr) {
+          const int sa = emu_lower(a, prec), sb = emu_lower(b, prec);
+          for (int r = 0; r < 16; r++)
+            for (int c = 0; c < 16; c++) {
+              float s = 0.0f;
+              double m = 0;
+              for (int k = 0; k < 16; k++) {
+                s += (float)a[r][k] * (float)b[k][c]; /* exact product, fp32 sum */
+                m += fabs(a[r][k] * b[k][c]);
+              }
+              acc[J][16 * r + c] += ldexp((double)s, -(sa + sb));
+              ab[J][16 * r + c] += ldexp(m, -(sa + sb));
+            }
+        } else {
+          for (int r = 0; r < 16; r++)
+            for (int c = 0; c < 16; c++)
+              for (int k = 0; k < 16; k++) {
+                acc[J][16 * r + c] += a[r][k] * b[k][c];
+                ab[J][16 * r + c] += fabs(a[r][k] * b[k][c]);
+              }
+        }
+      }
+    }
+    for (int64_t t = C->tile_ptr[I]; t < C->tile_ptr[I + 1]; t++) {
+      const int32_t J = C->tile_col[t];
+      for (int64_t q = C->tile_off[t]; q < C->tile_off[t + 1]; q++) {
+        cval[q] = acc[J][C->idx[q]];
+        bnd[q] = ab[J][C->idx[q]];
+      }
+      memset(acc[J], 0, sizeof acc[J]);
+      memset(ab[J], 0, sizeof ab[J]);
+    }
+  }
+  free(acc);
+  free(ab);
+}
+
+static void check_lowprec(const tilerap_csr *A, const tilerap_csr *B, int tthr, tilerap_precision prec, const char *what)
+{
+  const char *pn = tilerap_precision_name(prec);
+  tilerap_tile_matrix *hA = ref_csr_to_tile(A), *hB = ref_csr_to_tile(B);
+  tilerap_options oc = tc_opts(TILERAP_ENGINE_CPU, 192, -1, TILERAP_PRECISION_FP64);
+  tilerap_options og = tc_opts(TILERAP_ENGINE_CUDA, 192, tthr, prec);
+  tilerap_spgemm_plan pc = NULL, pg = NULL;
+  tilerap_tile_matrix *Cc = NULL, *Cg = NULL;
+  int err = tilerap_spgemm_plan_create(hA, hB, &oc, &pc, &Cc);
+  if (!err) err = tilerap_spgemm_numeric(pc, hA, hB, Cc);
+  if (!err) err = tilerap_spgemm_plan_create(hA, hB, &og, &pg, &Cg);
+  if (!err) { gpu_poison(Cg); err = tilerap_spgemm_numeric(pg, hA, hB, Cg); }
+  if (!tap_ok(!err, "%s %s [tc %d]: plan + numeric (%s)", what, pn, tthr, err ? tilerap_last_error() : "ok")) goto out;
+  double *ev = malloc(((size_t)Cc->nnz + 1) * sizeof(double)), *bd = malloc(((size_t)Cc->nnz + 1) * sizeof(double));
+  emulate(hA, hB, Cc, tthr, prec, ev, bd);
+  double worst = 0, d2 = 0, e2 = 0, c2 = 0;
+  int64_t bad = 0;
+  for (int64_t q = 0; q < Cc->nnz; q++) {
+    const double dif = fabs(Cg->val[q] - ev[q]), tol = ldexp(bd[q], -17);
+    if (!(dif <= tol)) bad++;
+    if (bd[q] > 0) worst = fmax(worst, dif / bd[q]);
+    d2 += (Cg->val[q] - Cc->val[q]) * (Cg->val[q] - Cc->val[q]);
+    e2 += (ev[q] - Cc->val[q]) * (ev[q] - Cc->val[q]);
+    c2 += Cc->val[q] * Cc->val[q];
+  }
+  tilerap_spgemm_info ig;
+  tilerap_spgemm_plan_info(pg, &ig);
+  tap_ok(bad == 0 && gpu_same_tiles(Cg, Cc),
+         "%s %s [tc %d, %lld/%lld pairs]: GPU vs emulation within 2^-17 |A~||B~| (%lld entries over, worst %.2e)",
+         what, pn, tthr, (long long)ig.tc_pairs, (long long)ig.pairs, (long long)bad, worst);
+  tap_diag("%s %s: relerr vs fp64: GPU %.2e, emulation %.2e (unit roundoff %.1e)", what, pn,
+           c2 > 0 ? sqrt(d2 / c2) : sqrt(d2), c2 > 0 ? sqrt(e2 / c2) : sqrt(e2), emu_unit(prec));
+  free(ev);
+  free(bd);
+out:
+  tilerap_spgemm_plan_destroy(&pc); tilerap_spgemm_plan_destroy(&pg);
+  tilerap_tile_destroy(&Cc); tilerap_tile_destroy(&Cg);
+  tilerap_tile_destroy(&hA); tilerap_tile_destroy(&hB);
+}
+
+/* ------------------------------------------------------------- Galerkin */
+static void check_ptap(tilerap_stencil s, int32_t n, int tthr)
+{
+  tilerap_csr *A = NULL, *P = NULL;
+  int32_t dims[3], cd[3];
+  int nd;
+  tilerap_model_poisson(s, n, &A, dims, &nd);
+  tilerap_model_prolongator(A, nd, dims, 2.0 / 3.0, &P, cd);
+  tilerap_csr *R = ref_ptap(A, P);
+  tilerap_tile_matrix *hA = ref_csr_to_tile(A), *hP = ref_csr_to_tile(P), *Cc = NULL, *Cg = NULL;
+  tilerap_options oc = tc_opts(TILERAP_ENGINE_CPU, 192, -1, TILERAP_PRECISION_FP64);
+  tilerap_options og = tc_opts(TILERAP_ENGINE_CUDA, 192, tthr, TILERAP_PRECISION_FP64);
+  tilerap_ptap_plan pc = NULL, pg = NULL;
+  int err = tilerap_ptap_plan_create(hA, hP, &oc, &pc, &Cc);
+  if (!err) err = tilerap_ptap_numeric(pc, hA, hP, Cc);
+  if (!err) err = tilerap_ptap_plan_create(hA, hP, &og, &pg, &Cg);
+  if (!err) { gpu_poison(Cg); err = tilerap_ptap_numeric(pg, hA, hP, Cg); }
+  tilerap_ptap_info info = {0};
+  if (pg) tilerap_ptap_plan_info(pg, &info);
+  double e1 = err ? INFINITY : gpu_relerr(Cg, Cc), e2 = err ? INFINITY : gpu_vs_ref(Cg, R);
+  tap_ok(!err && gpu_same_tiles(Cg, Cc) && e1 <= 1e-14 && e2 <= 1e-14,
+         "%s n=%d PtAP [tc %d]: tensor-core pairs %lld/%lld (AP) %lld/%lld (PtAP), vs CPU %.2e, vs ref %.2e %s",
+         tilerap_stencil_name(s), n, tthr, (long long)info.ap.tc_pairs, (long long)info.ap.pairs,
+         (long long)info.ptap.tc_pairs, (long long)info.ptap.pairs, e1, e2, err ? tilerap_last_error() : "");
+  tilerap_ptap_plan_destroy(&pc); tilerap_ptap_plan_destroy(&pg);
+  tilerap_tile_destroy(&Cc); tilerap_tile_destroy(&Cg); tilerap_tile_destroy(&hA); tilerap_tile_destroy(&hP);
+  tilerap_csr_destroy(&A); tilerap_csr_destroy(&P); tilerap_csr_destroy(&R);
+}
+
+int main(int argc, char **argv)
+{
+  gpu_skip_without_device();
+  /* the CPU emulation's own rounding, checked before any device work */
+  tap_ok(emu_round(1.0 + ldexp(1.0, -8), 8, -126) == 1.0 && emu_round(1.0 + 3 * ldexp(1.0, -8), 8, -126) == 1.0 + ldexp(1.0, -6) &&
+             emu_round(ldexp(2.5, -24), 11, -14) == ldexp(1.0, -23) && emu_round(ldexp(3.0, -26), 11, -14) == ldexp(1.0, -24) &&
+             emu_round(ldexp(1.0, 15) - 1, 11, -14) == ldexp(1.0, 15),
+         "emulation: nearest-even rounding, normal and subnormal");
+  int quick = argc > 1 && !strcmp(argv[1], "--quick"); /* sanitizer runs */
+  uint64_t seed = 6;
+  struct { int32_t m, k, n; double td, fill; const char *name; } cases[] = {
+      {64, 64, 64, 1.0, 1.0, "dense 64^3"},
+      {1, 1, 1, 1.0, 1.0, "1x1"},
+      {37, 53, 29, 1.0, 1.0, "dense odd sizes (partial edge tiles)"},
+      {320, 320, 320, 0.15, 0.9, "block-dense 320^3"},
+      {200, 1000, 150, 0.3, 0.5, "block-dense, long inner dimension"},
+      {300, 300, 300, 0.2, 0.2, "block-sparse tiles"},
+      {500, 400, 300, 0.01, 1.0, "few dense tiles (empty C tiles dropped)"},
+  };
+  int ncases = quick ? 4 : (int)(sizeof cases / sizeof cases[0]);
+  for (int c = 0; c < ncases; c++) {
+    tilerap_csr *A = blockdense(cases[c].m, cases[c].k, cases[c].td, cases[c].fill, 0, &seed);
+    tilerap_csr *B = blockdense(cases[c].k, cases[c].n, cases[c].td, cases[c].fill, 0, &seed);
+    int tthr[] = {0, 1024, 4096};
+    for (int i = 0; i < 3; i++) check_fp64(A, B, 192, tthr[i], cases[c].name);
+    check_fp64(A, B, 0, 0, cases[c].name);   /* every C tile dense-accumulated */
+    check_fp64(A, B, 256, 0, cases[c].name); /* every C tile sparse */
+    tilerap_csr_destroy(&A); tilerap_csr_destroy(&B);
+  }
+  {
+    tilerap_csr *A = ref_random(129, 200, 0.2, 3, &seed), *B = ref_random(200, 77, 0.6, 0, &seed);
+    check_fp64(A, B, 24, 0, "random mixed densities");
+    check_fp64(A, B, 24, 200, "random mixed densities");
+    tilerap_csr_destroy(&A); tilerap_csr_destroy(&B);
+  }
+  check_ptap(TILERAP_P3D27, quick ? 12 : 24, 0);
+  if (!quick) check_ptap(TILERAP_P3D27, 24, 128);
+
+  tilerap_precision precs[] = {TILERAP_PRECISION_TF32, TILERAP_PRECISION_BF16, TILERAP_PRECISION_FP16};
+  for (int p = 0; p < 3; p++) {
+    tilerap_csr *A = blockdense(160, 96, 0.5, 0.9, 0, &seed), *B = blockdense(96, 128, 0.5, 0.9, 0, &seed);
+    check_lowprec(A, B, 0, precs[p], "block-dense");
+    check_lowprec(A, B, 2000, precs[p], "block-dense (mixed paths)");
+    tilerap_csr_destroy(&A); tilerap_csr_destroy(&B);
+    /* values spanning 2^-60 .. 2^60 inside every tile */
+    A = blockdense(96, 96, 0.6, 1.0, 60, &seed);
+    B = blockdense(96, 64, 0.6, 1.0, 60, &seed);
+    check_lowprec(A, B, 0, precs[p], "wide range 2^+-60");
+    tilerap_csr_destroy(&A); tilerap_csr_destroy(&B);
+    /* tiny and huge tiles (scaling keeps them off zero and infinity) */
+    A = blockdense(64, 64, 1.0, 1.0, 0, &seed);
+    B = blockdense(64, 64, 1.0, 1.0, 0, &seed);
+    for (int64_t q = 0; q < A->nnz; q++) A->val[q] = ldexp(A->val[q], q % 2 ? -1000 : 900);
+    for (int64_t q = 0; q < B->nnz; q++) B->val[q] = ldexp(B->val[q], -100);
+    check_lowprec(A, B, 0, precs[p], "magnitudes 2^-1100 .. 2^800");
+    tilerap_csr_destroy(&A); tilerap_csr_destroy(&B);
+  }
+  return tap_done();
+}
