@@ -75,8 +75,8 @@ typedef enum {
  * by a power of two (its largest magnitude just below 2^15 for fp16, 2^31
  * for bf16/tf32: nothing overflows), rounded to nearest-even to the low
  * precision, multiplied with fp32 accumulation, and the pair's product is
- * scaled back and summed in fp64.  Entries of a tile more than about 2^38
- * (fp16) or 2^157 (bf16, tf32) below the tile's largest one flush to zero. */
+ * scaled back and summed in fp64.  Entries of a tile more than 2^29 (fp16)
+ * or 2^157 (bf16, tf32) below the tile's largest one flush to zero. */
 typedef enum {
   TILERAP_PRECISION_FP64 = 0, /* default: fp64 tensor cores (DMMA), results as the fp64 path */
   TILERAP_PRECISION_TF32 = 1, /* 11-bit significand, fp32 range */

@@ -29,6 +29,9 @@
  * when the matrix is created):
  *   -mat_tile_engine auto|cpu|cuda    tilerap engine of the products
  *   -mat_tile_dense_threshold N       dense-accumulator threshold of C tiles
+ *   -mat_tile_tc_threshold N          CUDA engine: tile pairs with at least N
+ *                                     multiply-adds use tensor cores (-1: off)
+ *   -mat_tile_precision fp64|tf32|bf16|fp16   operands of those pairs
  *
  * -log_view events: TileRAPPlan (symbolic), TileRAPNumeric, TileRAPXfer
  * (host<->device copies made by this layer), TileRAPConvert (CSR<->tile).

@@ -240,6 +240,47 @@ int main(int argc, char **argv)
     PetscCall(PetscOptionsClearValue(NULL, "-bad_mat_tile_engine"));
   }
 
+  /* tensor-core options: read per matrix by MatSetFromOptions, shown by
+   * MatView, bad values rejected */
+  {
+    Mat            E;
+    PetscViewer    v;
+    PetscErrorCode ierr;
+    char           fname[] = "petsc_seqtile_basic_tc.txt", line[512];
+    FILE          *f;
+    PetscBool      found = PETSC_FALSE;
+    PetscCall(PetscOptionsSetValue(NULL, "-tc_mat_tile_tc_threshold", "256"));
+    PetscCall(PetscOptionsSetValue(NULL, "-tc_mat_tile_precision", "bf16"));
+    PetscCall(MatDuplicate(A, MAT_COPY_VALUES, &E));
+    PetscCall(MatSetOptionsPrefix(E, "tc_"));
+    PetscCall(MatSetFromOptions(E));
+    PetscCall(PetscViewerASCIIOpen(comm, fname, &v));
+    PetscCall(PetscViewerPushFormat(v, PETSC_VIEWER_ASCII_INFO));
+    PetscCall(MatView(E, v));
+    PetscCall(PetscViewerPopFormat(v));
+    PetscCall(PetscViewerDestroy(&v));
+    f = fopen(fname, "r");
+    while (f && fgets(line, sizeof line, f))
+      if (strstr(line, "tensor-core threshold 256 (bf16)")) found = PETSC_TRUE;
+    if (f) fclose(f);
+    remove(fname);
+    tap_ok(found, "-mat_tile_tc_threshold 256 -mat_tile_precision bf16 read and shown by MatView");
+    PetscCall(PetscOptionsSetValue(NULL, "-tc_mat_tile_precision", "fp8"));
+    PetscCall(PetscPushErrorHandler(PetscReturnErrorHandler, NULL));
+    ierr = MatSetFromOptions(E);
+    PetscCall(PetscPopErrorHandler());
+    tap_ok(ierr == PETSC_ERR_ARG_OUTOFRANGE, "-mat_tile_precision fp8 is rejected with PETSC_ERR_ARG_OUTOFRANGE (%d)", (int)ierr);
+    PetscCall(PetscOptionsSetValue(NULL, "-tc_mat_tile_precision", "fp64"));
+    PetscCall(PetscOptionsSetValue(NULL, "-tc_mat_tile_tc_threshold", "5000"));
+    PetscCall(PetscPushErrorHandler(PetscReturnErrorHandler, NULL));
+    ierr = MatSetFromOptions(E);
+    PetscCall(PetscPopErrorHandler());
+    tap_ok(ierr == PETSC_ERR_ARG_OUTOFRANGE, "-mat_tile_tc_threshold 5000 is rejected with PETSC_ERR_ARG_OUTOFRANGE (%d)", (int)ierr);
+    PetscCall(MatDestroy(&E));
+    PetscCall(PetscOptionsClearValue(NULL, "-tc_mat_tile_tc_threshold"));
+    PetscCall(PetscOptionsClearValue(NULL, "-tc_mat_tile_precision"));
+  }
+
   PetscCall(VecDestroy(&x));
   PetscCall(VecDestroy(&y));
   PetscCall(VecDestroy(&yref));

@@ -47,6 +47,18 @@ int main(void)
   o.dense_threshold = 300;
   EXPECT(tilerap_spgemm_plan_create(T, T, &o, &plan, &C), TILERAP_ERR_INVALID, "dense threshold 300");
   o.dense_threshold = 192;
+  o.tc_threshold = 5000;
+  EXPECT(tilerap_spgemm_plan_create(T, T, &o, &plan, &C), TILERAP_ERR_INVALID, "tensor-core threshold 5000");
+  o.tc_threshold = -1;
+  o.precision = (tilerap_precision)7;
+  EXPECT(tilerap_spgemm_plan_create(T, T, &o, &plan, &C), TILERAP_ERR_INVALID, "precision 7");
+  o.precision = TILERAP_PRECISION_FP64;
+  {
+    tilerap_precision p = TILERAP_PRECISION_FP64;
+    EXPECT(tilerap_precision_parse("BF16", &p), TILERAP_SUCCESS, "precision 'BF16' parsed");
+    tap_ok(p == TILERAP_PRECISION_BF16 && !strcmp(tilerap_precision_name(p), "bf16"), "precision name round trip");
+    EXPECT(tilerap_precision_parse("fp8", &p), TILERAP_ERR_INVALID, "precision 'fp8'");
+  }
 
   /* numeric with another structure than the plan's */
   tilerap_csr *bt = ref_transpose(b);

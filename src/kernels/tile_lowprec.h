@@ -6,9 +6,13 @@
  * by 2^(T - e), so its largest entry lies in [2^(T-1), 2^T): T = 15 for
  * fp16 (max 65504), 31 for bf16 and tf32 (fp32's range; 16 products of
  * two such entries stay far below fp32's overflow).  Scaled entries are
- * rounded to nearest-even to p significand bits, with the target's
- * subnormal spacing below its smallest normal exponent, so the result is
- * exactly representable in the target format (converting it is exact). */
+ * rounded to nearest-even to p significand bits, so the result is exactly
+ * representable in the target format (converting it is exact).  Scaled
+ * entries below the format's smallest normal (2^-14 fp16, 2^-126 bf16 and
+ * tf32) flush to zero: tensor cores were seen to treat fp16 subnormal
+ * operands differently from IEEE (H100), so none is ever handed to them.
+ * Within a tile, entries down to 2^-29 (fp16) or 2^-157 (bf16, tf32)
+ * times the largest one are kept. */
 #ifndef TILERAP_TILE_LOWPREC_H
 #define TILERAP_TILE_LOWPREC_H
 #include <math.h>
@@ -45,8 +49,8 @@ TR_LP_FN double tr_round_prec(int prec, double x)
   if (x == 0 || !isfinite(x) || prec == TILERAP_PRECISION_FP64) return x;
   int e;
   frexp(x, &e);
-  int lead = e - 1; /* |x| in [2^lead, 2^(lead+1)) */
-  if (lead < tr_lowprec_emin(prec)) lead = tr_lowprec_emin(prec);
+  const int lead = e - 1; /* |x| in [2^lead, 2^(lead+1)) */
+  if (lead < tr_lowprec_emin(prec)) return 0.0 * x; /* flush, keeping the sign */
   const double q = ldexp(1.0, lead - (tr_lowprec_bits(prec) - 1)); /* spacing at x */
   return rint(x / q) * q; /* division by a power of two: exact */
 }

@@ -224,17 +224,15 @@ static PetscErrorCode MatAssemblyEnd_MPITile(Mat A, MatAssemblyType mode)
 /* ---------------------------------------------------------------- options, destroy */
 static PetscErrorCode MatSetFromOptions_MPITile(Mat A, TileOptionItems PetscOptionsObject)
 {
-  Mat_MPITile *t = (Mat_MPITile *)A->spptr;
-  char         engine[16];
-  PetscInt     thr;
-  PetscBool    eset, tset;
+  Mat_MPITile     *t = (Mat_MPITile *)A->spptr;
+  TileOptionValues v;
 
   PetscFunctionBegin;
   if (tile_mpiaij_ops.setfromoptions) PetscCall(tile_mpiaij_ops.setfromoptions(A, PetscOptionsObject));
   PetscOptionsHeadBegin(PetscOptionsObject, "TileRAP matrix (mpitile) options");
-  PetscCall(TileOptionsItems(PetscOptionsObject, &t->opt, engine, sizeof engine, &eset, &thr, &tset));
+  PetscCall(TileOptionsItems(PetscOptionsObject, &t->opt, &v));
   PetscOptionsHeadEnd();
-  PetscCall(TileOptionsApply(PetscObjectComm((PetscObject)A), &t->opt, engine, eset, thr, tset));
+  PetscCall(TileOptionsApply(PetscObjectComm((PetscObject)A), &t->opt, &v));
   PetscCall(TileMPIConvertBlocks(A)); /* propagates the options */
   PetscFunctionReturn(PETSC_SUCCESS);
 }

@@ -211,27 +211,39 @@ static PetscErrorCode TileCheckEngine(MPI_Comm comm, tilerap_engine e)
 
 /* Reads the -mat_tile_ options into opt (values are checked after the
  * options block so that a bad value leaves nothing behind). */
-PetscErrorCode TileOptionsItems(TileOptionItems PetscOptionsObject, tilerap_options *opt, char *engine, size_t len, PetscBool *engine_set, PetscInt *thr, PetscBool *thr_set)
+PetscErrorCode TileOptionsItems(TileOptionItems PetscOptionsObject, tilerap_options *opt, TileOptionValues *v)
 {
   PetscFunctionBegin;
-  PetscCall(PetscOptionsString("-mat_tile_engine", "tilerap engine of the matrix products: auto, cpu, cuda", "MatSeqTile", tilerap_engine_name(opt->engine), engine, len, engine_set));
-  *thr = opt->dense_threshold;
-  PetscCall(PetscOptionsInt("-mat_tile_dense_threshold", "C tiles with more entries use the dense accumulator (0..256)", "MatSeqTile", *thr, thr, thr_set));
+  PetscCall(PetscOptionsString("-mat_tile_engine", "tilerap engine of the matrix products: auto, cpu, cuda", "MatSeqTile", tilerap_engine_name(opt->engine), v->engine, sizeof v->engine, &v->engine_set));
+  v->thr = opt->dense_threshold;
+  PetscCall(PetscOptionsInt("-mat_tile_dense_threshold", "C tiles with more entries use the dense accumulator (0..256)", "MatSeqTile", v->thr, &v->thr, &v->thr_set));
+  v->tc = opt->tc_threshold;
+  PetscCall(PetscOptionsInt("-mat_tile_tc_threshold", "CUDA engine: tile pairs with at least this many multiply-adds (0..4096) use tensor cores; negative: off", "MatSeqTile", v->tc, &v->tc, &v->tc_set));
+  PetscCall(PetscOptionsString("-mat_tile_precision", "operands of tensor-core tile products: fp64, tf32, bf16, fp16", "MatSeqTile", tilerap_precision_name(opt->precision), v->precision, sizeof v->precision, &v->precision_set));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-PetscErrorCode TileOptionsApply(MPI_Comm comm, tilerap_options *opt, const char *engine, PetscBool engine_set, PetscInt thr, PetscBool thr_set)
+PetscErrorCode TileOptionsApply(MPI_Comm comm, tilerap_options *opt, const TileOptionValues *v)
 {
   PetscFunctionBegin;
-  if (engine_set) {
+  if (v->engine_set) {
     tilerap_engine e;
-    PetscCheck(tilerap_engine_parse(engine, &e) == TILERAP_SUCCESS, comm, PETSC_ERR_ARG_OUTOFRANGE, "-mat_tile_engine %s: expected auto, cpu or cuda", engine);
+    PetscCheck(tilerap_engine_parse(v->engine, &e) == TILERAP_SUCCESS, comm, PETSC_ERR_ARG_OUTOFRANGE, "-mat_tile_engine %s: expected auto, cpu or cuda", v->engine);
     PetscCall(TileCheckEngine(comm, e));
     opt->engine = e;
   }
-  if (thr_set) {
-    PetscCheck(thr >= 0 && thr <= TILERAP_TILE * TILERAP_TILE, comm, PETSC_ERR_ARG_OUTOFRANGE, "-mat_tile_dense_threshold %" PetscInt_FMT ": expected 0..256", thr);
-    opt->dense_threshold = (int)thr;
+  if (v->thr_set) {
+    PetscCheck(v->thr >= 0 && v->thr <= TILERAP_TILE * TILERAP_TILE, comm, PETSC_ERR_ARG_OUTOFRANGE, "-mat_tile_dense_threshold %" PetscInt_FMT ": expected 0..256", v->thr);
+    opt->dense_threshold = (int)v->thr;
+  }
+  if (v->tc_set) {
+    PetscCheck(v->tc <= TILERAP_TILE * TILERAP_TILE * TILERAP_TILE, comm, PETSC_ERR_ARG_OUTOFRANGE, "-mat_tile_tc_threshold %" PetscInt_FMT ": expected at most 4096 (negative: off)", v->tc);
+    opt->tc_threshold = v->tc < 0 ? -1 : (int)v->tc;
+  }
+  if (v->precision_set) {
+    tilerap_precision p;
+    PetscCheck(tilerap_precision_parse(v->precision, &p) == TILERAP_SUCCESS, comm, PETSC_ERR_ARG_OUTOFRANGE, "-mat_tile_precision %s: expected fp64, tf32, bf16 or fp16", v->precision);
+    opt->precision = p;
   }
   PetscFunctionReturn(PETSC_SUCCESS);
 }
@@ -239,31 +251,27 @@ PetscErrorCode TileOptionsApply(MPI_Comm comm, tilerap_options *opt, const char 
 /* Options when a tile matrix is created (so -help lists them in any program). */
 PetscErrorCode TileOptionsFromDatabase(Mat B, tilerap_options *opt)
 {
-  char      engine[16];
-  PetscInt  thr;
-  PetscBool eset, tset;
+  TileOptionValues v;
 
   PetscFunctionBegin;
   PetscOptionsBegin(PetscObjectComm((PetscObject)B), ((PetscObject)B)->prefix, "TileRAP matrix (seqtile) options", "Mat");
-  PetscCall(TileOptionsItems(PetscOptionsObject, opt, engine, sizeof engine, &eset, &thr, &tset));
+  PetscCall(TileOptionsItems(PetscOptionsObject, opt, &v));
   PetscOptionsEnd();
-  PetscCall(TileOptionsApply(PetscObjectComm((PetscObject)B), opt, engine, eset, thr, tset));
+  PetscCall(TileOptionsApply(PetscObjectComm((PetscObject)B), opt, &v));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
 static PetscErrorCode MatSetFromOptions_SeqTile(Mat A, TileOptionItems PetscOptionsObject)
 {
-  Mat_SeqTile *t = (Mat_SeqTile *)A->spptr;
-  char         engine[16];
-  PetscInt     thr;
-  PetscBool    eset, tset;
+  Mat_SeqTile     *t = (Mat_SeqTile *)A->spptr;
+  TileOptionValues v;
 
   PetscFunctionBegin;
   if (tile_aij_ops.setfromoptions) PetscCall(tile_aij_ops.setfromoptions(A, PetscOptionsObject));
   PetscOptionsHeadBegin(PetscOptionsObject, "TileRAP matrix (seqtile) options");
-  PetscCall(TileOptionsItems(PetscOptionsObject, &t->opt, engine, sizeof engine, &eset, &thr, &tset));
+  PetscCall(TileOptionsItems(PetscOptionsObject, &t->opt, &v));
   PetscOptionsHeadEnd();
-  PetscCall(TileOptionsApply(PetscObjectComm((PetscObject)A), &t->opt, engine, eset, thr, tset));
+  PetscCall(TileOptionsApply(PetscObjectComm((PetscObject)A), &t->opt, &v));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -290,9 +298,9 @@ static PetscErrorCode MatView_SeqTile(Mat A, PetscViewer viewer)
 
     PetscCall(TileCacheSync(A, &t->cache));
     T = t->cache.T;
-    PetscCall(PetscViewerASCIIPrintf(viewer, "tilerap: %" PetscInt64_FMT " tiles of 16x16 (%d x %d tile grid), %" PetscInt64_FMT " entries, %.2f mean entries per tile, engine %s (requested %s), dense threshold %d\n",
+    PetscCall(PetscViewerASCIIPrintf(viewer, "tilerap: %" PetscInt64_FMT " tiles of 16x16 (%d x %d tile grid), %" PetscInt64_FMT " entries, %.2f mean entries per tile, engine %s (requested %s), dense threshold %d, tensor-core threshold %d (%s)\n",
                                      (PetscInt64)T->num_tiles, T->tile_rows, T->tile_cols, (PetscInt64)T->nnz, T->num_tiles ? (double)T->nnz / (double)T->num_tiles : 0.0,
-                                     tilerap_engine_name(e), tilerap_engine_name(t->opt.engine), t->opt.dense_threshold));
+                                     tilerap_engine_name(e), tilerap_engine_name(t->opt.engine), t->opt.dense_threshold, t->opt.tc_threshold, tilerap_precision_name(t->opt.precision)));
   }
   PetscFunctionReturn(PETSC_SUCCESS);
 }

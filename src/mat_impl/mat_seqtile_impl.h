@@ -94,9 +94,15 @@ PetscErrorCode TileCacheReset(TileCache *c);
 PetscErrorCode TileCacheMarkInSync(Mat X, TileCache *c, PetscBool by_product_numeric);
 PetscErrorCode TileIsSeqTile(Mat, PetscBool *);
 PetscErrorCode TileOptionsFromDatabase(Mat, tilerap_options *);
-/* The -mat_tile_ options inside an open options block, then checked and applied. */
-PetscErrorCode TileOptionsItems(TileOptionItems, tilerap_options *, char *, size_t, PetscBool *, PetscInt *, PetscBool *);
-PetscErrorCode TileOptionsApply(MPI_Comm, tilerap_options *, const char *, PetscBool, PetscInt, PetscBool);
+/* The -mat_tile_ options inside an open options block (read into v), then
+ * checked and applied. */
+typedef struct {
+  char      engine[16], precision[16];
+  PetscInt  thr, tc;
+  PetscBool engine_set, thr_set, tc_set, precision_set;
+} TileOptionValues;
+PetscErrorCode TileOptionsItems(TileOptionItems, tilerap_options *, TileOptionValues *);
+PetscErrorCode TileOptionsApply(MPI_Comm, tilerap_options *, const TileOptionValues *);
 
 PetscErrorCode MatConvert_SeqAIJ_SeqTile(Mat, MatType, MatReuse, Mat *);
 PetscErrorCode MatProductSetFromOptions_SeqTile(Mat);
