@@ -244,7 +244,7 @@ static __device__ __forceinline__ void tr_tc_chunk(double *acc, const tr_chunk &
  * before: its occupancy carries the hits).  With them, registers are
  * capped for three blocks per SM. */
 template <int PREC>
-static __global__ void __launch_bounds__(TR_NUMERIC_THREADS, PREC < 0 ? 1 : 3)
+static __global__ void __launch_bounds__(TR_NUMERIC_THREADS, PREC < 0 ? 6 : 3)
     k_numeric(const tr_chunk *__restrict__ chunks, const tr_hit *__restrict__ hits, const tr_tc *__restrict__ tcs,
               tr_dview A, tr_dview B, double *__restrict__ cval, const int64_t *__restrict__ ctile_off,
               const uint8_t *__restrict__ cidx, const uint16_t *__restrict__ cmask,
