@@ -29,6 +29,8 @@
  * when the matrix is created):
  *   -mat_tile_engine auto|cpu|cuda    tilerap engine of the products
  *   -mat_tile_dense_threshold N       dense-accumulator threshold of C tiles
+ *   -mat_tile_device N                CUDA device of this process (mpitile
+ *                                     default: node-local rank mod device count)
  *
  * -log_view events: TileRAPPlan (symbolic), TileRAPNumeric, TileRAPXfer
  * (host<->device copies made by this layer), TileRAPConvert (CSR<->tile).

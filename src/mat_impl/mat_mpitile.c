@@ -224,17 +224,16 @@ static PetscErrorCode MatAssemblyEnd_MPITile(Mat A, MatAssemblyType mode)
 /* ---------------------------------------------------------------- options, destroy */
 static PetscErrorCode MatSetFromOptions_MPITile(Mat A, TileOptionItems PetscOptionsObject)
 {
-  Mat_MPITile *t = (Mat_MPITile *)A->spptr;
-  char         engine[16];
-  PetscInt     thr;
-  PetscBool    eset, tset;
+  Mat_MPITile     *t = (Mat_MPITile *)A->spptr;
+  TileOptionValues v;
 
   PetscFunctionBegin;
   if (tile_mpiaij_ops.setfromoptions) PetscCall(tile_mpiaij_ops.setfromoptions(A, PetscOptionsObject));
   PetscOptionsHeadBegin(PetscOptionsObject, "TileRAP matrix (mpitile) options");
-  PetscCall(TileOptionsItems(PetscOptionsObject, &t->opt, engine, sizeof engine, &eset, &thr, &tset));
+  PetscCall(TileOptionsItems(PetscOptionsObject, &t->opt, &v));
   PetscOptionsHeadEnd();
-  PetscCall(TileOptionsApply(PetscObjectComm((PetscObject)A), &t->opt, engine, eset, thr, tset));
+  PetscCall(TileOptionsApply(PetscObjectComm((PetscObject)A), &t->opt, &v));
+  PetscCall(TileDeviceSelect(PetscObjectComm((PetscObject)A), &t->opt)); /* the engine may have become cuda */
   PetscCall(TileMPIConvertBlocks(A)); /* propagates the options */
   PetscFunctionReturn(PETSC_SUCCESS);
 }
@@ -336,6 +335,7 @@ PetscErrorCode MatConvert_MPIAIJ_MPITile(Mat A, MatType type, MatReuse reuse, Ma
   PetscCall(PetscNew(&t));
   tilerap_options_default(&t->opt);
   PetscCall(TileOptionsFromDatabase(B, &t->opt));
+  PetscCall(TileDeviceSelect(PetscObjectComm((PetscObject)B), &t->opt)); /* one GPU per rank */
   B->spptr                      = t;
   B->ops->destroy               = MatDestroy_MPITile;
   B->ops->assemblyend           = MatAssemblyEnd_MPITile;

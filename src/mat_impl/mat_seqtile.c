@@ -10,6 +10,8 @@
  * otherwise.  Matrices produced by our products get their tile copy from
  * the plan and are marked in sync, so the next level starts from it. */
 #include "mat_seqtile_impl.h"
+#include "../kernels/tile_mpi_device.h"
+#include <limits.h>
 
 TileAIJOps tile_aij_ops;
 
@@ -209,61 +211,86 @@ static PetscErrorCode TileCheckEngine(MPI_Comm comm, tilerap_engine e)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-/* Reads the -mat_tile_ options into opt (values are checked after the
+/* Reads the -mat_tile_ options into v (values are checked after the
  * options block so that a bad value leaves nothing behind). */
-PetscErrorCode TileOptionsItems(TileOptionItems PetscOptionsObject, tilerap_options *opt, char *engine, size_t len, PetscBool *engine_set, PetscInt *thr, PetscBool *thr_set)
+PetscErrorCode TileOptionsItems(TileOptionItems PetscOptionsObject, const tilerap_options *opt, TileOptionValues *v)
 {
   PetscFunctionBegin;
-  PetscCall(PetscOptionsString("-mat_tile_engine", "tilerap engine of the matrix products: auto, cpu, cuda", "MatSeqTile", tilerap_engine_name(opt->engine), engine, len, engine_set));
-  *thr = opt->dense_threshold;
-  PetscCall(PetscOptionsInt("-mat_tile_dense_threshold", "C tiles with more entries use the dense accumulator (0..256)", "MatSeqTile", *thr, thr, thr_set));
+  PetscCall(PetscOptionsString("-mat_tile_engine", "tilerap engine of the matrix products: auto, cpu, cuda", "MatSeqTile", tilerap_engine_name(opt->engine), v->engine, sizeof v->engine, &v->engine_set));
+  v->thr = opt->dense_threshold;
+  PetscCall(PetscOptionsInt("-mat_tile_dense_threshold", "C tiles with more entries use the dense accumulator (0..256)", "MatSeqTile", v->thr, &v->thr, &v->thr_set));
+  v->device = -1;
+  PetscCall(PetscOptionsInt("-mat_tile_device", "CUDA device of this process (default for mpitile: node-local rank mod device count)", "MatSeqTile", v->device, &v->device, &v->device_set));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-PetscErrorCode TileOptionsApply(MPI_Comm comm, tilerap_options *opt, const char *engine, PetscBool engine_set, PetscInt thr, PetscBool thr_set)
+/* Process-wide device state: the device -mat_tile_device asked for, and the
+ * one MATMPITILE settled on (a process never changes device under its
+ * device matrices and plans). */
+static int tile_device_requested = -1, tile_device_chosen = -1;
+
+PetscErrorCode TileOptionsApply(MPI_Comm comm, tilerap_options *opt, const TileOptionValues *v)
 {
   PetscFunctionBegin;
-  if (engine_set) {
+  if (v->engine_set) {
     tilerap_engine e;
-    PetscCheck(tilerap_engine_parse(engine, &e) == TILERAP_SUCCESS, comm, PETSC_ERR_ARG_OUTOFRANGE, "-mat_tile_engine %s: expected auto, cpu or cuda", engine);
+    PetscCheck(tilerap_engine_parse(v->engine, &e) == TILERAP_SUCCESS, comm, PETSC_ERR_ARG_OUTOFRANGE, "-mat_tile_engine %s: expected auto, cpu or cuda", v->engine);
     PetscCall(TileCheckEngine(comm, e));
     opt->engine = e;
   }
-  if (thr_set) {
-    PetscCheck(thr >= 0 && thr <= TILERAP_TILE * TILERAP_TILE, comm, PETSC_ERR_ARG_OUTOFRANGE, "-mat_tile_dense_threshold %" PetscInt_FMT ": expected 0..256", thr);
-    opt->dense_threshold = (int)thr;
+  if (v->thr_set) {
+    PetscCheck(v->thr >= 0 && v->thr <= TILERAP_TILE * TILERAP_TILE, comm, PETSC_ERR_ARG_OUTOFRANGE, "-mat_tile_dense_threshold %" PetscInt_FMT ": expected 0..256", v->thr);
+    opt->dense_threshold = (int)v->thr;
   }
+  if (v->device_set) {
+    PetscCheck(v->device >= 0 && v->device <= INT_MAX, comm, PETSC_ERR_ARG_OUTOFRANGE, "-mat_tile_device %" PetscInt_FMT ": expected a device number >= 0", v->device);
+    int err = tilerap_set_device((int)v->device);
+    PetscCheck(!err, comm, err == TILERAP_ERR_ENGINE ? PETSC_ERR_SUP : PETSC_ERR_ARG_OUTOFRANGE, "-mat_tile_device %" PetscInt_FMT ": %s", v->device, tilerap_last_error());
+    tile_device_requested = (int)v->device;
+  }
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode TileDeviceSelect(MPI_Comm comm, const tilerap_options *opt)
+{
+  int active, err, before;
+
+  PetscFunctionBegin;
+  /* -mat_tile_engine cpu is the same on every rank: no collective needed */
+  if (opt->engine == TILERAP_ENGINE_CPU) PetscFunctionReturn(PETSC_SUCCESS);
+  active = tilerap_engine_resolve(opt->engine) == TILERAP_ENGINE_CUDA;
+  before = tile_device_chosen;
+  err    = tr_mpi_choose_device(comm, active, tile_device_requested, &tile_device_chosen);
+  PetscCheck(!err, PETSC_COMM_SELF, PETSC_ERR_LIB, "tilerap: cannot make the CUDA device of this rank current: %s", tilerap_last_error());
+  if (tile_device_chosen != before)
+    PetscCall(PetscInfo(NULL, "tilerap: CUDA device %d of %d for this rank (%s)\n", tile_device_chosen, tilerap_device_count(), tile_device_requested >= 0 ? "-mat_tile_device" : "node-local rank mod device count"));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
 /* Options when a tile matrix is created (so -help lists them in any program). */
 PetscErrorCode TileOptionsFromDatabase(Mat B, tilerap_options *opt)
 {
-  char      engine[16];
-  PetscInt  thr;
-  PetscBool eset, tset;
+  TileOptionValues v;
 
   PetscFunctionBegin;
   PetscOptionsBegin(PetscObjectComm((PetscObject)B), ((PetscObject)B)->prefix, "TileRAP matrix (seqtile) options", "Mat");
-  PetscCall(TileOptionsItems(PetscOptionsObject, opt, engine, sizeof engine, &eset, &thr, &tset));
+  PetscCall(TileOptionsItems(PetscOptionsObject, opt, &v));
   PetscOptionsEnd();
-  PetscCall(TileOptionsApply(PetscObjectComm((PetscObject)B), opt, engine, eset, thr, tset));
+  PetscCall(TileOptionsApply(PetscObjectComm((PetscObject)B), opt, &v));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
 static PetscErrorCode MatSetFromOptions_SeqTile(Mat A, TileOptionItems PetscOptionsObject)
 {
-  Mat_SeqTile *t = (Mat_SeqTile *)A->spptr;
-  char         engine[16];
-  PetscInt     thr;
-  PetscBool    eset, tset;
+  Mat_SeqTile     *t = (Mat_SeqTile *)A->spptr;
+  TileOptionValues v;
 
   PetscFunctionBegin;
   if (tile_aij_ops.setfromoptions) PetscCall(tile_aij_ops.setfromoptions(A, PetscOptionsObject));
   PetscOptionsHeadBegin(PetscOptionsObject, "TileRAP matrix (seqtile) options");
-  PetscCall(TileOptionsItems(PetscOptionsObject, &t->opt, engine, sizeof engine, &eset, &thr, &tset));
+  PetscCall(TileOptionsItems(PetscOptionsObject, &t->opt, &v));
   PetscOptionsHeadEnd();
-  PetscCall(TileOptionsApply(PetscObjectComm((PetscObject)A), &t->opt, engine, eset, thr, tset));
+  PetscCall(TileOptionsApply(PetscObjectComm((PetscObject)A), &t->opt, &v));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 

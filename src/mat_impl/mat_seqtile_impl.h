@@ -94,9 +94,23 @@ PetscErrorCode TileCacheReset(TileCache *c);
 PetscErrorCode TileCacheMarkInSync(Mat X, TileCache *c, PetscBool by_product_numeric);
 PetscErrorCode TileIsSeqTile(Mat, PetscBool *);
 PetscErrorCode TileOptionsFromDatabase(Mat, tilerap_options *);
-/* The -mat_tile_ options inside an open options block, then checked and applied. */
-PetscErrorCode TileOptionsItems(TileOptionItems, tilerap_options *, char *, size_t, PetscBool *, PetscInt *, PetscBool *);
-PetscErrorCode TileOptionsApply(MPI_Comm, tilerap_options *, const char *, PetscBool, PetscInt, PetscBool);
+/* Values of the -mat_tile_ options as read, before they are checked. */
+typedef struct {
+  char      engine[16];
+  PetscBool engine_set;
+  PetscInt  thr;
+  PetscBool thr_set;
+  PetscInt  device;
+  PetscBool device_set;
+} TileOptionValues;
+/* The -mat_tile_ options inside an open options block, then checked and
+ * applied (-mat_tile_device makes that CUDA device current at once). */
+PetscErrorCode TileOptionsItems(TileOptionItems, const tilerap_options *, TileOptionValues *);
+PetscErrorCode TileOptionsApply(MPI_Comm, tilerap_options *, const TileOptionValues *);
+/* MATMPITILE's device: -mat_tile_device when given, else one GPU per rank,
+ * (node-local rank) mod (device count), chosen once per process when the
+ * CUDA engine is active.  Collective on comm unless the engine is cpu. */
+PetscErrorCode TileDeviceSelect(MPI_Comm, const tilerap_options *);
 
 PetscErrorCode MatConvert_SeqAIJ_SeqTile(Mat, MatType, MatReuse, Mat *);
 PetscErrorCode MatProductSetFromOptions_SeqTile(Mat);
