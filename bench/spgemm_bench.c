@@ -327,11 +327,10 @@ static int parse_int(const char *opt, const char *s, int lo, int hi, int *v)
   return 0;
 }
 
-int main(int argc, char **argv)
+/* inputs[], is_gen[]: room for argc entries (main owns them). */
+static int bench_main(int argc, char **argv, const char **inputs, int *is_gen)
 {
   bench_cfg c = {.reps = 9, .warmup = 2, .do_aa = 1, .do_aat = 1, .cusparse = 1, .gpu = 0, .engine = TILERAP_ENGINE_AUTO};
-  const char **inputs = calloc((size_t)argc, sizeof *inputs);
-  int *is_gen = calloc((size_t)argc, sizeof *is_gen);
   int ninputs = 0, ngen = 0;
   const char *write_mtx = NULL;
   for (int i = 1; i < argc; i++) {
@@ -360,7 +359,11 @@ int main(int argc, char **argv)
     char err[512], comment[96];
     if (gen_matrix(inputs[0], &A)) return 2;
     snprintf(comment, sizeof comment, "tilerap model matrix %s (tilerap_model.h)", inputs[0]);
-    if (bench_mtx_write(write_mtx, A, comment, err, sizeof err)) { fprintf(stderr, "spgemm-bench: %s\n", err); return 2; }
+    if (bench_mtx_write(write_mtx, A, comment, err, sizeof err)) {
+      fprintf(stderr, "spgemm-bench: %s\n", err);
+      tilerap_csr_destroy(&A);
+      return 2;
+    }
     printf("# wrote %s: %d x %d, %lld entries\n", write_mtx, A->m, A->n, (long long)A->nnz);
     tilerap_csr_destroy(&A);
     return 0;
@@ -425,7 +428,16 @@ int main(int argc, char **argv)
   if (h) cusparseDestroy(h);
 #endif
   printf("# %d products: %d right, %d WRONG%s\n", products, products - wrong, wrong, bad_input ? "; some inputs not read" : "");
+  return wrong ? 1 : bad_input ? 2 : 0;
+}
+
+int main(int argc, char **argv)
+{
+  const char **inputs = calloc((size_t)argc, sizeof *inputs);
+  int *is_gen = calloc((size_t)argc, sizeof *is_gen);
+  if (!inputs || !is_gen) { fprintf(stderr, "spgemm-bench: out of memory\n"); return 2; }
+  int rc = bench_main(argc, argv, inputs, is_gen);
   free(inputs);
   free(is_gen);
-  return wrong ? 1 : bad_input ? 2 : 0;
+  return rc;
 }
