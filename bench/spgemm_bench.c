@@ -75,77 +75,125 @@ static double toc(const bench_cfg *c)
   return 1e3 * (bench_now() - wall_t0);
 }
 
-/* Runs of one column: r = 0 is the checked run, then warm-ups, then the
- * timed ones (t[] gets those). */
-static int run_is_timed(const bench_cfg *c, int r) { return r > c->warmup; }
-static int run_count(const bench_cfg *c) { return 1 + c->warmup + c->reps; }
+/* One column: run 0 untimed and checked, then --warmup runs, then --reps
+ * timed ones; `before` (untimed, may be NULL) precedes every run (it frees
+ * the previous result); the result is checked again after the timed runs. */
+static void time_column(const bench_cfg *c, void *job, void (*before)(void *), void (*work)(void *),
+                        double (*check)(void *), double tol, column *col)
+{
+  double *t = malloc((size_t)c->reps * sizeof *t);
+  col->run = col->ok = 1;
+  col->err = 0;
+  for (int r = 0; r < 1 + c->warmup + c->reps; r++) {
+    if (before) before(job);
+    tic(c);
+    work(job);
+    double ms = toc(c);
+    if (r == 0 && !((col->err = check(job)) <= tol)) { col->ok = 0; break; }
+    if (r > c->warmup) t[r - 1 - c->warmup] = ms;
+  }
+  if (col->ok) {
+    double e = check(job);
+    col->err = fmax(col->err, e);
+    col->ok = e <= tol;
+  }
+  col->ms = col->ok ? bench_median(t, c->reps) : NAN;
+  free(t);
+}
 
 /* ---------------------------------------------------------------- tile engine */
+typedef struct {
+  const tilerap_csr *R;
+  int trans;
+  tilerap_options opt;
+  tilerap_tile_matrix *X, *Bt, *C; /* A (host or device), A^T, result */
+  tilerap_spgemm_plan plan;
+} tile_job;
+
+static void tile_free_result(void *p)
+{
+  tile_job *j = p;
+  tilerap_spgemm_plan_destroy(&j->plan);
+  tilerap_tile_destroy(&j->C);
+  tilerap_tile_destroy(&j->Bt);
+}
+static void tile_first(void *p) /* (transpose,) plan, numeric */
+{
+  tile_job *j = p;
+  if (j->trans) TR(tilerap_tile_transpose(j->X, &j->Bt, NULL));
+  TR(tilerap_spgemm_plan_create(j->X, j->trans ? j->Bt : j->X, &j->opt, &j->plan, &j->C));
+  TR(tilerap_spgemm_numeric(j->plan, j->X, j->trans ? j->Bt : j->X, j->C));
+}
+static void tile_numeric(void *p)
+{
+  tile_job *j = p;
+  TR(tilerap_spgemm_numeric(j->plan, j->X, j->trans ? j->Bt : j->X, j->C));
+}
+static double tile_check(void *p)
+{
+  tile_job *j = p;
+  return bench_tile_relerr(j->C, j->R);
+}
+
 /* C = A*A or A*A^T with the tile engine: first time and numeric re-runs. */
 static void tile_columns(const tilerap_csr *A, int trans, const tilerap_csr *R, const bench_cfg *c, column col[2])
 {
-  tilerap_options opt;
-  tilerap_options_default(&opt);
-  opt.engine = c->engine;
-  tilerap_tile_matrix *hA = NULL, *X = NULL, *Bt = NULL, *C = NULL;
+  tile_job j = {.R = R, .trans = trans};
+  tilerap_tile_matrix *hA = NULL;
+  tilerap_options_default(&j.opt);
+  j.opt.engine = c->engine;
   TR(tilerap_tile_from_csr(A->m, A->n, A->rowptr, A->colidx, A->val, &hA));
-  if (c->gpu) TR(tilerap_tile_copy(hA, TILERAP_MEM_DEVICE, &X));
-  else X = hA;
-  double *t = malloc((size_t)c->reps * sizeof *t);
-  tilerap_spgemm_plan plan = NULL;
-  memset(col, 0, 2 * sizeof *col);
-
-  col[0].run = col[0].ok = 1;
-  for (int r = 0; r < run_count(c); r++) {
-    tilerap_spgemm_plan_destroy(&plan);
-    tilerap_tile_destroy(&C);
-    tilerap_tile_destroy(&Bt);
-    tic(c);
-    if (trans) TR(tilerap_tile_transpose(X, &Bt, NULL));
-    TR(tilerap_spgemm_plan_create(X, trans ? Bt : X, &opt, &plan, &C));
-    TR(tilerap_spgemm_numeric(plan, X, trans ? Bt : X, C));
-    double ms = toc(c);
-    if (r == 0) {
-      col[0].err = bench_tile_relerr(C, R);
-      if (!(col[0].err <= TOL_TILERAP)) { col[0].ok = 0; break; }
-    }
-    if (run_is_timed(c, r)) t[r - 1 - c->warmup] = ms;
-  }
-  col[0].ms = col[0].ok ? bench_median(t, c->reps) : NAN;
-
-  if (col[0].ok) {
-    col[1].run = col[1].ok = 1;
-    for (int r = 0; r < run_count(c); r++) {
-      tic(c);
-      TR(tilerap_spgemm_numeric(plan, X, trans ? Bt : X, C));
-      double ms = toc(c);
-      if (r == 0) {
-        col[1].err = bench_tile_relerr(C, R);
-        if (!(col[1].err <= TOL_TILERAP)) { col[1].ok = 0; break; }
-      }
-      if (run_is_timed(c, r)) t[r - 1 - c->warmup] = ms;
-    }
-    if (col[1].ok) { /* the timed re-runs left a right result too */
-      double e = bench_tile_relerr(C, R);
-      col[1].err = fmax(col[1].err, e);
-      col[1].ok = e <= TOL_TILERAP;
-    }
-    col[1].ms = col[1].ok ? bench_median(t, c->reps) : NAN;
-  }
-  free(t);
-  tilerap_spgemm_plan_destroy(&plan);
-  tilerap_tile_destroy(&C);
-  tilerap_tile_destroy(&Bt);
-  if (X != hA) tilerap_tile_destroy(&X);
+  if (c->gpu) TR(tilerap_tile_copy(hA, TILERAP_MEM_DEVICE, &j.X));
+  else j.X = hA;
+  time_column(c, &j, tile_free_result, tile_first, tile_check, TOL_TILERAP, &col[0]);
+  if (col[0].ok) time_column(c, &j, NULL, tile_numeric, tile_check, TOL_TILERAP, &col[1]);
+  tile_free_result(&j);
+  if (j.X != hA) tilerap_tile_destroy(&j.X);
   tilerap_tile_destroy(&hA);
 }
 
 /* ---------------------------------------------------------------- cuSPARSE */
 #ifdef TILERAP_HAVE_CUDA
-static double cs_relerr(const dcsr *D, const tilerap_csr *R)
+typedef struct {
+  cusparseHandle_t h;
+  const tilerap_csr *R;
+  int trans;
+  dcsr dA, dA2, dT, dC; /* dA2: A*A's second operand, a descriptor over dA's arrays */
+  void *tbuf;
+  size_t tbsz;
+  cs_reuse ru;
+} cs_job;
+
+static const dcsr *cs_B(const cs_job *j) { return j->trans ? &j->dT : &j->dA2; }
+static void cs_free_result(void *p)
 {
-  tilerap_csr *X = dcsr_download(D);
-  double e = bench_csr_relerr(X, R);
+  cs_job *j = p;
+  dcsr_free(&j->dC);
+  dcsr_free(&j->dT);
+  cudaFree(j->tbuf);
+  j->tbuf = NULL;
+  j->tbsz = 0;
+}
+static void cs_first(void *p) /* (csr2csc,) work estimation, compute, copy */
+{
+  cs_job *j = p;
+  if (j->trans) {
+    dcsr_alloc_T(&j->dA, &j->dT);
+    cs_transpose(j->h, &j->dA, &j->dT, &j->tbuf, &j->tbsz);
+    dcsr_describe(&j->dT);
+  }
+  cs_spgemm(j->h, &j->dA, cs_B(j), &j->dC);
+}
+static void cs_numeric(void *p)
+{
+  cs_job *j = p;
+  cs_reuse_compute(j->h, &j->dA, cs_B(j), &j->dC, &j->ru);
+}
+static double cs_check(void *p)
+{
+  cs_job *j = p;
+  tilerap_csr *X = dcsr_download(&j->dC);
+  double e = bench_csr_relerr(X, j->R);
   tilerap_csr_destroy(&X);
   return e;
 }
@@ -153,67 +201,24 @@ static double cs_relerr(const dcsr *D, const tilerap_csr *R)
 static void cusparse_columns(cusparseHandle_t h, const tilerap_csr *A, int trans, const tilerap_csr *R,
                              const bench_cfg *c, column col[2])
 {
-  dcsr dA, dA2, dT, dC;
-  memset(&dA, 0, sizeof dA); memset(&dT, 0, sizeof dT); memset(&dC, 0, sizeof dC);
-  void *tbuf = NULL;
-  size_t tbsz = 0;
-  double *t = malloc((size_t)c->reps * sizeof *t);
-  memset(col, 0, 2 * sizeof *col);
-  dcsr_upload(A, &dA);
-  /* A*A: B is a second descriptor over A's arrays (cuSPARSE is not asked
-   * to take one descriptor as both operands) */
-  dA2 = dA;
-  dA2.d = NULL;
-  dcsr_describe(&dA2);
-  const dcsr *B = trans ? &dT : &dA2;
-
-  col[0].run = col[0].ok = 1;
-  for (int r = 0; r < run_count(c); r++) {
-    if (r) { dcsr_free(&dC); dcsr_free(&dT); cudaFree(tbuf); tbuf = NULL; tbsz = 0; }
-    gpu_tic();
-    if (trans) {
-      dcsr_alloc_T(&dA, &dT);
-      cs_transpose(h, &dA, &dT, &tbuf, &tbsz);
-      dcsr_describe(&dT);
-    }
-    cs_spgemm(h, &dA, B, &dC);
-    double ms = gpu_toc();
-    if (r == 0) {
-      col[0].err = cs_relerr(&dC, R);
-      if (!(col[0].err <= TOL_CUSPARSE)) { col[0].ok = 0; break; }
-    }
-    if (run_is_timed(c, r)) t[r - 1 - c->warmup] = ms;
-  }
-  col[0].ms = col[0].ok ? bench_median(t, c->reps) : NAN;
-  dcsr_free(&dC);
-
+  cs_job j;
+  memset(&j, 0, sizeof j);
+  j.h = h; j.R = R; j.trans = trans;
+  dcsr_upload(A, &j.dA);
+  /* cuSPARSE is not asked to take one descriptor as both operands */
+  j.dA2 = j.dA;
+  j.dA2.d = NULL;
+  dcsr_describe(&j.dA2);
+  time_column(c, &j, cs_free_result, cs_first, cs_check, TOL_CUSPARSE, &col[0]);
   if (col[0].ok) {
-    cs_reuse ru;
-    cs_reuse_setup(h, &dA, B, &dC, &ru);
-    col[1].run = col[1].ok = 1;
-    for (int r = 0; r < run_count(c); r++) {
-      gpu_tic();
-      cs_reuse_compute(h, &dA, B, &dC, &ru);
-      double ms = gpu_toc();
-      if (r == 0) {
-        col[1].err = cs_relerr(&dC, R);
-        if (!(col[1].err <= TOL_CUSPARSE)) { col[1].ok = 0; break; }
-      }
-      if (run_is_timed(c, r)) t[r - 1 - c->warmup] = ms;
-    }
-    if (col[1].ok) {
-      double e = cs_relerr(&dC, R);
-      col[1].err = fmax(col[1].err, e);
-      col[1].ok = e <= TOL_CUSPARSE;
-    }
-    col[1].ms = col[1].ok ? bench_median(t, c->reps) : NAN;
-    cs_reuse_free(&ru);
-    dcsr_free(&dC);
+    dcsr_free(&j.dC); /* A^T stays: the reuse path takes it as given */
+    cs_reuse_setup(h, &j.dA, cs_B(&j), &j.dC, &j.ru);
+    time_column(c, &j, NULL, cs_numeric, cs_check, TOL_CUSPARSE, &col[1]);
+    cs_reuse_free(&j.ru);
   }
-  free(t);
-  cusparseDestroySpMat(dA2.d); /* arrays are dA's */
-  dcsr_free(&dT); dcsr_free(&dA);
-  cudaFree(tbuf);
+  cs_free_result(&j);
+  cusparseDestroySpMat(j.dA2.d); /* its arrays are dA's */
+  dcsr_free(&j.dA);
 }
 #endif
 
