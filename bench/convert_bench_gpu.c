@@ -8,6 +8,7 @@
  *   convert-bench-gpu [-reps 7] [-n 100] [-stencil p3d7] */
 #include "../test/ref_gustavson.h"
 #include "tilerap_model.h"
+#include "bench_common.h"
 #include <cuda_runtime_api.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,16 +23,6 @@
     if (e_) { fprintf(stderr, "%s failed: %s\n", #x, tilerap_last_error()); exit(1); }        \
   } while (0)
 
-static int cmp_d(const void *a, const void *b)
-{
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-static double median(double *t, int n)
-{
-  qsort(t, (size_t)n, sizeof *t, cmp_d);
-  return t[n / 2];
-}
 static double now(void)
 {
   cudaDeviceSynchronize();
@@ -46,7 +37,7 @@ static double now(void)
       __VA_ARGS__;                              \
       ts_[r_] = now() - t0_;                    \
     }                                           \
-    out = median(ts_, (reps));                  \
+    out = bench_median(ts_, (reps));            \
   } while (0)
 
 static int32_t *rp32_of(const tilerap_csr *A)

@@ -14,7 +14,7 @@
 #include "tilerap.h"
 #include "tilerap_model.h"
 #include "../test/ref_gustavson.h"
-#include "bench_timer.h"
+#include "bench_common.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -75,18 +75,6 @@ static double petsc_relerr(Mat C, const tilerap_csr *R)
 }
 #endif
 
-static double tile_relerr(const tilerap_tile_matrix *T, const tilerap_csr *R)
-{
-  tilerap_tile_matrix *H = NULL;
-  const tilerap_tile_matrix *h = T;
-  if (T->memtype != TILERAP_MEM_HOST) { tilerap_tile_copy(T, TILERAP_MEM_HOST, &H); h = H; }
-  tilerap_csr *C = ref_tile_to_csr(h);
-  double e = ref_same_structure(C, R) ? ref_relerr(C, R) : INFINITY;
-  tilerap_csr_destroy(&C);
-  tilerap_tile_destroy(&H);
-  return e;
-}
-
 static int run_case(const char *spec, int reps, tilerap_engine engine, int with_petsc)
 {
   char name[32];
@@ -146,7 +134,7 @@ static int run_case(const char *spec, int reps, tilerap_engine engine, int with_
       if (err) { fprintf(stderr, "tilerap: %s\n", tilerap_last_error()); return 1; }
       double t1 = bench_now();
       if (r == 0) {
-        t.relerr = tile_relerr(tC, Al[l + 1]);
+        t.relerr = bench_tile_relerr(tC, Al[l + 1]);
         if (!(t.relerr <= 1e-14)) { fprintf(stderr, "level %d: WRONG RESULT relerr %.2e\n", l, t.relerr); bad = 1; }
       }
       double t2 = bench_now();
@@ -167,7 +155,7 @@ static int run_case(const char *spec, int reps, tilerap_engine engine, int with_
     }
     t.first = bench_median(tf, reps);
     t.numeric = bench_median(tn, reps);
-    if (!(tile_relerr(tC, Al[l + 1]) <= 1e-14)) { fprintf(stderr, "level %d: WRONG RESULT after re-run\n", l); bad = 1; }
+    if (!(bench_tile_relerr(tC, Al[l + 1]) <= 1e-14)) { fprintf(stderr, "level %d: WRONG RESULT after re-run\n", l); bad = 1; }
     tilerap_ptap_info info;
     tilerap_ptap_plan_info(plan, &info);
 #ifdef TILERAP_HAVE_PETSC

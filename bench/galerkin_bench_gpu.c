@@ -25,220 +25,15 @@
 #include "tilerap.h"
 #include "tilerap_model.h"
 #include "../test/ref_gustavson.h"
-#include <cuda_runtime_api.h>
-#include <cusparse.h>
+#include "bench_common.h"
+#include "bench_cusparse.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define CK(x)                                                                                  \
-  do {                                                                                         \
-    cudaError_t e_ = (x);                                                                      \
-    if (e_ != cudaSuccess) { fprintf(stderr, "%s:%d %s\n", __FILE__, __LINE__, cudaGetErrorString(e_)); exit(2); } \
-  } while (0)
-#define CS(x)                                                                                  \
-  do {                                                                                         \
-    cusparseStatus_t s_ = (x);                                                                 \
-    if (s_ != CUSPARSE_STATUS_SUCCESS) { fprintf(stderr, "%s:%d cusparse %d\n", __FILE__, __LINE__, (int)s_); exit(2); } \
-  } while (0)
-#define TR(x)                                                                                  \
-  do {                                                                                         \
-    int t_ = (x);                                                                              \
-    if (t_) { fprintf(stderr, "%s:%d tilerap %d: %s\n", __FILE__, __LINE__, t_, tilerap_last_error()); exit(2); } \
-  } while (0)
-
 static int reps = 9;
 static int tc_thr[8], ntc = 0, prec_thr = 0;
-static cudaEvent_t ev0, ev1;
-
-static int cmpd(const void *a, const void *b)
-{
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-static double median(double *t, int n)
-{
-  qsort(t, (size_t)n, sizeof *t, cmpd);
-  return n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
-}
-static void tic(void) { CK(cudaEventRecord(ev0, 0)); }
-static double toc(void)
-{
-  float ms;
-  CK(cudaEventRecord(ev1, 0));
-  CK(cudaEventSynchronize(ev1));
-  CK(cudaEventElapsedTime(&ms, ev0, ev1));
-  return ms;
-}
-
-/* ---------------------------------------------------------------- cuSPARSE */
-typedef struct {
-  int m, n;
-  int64_t nnz;
-  int *rp, *ci;
-  double *v;
-  cusparseSpMatDescr_t d;
-} dcsr;
-
-static void dcsr_upload(const tilerap_csr *A, dcsr *D)
-{
-  int *rp = malloc(((size_t)A->m + 1) * sizeof *rp);
-  for (int32_t i = 0; i <= A->m; i++) rp[i] = (int)A->rowptr[i];
-  D->m = A->m; D->n = A->n; D->nnz = A->nnz;
-  CK(cudaMalloc((void **)&D->rp, ((size_t)A->m + 1) * sizeof(int)));
-  CK(cudaMalloc((void **)&D->ci, (size_t)(A->nnz ? A->nnz : 1) * sizeof(int)));
-  CK(cudaMalloc((void **)&D->v, (size_t)(A->nnz ? A->nnz : 1) * sizeof(double)));
-  CK(cudaMemcpy(D->rp, rp, ((size_t)A->m + 1) * sizeof(int), cudaMemcpyHostToDevice));
-  CK(cudaMemcpy(D->ci, A->colidx, (size_t)A->nnz * sizeof(int), cudaMemcpyHostToDevice));
-  CK(cudaMemcpy(D->v, A->val, (size_t)A->nnz * sizeof(double), cudaMemcpyHostToDevice));
-  CS(cusparseCreateCsr(&D->d, D->m, D->n, D->nnz, D->rp, D->ci, D->v, CUSPARSE_INDEX_32I, CUSPARSE_INDEX_32I,
-                       CUSPARSE_INDEX_BASE_ZERO, CUDA_R_64F));
-  free(rp);
-}
-static void dcsr_free(dcsr *D)
-{
-  if (D->d) cusparseDestroySpMat(D->d);
-  cudaFree(D->rp); cudaFree(D->ci); cudaFree(D->v);
-  memset(D, 0, sizeof *D);
-}
-static tilerap_csr *dcsr_download(const dcsr *D)
-{
-  tilerap_csr *C = NULL;
-  int *rp = malloc(((size_t)D->m + 1) * sizeof *rp);
-  TR(tilerap_csr_create(D->m, D->n, D->nnz, &C));
-  CK(cudaMemcpy(rp, D->rp, ((size_t)D->m + 1) * sizeof(int), cudaMemcpyDeviceToHost));
-  for (int i = 0; i <= D->m; i++) C->rowptr[i] = rp[i];
-  CK(cudaMemcpy(C->colidx, D->ci, (size_t)D->nnz * sizeof(int), cudaMemcpyDeviceToHost));
-  CK(cudaMemcpy(C->val, D->v, (size_t)D->nnz * sizeof(double), cudaMemcpyDeviceToHost));
-  free(rp);
-  return C;
-}
-
-/* P^T by csr2csc (numeric), into an allocated T (m,n swapped) */
-static void cs_transpose(cusparseHandle_t h, const dcsr *P, dcsr *T, void **buf, size_t *bufsz)
-{
-  size_t need = 0;
-  CS(cusparseCsr2cscEx2_bufferSize(h, P->m, P->n, (int)P->nnz, P->v, P->rp, P->ci, T->v, T->rp, T->ci, CUDA_R_64F,
-                                   CUSPARSE_ACTION_NUMERIC, CUSPARSE_INDEX_BASE_ZERO, CUSPARSE_CSR2CSC_ALG1, &need));
-  if (need > *bufsz) { cudaFree(*buf); CK(cudaMalloc(buf, need)); *bufsz = need; }
-  CS(cusparseCsr2cscEx2(h, P->m, P->n, (int)P->nnz, P->v, P->rp, P->ci, T->v, T->rp, T->ci, CUDA_R_64F,
-                        CUSPARSE_ACTION_NUMERIC, CUSPARSE_INDEX_BASE_ZERO, CUSPARSE_CSR2CSC_ALG1, *buf));
-}
-static void dcsr_alloc_T(const dcsr *P, dcsr *T)
-{
-  T->m = P->n; T->n = P->m; T->nnz = P->nnz;
-  CK(cudaMalloc((void **)&T->rp, ((size_t)T->m + 1) * sizeof(int)));
-  CK(cudaMalloc((void **)&T->ci, (size_t)(T->nnz ? T->nnz : 1) * sizeof(int)));
-  CK(cudaMalloc((void **)&T->v, (size_t)(T->nnz ? T->nnz : 1) * sizeof(double)));
-}
-
-/* One-shot generic SpGEMM C = X*Y (C allocated here). */
-static void cs_spgemm(cusparseHandle_t h, const dcsr *X, const dcsr *Y, dcsr *C)
-{
-  double one = 1.0, zero = 0.0;
-  cusparseOperation_t op = CUSPARSE_OPERATION_NON_TRANSPOSE;
-  cusparseSpGEMMDescr_t g;
-  size_t b1 = 0, b2 = 0;
-  void *w1 = NULL, *w2 = NULL;
-  memset(C, 0, sizeof *C);
-  C->m = X->m; C->n = Y->n;
-  CS(cusparseCreateCsr(&C->d, C->m, C->n, 0, NULL, NULL, NULL, CUSPARSE_INDEX_32I, CUSPARSE_INDEX_32I,
-                       CUSPARSE_INDEX_BASE_ZERO, CUDA_R_64F));
-  CS(cusparseSpGEMM_createDescr(&g));
-  CS(cusparseSpGEMM_workEstimation(h, op, op, &one, X->d, Y->d, &zero, C->d, CUDA_R_64F, CUSPARSE_SPGEMM_DEFAULT, g, &b1, NULL));
-  CK(cudaMalloc(&w1, b1 ? b1 : 1));
-  CS(cusparseSpGEMM_workEstimation(h, op, op, &one, X->d, Y->d, &zero, C->d, CUDA_R_64F, CUSPARSE_SPGEMM_DEFAULT, g, &b1, w1));
-  CS(cusparseSpGEMM_compute(h, op, op, &one, X->d, Y->d, &zero, C->d, CUDA_R_64F, CUSPARSE_SPGEMM_DEFAULT, g, &b2, NULL));
-  CK(cudaMalloc(&w2, b2 ? b2 : 1));
-  CS(cusparseSpGEMM_compute(h, op, op, &one, X->d, Y->d, &zero, C->d, CUDA_R_64F, CUSPARSE_SPGEMM_DEFAULT, g, &b2, w2));
-  int64_t r, c, nz;
-  CS(cusparseSpMatGetSize(C->d, &r, &c, &nz));
-  C->nnz = nz;
-  CK(cudaMalloc((void **)&C->rp, ((size_t)C->m + 1) * sizeof(int)));
-  CK(cudaMalloc((void **)&C->ci, (size_t)(nz ? nz : 1) * sizeof(int)));
-  CK(cudaMalloc((void **)&C->v, (size_t)(nz ? nz : 1) * sizeof(double)));
-  CS(cusparseCsrSetPointers(C->d, C->rp, C->ci, C->v));
-  CS(cusparseSpGEMM_copy(h, op, op, &one, X->d, Y->d, &zero, C->d, CUDA_R_64F, CUSPARSE_SPGEMM_DEFAULT, g));
-  CS(cusparseSpGEMM_destroyDescr(g));
-  cudaFree(w1); cudaFree(w2);
-}
-
-/* Reuse SpGEMM: structure once, then numeric only. */
-typedef struct {
-  cusparseSpGEMMDescr_t g;
-  void *w[5];
-} cs_reuse;
-static void cs_reuse_setup(cusparseHandle_t h, const dcsr *X, const dcsr *Y, dcsr *C, cs_reuse *R)
-{
-  cusparseOperation_t op = CUSPARSE_OPERATION_NON_TRANSPOSE;
-  size_t b[5] = {0};
-  memset(C, 0, sizeof *C);
-  memset(R, 0, sizeof *R);
-  C->m = X->m; C->n = Y->n;
-  CS(cusparseCreateCsr(&C->d, C->m, C->n, 0, NULL, NULL, NULL, CUSPARSE_INDEX_32I, CUSPARSE_INDEX_32I,
-                       CUSPARSE_INDEX_BASE_ZERO, CUDA_R_64F));
-  CS(cusparseSpGEMM_createDescr(&R->g));
-  CS(cusparseSpGEMMreuse_workEstimation(h, op, op, X->d, Y->d, C->d, CUSPARSE_SPGEMM_DEFAULT, R->g, &b[0], NULL));
-  CK(cudaMalloc(&R->w[0], b[0] ? b[0] : 1));
-  CS(cusparseSpGEMMreuse_workEstimation(h, op, op, X->d, Y->d, C->d, CUSPARSE_SPGEMM_DEFAULT, R->g, &b[0], R->w[0]));
-  CS(cusparseSpGEMMreuse_nnz(h, op, op, X->d, Y->d, C->d, CUSPARSE_SPGEMM_DEFAULT, R->g, &b[1], NULL, &b[2], NULL, &b[3], NULL));
-  for (int i = 1; i < 4; i++) CK(cudaMalloc(&R->w[i], b[i] ? b[i] : 1));
-  CS(cusparseSpGEMMreuse_nnz(h, op, op, X->d, Y->d, C->d, CUSPARSE_SPGEMM_DEFAULT, R->g, &b[1], R->w[1], &b[2], R->w[2],
-                             &b[3], R->w[3]));
-  int64_t r, c, nz;
-  CS(cusparseSpMatGetSize(C->d, &r, &c, &nz));
-  C->nnz = nz;
-  CK(cudaMalloc((void **)&C->rp, ((size_t)C->m + 1) * sizeof(int)));
-  CK(cudaMalloc((void **)&C->ci, (size_t)(nz ? nz : 1) * sizeof(int)));
-  CK(cudaMalloc((void **)&C->v, (size_t)(nz ? nz : 1) * sizeof(double)));
-  CS(cusparseCsrSetPointers(C->d, C->rp, C->ci, C->v));
-  CS(cusparseSpGEMMreuse_copy(h, op, op, X->d, Y->d, C->d, CUSPARSE_SPGEMM_DEFAULT, R->g, &b[4], NULL));
-  CK(cudaMalloc(&R->w[4], b[4] ? b[4] : 1));
-  CS(cusparseSpGEMMreuse_copy(h, op, op, X->d, Y->d, C->d, CUSPARSE_SPGEMM_DEFAULT, R->g, &b[4], R->w[4]));
-  cudaFree(R->w[1]); cudaFree(R->w[2]); R->w[1] = R->w[2] = NULL; /* as the CUDA sample: not needed by compute */
-}
-static void cs_reuse_compute(cusparseHandle_t h, const dcsr *X, const dcsr *Y, dcsr *C, cs_reuse *R)
-{
-  double one = 1.0, zero = 0.0;
-  cusparseOperation_t op = CUSPARSE_OPERATION_NON_TRANSPOSE;
-  CS(cusparseSpGEMMreuse_compute(h, op, op, &one, X->d, Y->d, &zero, C->d, CUDA_R_64F, CUSPARSE_SPGEMM_DEFAULT, R->g));
-}
-static void cs_reuse_free(cs_reuse *R)
-{
-  cusparseSpGEMM_destroyDescr(R->g);
-  for (int i = 0; i < 5; i++) cudaFree(R->w[i]);
-}
-
-/* ---------------------------------------------------------------- checks */
-static double check_csr(const tilerap_csr *X, const tilerap_csr *R)
-{
-  return ref_same_structure(X, R) ? ref_relerr(X, R) : INFINITY;
-}
-static double check_tiles(const tilerap_tile_matrix *dC, const tilerap_csr *R)
-{
-  tilerap_tile_matrix *H = NULL;
-  TR(tilerap_tile_copy(dC, TILERAP_MEM_HOST, &H));
-  tilerap_csr *X = ref_tile_to_csr(H);
-  double e = check_csr(X, R);
-  tilerap_csr_destroy(&X);
-  tilerap_tile_destroy(&H);
-  return e;
-}
-
-static double copy_bandwidth(void)
-{
-  size_t n = (size_t)1 << 30;
-  void *a, *b;
-  CK(cudaMalloc(&a, n)); CK(cudaMalloc(&b, n));
-  CK(cudaMemset(a, 1, n));
-  CK(cudaMemcpy(b, a, n, cudaMemcpyDeviceToDevice));
-  tic();
-  for (int i = 0; i < 10; i++) CK(cudaMemcpy(b, a, n, cudaMemcpyDeviceToDevice));
-  double ms = toc();
-  cudaFree(a); cudaFree(b);
-  return 2.0 * 10 * (double)n / (ms * 1e-3);
-}
 
 static void run_case(const char *spec, double bw, cusparseHandle_t h)
 {
@@ -272,23 +67,23 @@ static void run_case(const char *spec, double bw, cusparseHandle_t h)
     TR(tilerap_tile_copy(hP, TILERAP_MEM_DEVICE, &dP));
     tilerap_ptap_plan plan = NULL;
     for (int r = -1; r < reps; r++) {
-      tic();
+      gpu_tic();
       TR(tilerap_ptap_plan_create(dA, dP, &ogpu, &plan, &dC));
       TR(tilerap_ptap_numeric(plan, dA, dP, dC));
-      double ms = toc();
+      double ms = gpu_toc();
       if (r >= 0) t[r] = ms;
       if (r < reps - 1) { tilerap_ptap_plan_destroy(&plan); tilerap_tile_destroy(&dC); }
     }
-    med[0] = median(t, reps);
-    err[0] = check_tiles(dC, R);
+    med[0] = bench_median(t, reps);
+    err[0] = bench_tile_relerr(dC, R);
     for (int r = -1; r < reps; r++) {
-      tic();
+      gpu_tic();
       TR(tilerap_ptap_numeric(plan, dA, dP, dC));
-      double ms = toc();
+      double ms = gpu_toc();
       if (r >= 0) t[r] = ms;
     }
-    med[1] = median(t, reps);
-    err[1] = check_tiles(dC, R);
+    med[1] = bench_median(t, reps);
+    err[1] = bench_tile_relerr(dC, R);
     tilerap_ptap_plan_destroy(&plan);
     tilerap_tile_destroy(&dC); tilerap_tile_destroy(&dA); tilerap_tile_destroy(&dP);
 
@@ -299,36 +94,35 @@ static void run_case(const char *spec, double bw, cusparseHandle_t h)
     void *tbuf = NULL;
     size_t tbsz = 0;
     for (int r = -1; r < reps; r++) {
-      tic();
+      gpu_tic();
       cs_spgemm(h, &cA, &cP, &cAP);
       dcsr_alloc_T(&cP, &cT);
       cs_transpose(h, &cP, &cT, &tbuf, &tbsz);
-      CS(cusparseCreateCsr(&cT.d, cT.m, cT.n, cT.nnz, cT.rp, cT.ci, cT.v, CUSPARSE_INDEX_32I, CUSPARSE_INDEX_32I,
-                           CUSPARSE_INDEX_BASE_ZERO, CUDA_R_64F));
+      dcsr_describe(&cT);
       cs_spgemm(h, &cT, &cAP, &cC);
-      double ms = toc();
+      double ms = gpu_toc();
       if (r >= 0) t[r] = ms;
       if (r < reps - 1) { dcsr_free(&cAP); dcsr_free(&cT); dcsr_free(&cC); cudaFree(tbuf); tbuf = NULL; tbsz = 0; }
     }
-    med[2] = median(t, reps);
+    med[2] = bench_median(t, reps);
     tilerap_csr *X = dcsr_download(&cC);
-    err[2] = check_csr(X, R);
+    err[2] = bench_csr_relerr(X, R);
     tilerap_csr_destroy(&X);
     dcsr_free(&cAP); dcsr_free(&cC);
     cs_reuse r1, r2;
     cs_reuse_setup(h, &cA, &cP, &cAP, &r1);
     cs_reuse_setup(h, &cT, &cAP, &cC, &r2);
     for (int r = -1; r < reps; r++) {
-      tic();
+      gpu_tic();
       cs_transpose(h, &cP, &cT, &tbuf, &tbsz);
       cs_reuse_compute(h, &cA, &cP, &cAP, &r1);
       cs_reuse_compute(h, &cT, &cAP, &cC, &r2);
-      double ms = toc();
+      double ms = gpu_toc();
       if (r >= 0) t[r] = ms;
     }
-    med[3] = median(t, reps);
+    med[3] = bench_median(t, reps);
     X = dcsr_download(&cC);
-    err[3] = check_csr(X, R);
+    err[3] = bench_csr_relerr(X, R);
     tilerap_csr_destroy(&X);
     cs_reuse_free(&r1); cs_reuse_free(&r2);
     dcsr_free(&cAP); dcsr_free(&cC); dcsr_free(&cT); dcsr_free(&cA); dcsr_free(&cP);
@@ -389,16 +183,16 @@ static double tc_time(tilerap_tile_matrix *dA, tilerap_tile_matrix *dP, const ti
   double t[64];
   TR(tilerap_ptap_plan_create(dA, dP, o, &plan, &dC));
   for (int r = -1; r < reps; r++) {
-    tic();
+    gpu_tic();
     TR(tilerap_ptap_numeric(plan, dA, dP, dC));
-    double ms = toc();
+    double ms = gpu_toc();
     if (r >= 0) t[r] = ms;
   }
-  *err = check_tiles(dC, R);
+  *err = bench_tile_relerr(dC, R);
   TR(tilerap_ptap_plan_info(plan, info));
   tilerap_ptap_plan_destroy(&plan);
   tilerap_tile_destroy(&dC);
-  return median(t, reps);
+  return bench_median(t, reps);
 }
 
 static void tc_level(const char *name, int n, int lvl, const tilerap_csr *A, const tilerap_csr *P, const tilerap_csr *R)
@@ -507,7 +301,6 @@ int main(int argc, char **argv)
   if (reps < 1 || reps > 63) reps = 9;
   if (!nc) for (int i = 0; i < 5; i++) cases[nc++] = defaults[i];
   if (!tilerap_engine_available(TILERAP_ENGINE_CUDA)) { printf("no CUDA device: nothing to measure\n"); return 0; }
-  CK(cudaEventCreate(&ev0)); CK(cudaEventCreate(&ev1));
   cusparseHandle_t h;
   CS(cusparseCreate(&h));
   struct cudaDeviceProp prop;

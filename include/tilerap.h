@@ -116,6 +116,26 @@ const char *tilerap_engine_name(tilerap_engine engine);
 int tilerap_engine_parse(const char *name, tilerap_engine *engine);
 
 /* ------------------------------------------------------------------ */
+/* Devices of the CUDA engine                                          */
+/* ------------------------------------------------------------------ */
+/* One device per calling thread (CUDA's current device): device matrices,
+ * plans and the engine's memory pool belong to the device that was current
+ * when they were created and must be used with that device current.  MPI
+ * programs run one rank per GPU: MATMPITILE and the hypre hook pick
+ * (node-local rank) mod (device count) themselves (see README). */
+
+/* Number of CUDA devices visible to the process; 0 in a CPU-only build or
+ * without a GPU. */
+int tilerap_device_count(void);
+/* Makes device dev (0 <= dev < tilerap_device_count()) current for the
+ * calling thread.  TILERAP_ERR_ENGINE in a CPU-only build or without a GPU,
+ * TILERAP_ERR_RANGE for another dev. */
+int tilerap_set_device(int dev);
+/* Current device of the calling thread; TILERAP_ERR_ENGINE (and *dev = -1)
+ * in a CPU-only build or without a GPU. */
+int tilerap_get_device(int *dev);
+
+/* ------------------------------------------------------------------ */
 /* CSR matrices (interchange format)                                   */
 /* ------------------------------------------------------------------ */
 typedef struct {

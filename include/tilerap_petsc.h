@@ -32,6 +32,8 @@
  *   -mat_tile_tc_threshold N          CUDA engine: tile pairs with at least N
  *                                     multiply-adds use tensor cores (-1: off)
  *   -mat_tile_precision fp64|tf32|bf16|fp16   operands of those pairs
+ *   -mat_tile_device N                CUDA device of this process (mpitile
+ *                                     default: node-local rank mod device count)
  *
  * -log_view events: TileRAPPlan (symbolic), TileRAPNumeric, TileRAPXfer
  * (host<->device copies made by this layer), TileRAPConvert (CSR<->tile).

@@ -62,5 +62,25 @@ for np in 1 2 4; do
     tap fail "poisson-boomeramg np=$np with TILERAP_HYPRE=0 (rc=$rc)" "$log"
   fi
 done
+# device choice (one GPU per rank): a bad TILERAP_DEVICE forwards every level
+# with the reason; a valid one is ignored by the CPU engine
+unset TILERAP_DEVICE
+TILERAP_DEVICE=x TILERAP_HYPRE_VERBOSE=1 $MPIEXEC --oversubscribe -n 2 \
+  "$bin/examples/poisson/poisson-boomeramg" -dim 2 -n 64 >"$log" 2>&1
+rc=$?
+if [ $rc -eq 0 ] && grep -q '^coarse operators through tilerap: 0 of' "$log" &&
+   grep -q 'forwarded [0-9]* x: tilerap engine error' "$log" && grep -q 'TILERAP_DEVICE=x: expected a device number' "$log"; then
+  tap ok "poisson-boomeramg np=2 with TILERAP_DEVICE=x: every level forwarded, reason reported"
+else
+  tap fail "poisson-boomeramg np=2 with TILERAP_DEVICE=x (rc=$rc)" "$log"
+fi
+TILERAP_ENGINE=cpu TILERAP_DEVICE=0 TILERAP_HYPRE_VERBOSE=1 $MPIEXEC --oversubscribe -n 2 \
+  "$bin/examples/poisson/poisson-boomeramg" -dim 2 -n 64 >"$log" 2>&1
+rc=$?
+if [ $rc -eq 0 ] && grep -q '^coarse operators through tilerap: \([1-9][0-9]*\) of \1' "$log" && ! grep -q 'forwarded [0-9]* x' "$log"; then
+  tap ok "poisson-boomeramg np=2, CPU engine with TILERAP_DEVICE=0: device number ignored, every level through tilerap"
+else
+  tap fail "poisson-boomeramg np=2, CPU engine with TILERAP_DEVICE=0 (rc=$rc)" "$log"
+fi
 echo "1..$n"
 exit $fail

@@ -96,6 +96,16 @@ if [ -x "$bin/examples/poisson/poisson" ]; then
       tap fail "poisson np=2 -dm_mat_type $ttype (rc=$rc): iterations aij '$ia' vs tile '$it'" "$log"
     fi
   done
+  # one GPU per rank: a device that is not there is a clear error on every
+  # rank (no hang); -info names the choice where a GPU is present
+  timeout 120 $MPIEXEC --oversubscribe -n 2 "$bin/examples/poisson/poisson" -dim 2 -n 33 -dm_mat_type mpitile \
+    -mat_tile_device 99 >"$log" 2>&1
+  rc=$?
+  if [ $rc -ne 0 ] && [ $rc -ne 124 ] && grep -q -- '-mat_tile_device 99: ' "$log"; then
+    tap ok "poisson np=2 -mat_tile_device 99: refused with a clear error, no hang ($(grep -m1 -o -- '-mat_tile_device 99: .*' "$log"))"
+  else
+    tap fail "poisson np=2 -mat_tile_device 99 (rc=$rc)" "$log"
+  fi
 fi
 echo "1..$n"
 exit $fail

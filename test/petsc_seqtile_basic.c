@@ -239,6 +239,24 @@ int main(int argc, char **argv)
     PetscCall(MatDestroy(&E));
     PetscCall(PetscOptionsClearValue(NULL, "-bad_mat_tile_engine"));
   }
+  /* -mat_tile_device: a device that is not there is a PETSc error */
+  {
+    Mat            E;
+    PetscErrorCode ierr;
+    char           dev[16];
+    int            ndev = tilerap_device_count();
+    PetscCall(PetscSNPrintf(dev, sizeof dev, "%d", ndev)); /* one past the last */
+    PetscCall(PetscOptionsSetValue(NULL, "-bad_mat_tile_device", dev));
+    PetscCall(MatCreate(comm, &E));
+    PetscCall(MatSetOptionsPrefix(E, "bad_"));
+    PetscCall(MatSetSizes(E, 4, 4, 4, 4));
+    PetscCall(PetscPushErrorHandler(PetscReturnErrorHandler, NULL));
+    ierr = MatSetType(E, MATSEQTILE);
+    PetscCall(PetscPopErrorHandler());
+    tap_ok(ierr == (ndev ? PETSC_ERR_ARG_OUTOFRANGE : PETSC_ERR_SUP), "-mat_tile_device %s with %d devices is rejected (%d)", dev, ndev, (int)ierr);
+    PetscCall(MatDestroy(&E));
+    PetscCall(PetscOptionsClearValue(NULL, "-bad_mat_tile_device"));
+  }
 
   /* tensor-core options: read per matrix by MatSetFromOptions, shown by
    * MatView, bad values rejected */

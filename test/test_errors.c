@@ -100,6 +100,26 @@ int main(void)
     EXPECT(tilerap_tile_create(4, 4, 1, 1, TILERAP_MEM_DEVICE, &C), TILERAP_ERR_ENGINE,
            "device matrix without CUDA/GPU");
   }
+  /* devices: none in a CPU build or without a GPU, a clear error on setting one */
+  {
+    int ndev = tilerap_device_count(), dev = 123;
+    EXPECT(tilerap_get_device(NULL), TILERAP_ERR_NULL, "get_device(NULL)");
+    if (!tilerap_engine_available(TILERAP_ENGINE_CUDA)) {
+      tap_ok(ndev == 0, "device count without CUDA/GPU is 0 (%d)", ndev);
+      EXPECT(tilerap_set_device(0), TILERAP_ERR_ENGINE, "set_device(0) without CUDA/GPU");
+      tap_ok(strstr(tilerap_last_error(), "no CUDA device") != NULL, "set_device says why: %s", tilerap_last_error());
+      EXPECT(tilerap_get_device(&dev), TILERAP_ERR_ENGINE, "get_device without CUDA/GPU");
+      tap_ok(dev == -1, "get_device without CUDA/GPU gives -1");
+    } else {
+      tap_ok(ndev > 0, "device count with a GPU (%d)", ndev);
+      EXPECT(tilerap_set_device(ndev), TILERAP_ERR_RANGE, "set_device(count)");
+      EXPECT(tilerap_set_device(-1), TILERAP_ERR_RANGE, "set_device(-1)");
+      EXPECT(tilerap_set_device(ndev - 1), TILERAP_SUCCESS, "set_device(count - 1)");
+      EXPECT(tilerap_get_device(&dev), TILERAP_SUCCESS, "get_device");
+      tap_ok(dev == ndev - 1, "get_device gives the device set (%d)", dev);
+      EXPECT(tilerap_set_device(0), TILERAP_SUCCESS, "set_device(0)");
+    }
+  }
   EXPECT(tilerap_tile_create(4, 4, 5, 10, TILERAP_MEM_HOST, &C), TILERAP_ERR_INVALID, "5 tiles in a 4x4 matrix");
   EXPECT(tilerap_tile_check(NULL), TILERAP_ERR_NULL, "check of NULL");
   tap_ok(strlen(tilerap_error_string(TILERAP_ERR_DEVICE_NOMEM)) > 0 && strcmp(tilerap_error_string(999), "unknown error") == 0,

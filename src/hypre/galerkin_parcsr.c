@@ -123,6 +123,10 @@ int tr_hypre_galerkin(hypre_ParCSRMatrix *RT, hypre_ParCSRMatrix *A, hypre_ParCS
   reason = local_refusal >= 0 ? local_refusal : local_precheck(RT, A, P, rank);
   if (any_failed(comm, nprocs, reason >= 0))
     return 1 + (reason >= 0 ? reason : TILERAP_HYPRE_FWD_PEER);
+  /* one GPU per rank, before anything reaches a device */
+  if (tr_hypre_select_device(comm)) failed = 1;
+  if (any_failed(comm, nprocs, failed))
+    return 1 + (failed ? TILERAP_HYPRE_FWD_ENGINE : TILERAP_HYPRE_FWD_PEER);
 
   hypre_CSRMatrix *RTd = hypre_ParCSRMatrixDiag(RT), *RTo = hypre_ParCSRMatrixOffd(RT);
   hypre_CSRMatrix *Ad = hypre_ParCSRMatrixDiag(A), *Ao = hypre_ParCSRMatrixOffd(A);

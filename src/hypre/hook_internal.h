@@ -52,6 +52,10 @@ void tr_hypre_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Rank that TILERAP_HYPRE_TEST_REFUSE_RANK names, or -1. */
 int tr_hypre_test_refuse_rank(void);
 double tr_hypre_wtime(void);
+/* One GPU per rank: TILERAP_DEVICE=N, else (node-local rank) mod (device
+ * count), chosen once when the CUDA engine is active.  Collective on comm;
+ * 0, or 1 with a note. */
+int tr_hypre_select_device(MPI_Comm comm);
 
 typedef HYPRE_Int (*tr_build_coarse_fn)(hypre_ParCSRMatrix *, hypre_ParCSRMatrix *,
                                         hypre_ParCSRMatrix *, HYPRE_Int, hypre_ParCSRMatrix **);

@@ -5,8 +5,10 @@
 #define _GNU_SOURCE
 #endif
 #include "hook_internal.h"
+#include "../kernels/tile_mpi_device.h"
 
 #include <dlfcn.h>
+#include <limits.h>
 #include <mpi.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -110,6 +112,33 @@ void tr_hypre_note(const char *fmt, ...)
   va_start(ap, fmt);
   vsnprintf(g_notes[g_nnotes++], sizeof g_notes[0], fmt, ap);
   va_end(ap);
+}
+
+static int g_device = -1; /* device chosen for this process (-1: none yet) */
+
+int tr_hypre_select_device(MPI_Comm comm)
+{
+  const char *s = getenv("TILERAP_DEVICE");
+  int requested = -1, bad = 0;
+  if (s && *s) {
+    char *end;
+    long v = strtol(s, &end, 10);
+    if (*end || v < 0 || v > INT_MAX) bad = 1;
+    else requested = (int)v;
+  }
+  /* a bad value still takes part in the collective, then refuses */
+  int active = !bad && tilerap_engine_resolve(TILERAP_ENGINE_AUTO) == TILERAP_ENGINE_CUDA;
+  /* the CPU engine ignores a device number */
+  int err = tr_mpi_choose_device(comm, active, active ? requested : -1, &g_device);
+  if (bad) {
+    tr_hypre_note("TILERAP_DEVICE=%s: expected a device number >= 0", s);
+    return 1;
+  }
+  if (err) {
+    tr_hypre_note("CUDA device %d: %s", requested, tilerap_last_error());
+    return 1;
+  }
+  return 0;
 }
 
 void TileRAP_HypreGetStats(TileRAP_HypreStats *stats)

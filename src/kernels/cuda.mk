@@ -44,13 +44,15 @@ check-gpu:
 # GPU benchmark: tilerap (first time and numeric re-run) against cuSPARSE
 # SpGEMM on the model hierarchies, per level, CUDA events.
 noinst_PROGRAMS += bench/galerkin-bench-gpu bench/convert-bench-gpu
-bench_convert_bench_gpu_SOURCES = bench/convert_bench_gpu.c
+bench_convert_bench_gpu_SOURCES = bench/convert_bench_gpu.c bench/bench_common.c bench/bench_common.h
 bench_convert_bench_gpu_CPPFLAGS = $(AM_CPPFLAGS) $(CUDA_CPPFLAGS)
 bench_convert_bench_gpu_LDADD = test/libtrref.la libtilerap.la $(CUDA_LIBS)
-bench_galerkin_bench_gpu_SOURCES = bench/galerkin_bench_gpu.c
+bench_galerkin_bench_gpu_SOURCES = bench/galerkin_bench_gpu.c bench/bench_cusparse.c bench/bench_cusparse.h \
+	bench/bench_common.c bench/bench_common.h
 bench_galerkin_bench_gpu_CPPFLAGS = $(AM_CPPFLAGS) $(CUDA_CPPFLAGS)
 bench_galerkin_bench_gpu_CFLAGS = $(AM_CFLAGS) -Wno-deprecated-declarations
 bench_galerkin_bench_gpu_LDADD = test/libtrref.la libtilerap.la $(CUSPARSE_LIBS) $(CUDA_LIBS)
+bench_spgemm_bench_SOURCES += bench/bench_cusparse.c bench/bench_cusparse.h
 else
 check-gpu:
 	@echo "check-gpu: tilerap was configured without CUDA"

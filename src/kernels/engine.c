@@ -81,3 +81,49 @@ tilerap_engine tilerap_engine_resolve(tilerap_engine requested)
     return tilerap_engine_available(TILERAP_ENGINE_CUDA) ? TILERAP_ENGINE_CUDA : TILERAP_ENGINE_CPU;
   return requested;
 }
+
+/* ---------------------------------------------------------------- devices */
+int tilerap_device_count(void)
+{
+#ifdef TILERAP_HAVE_CUDA
+  return tr_cuda_device_count();
+#else
+  return 0;
+#endif
+}
+
+/* Why there is no device, for the messages below. */
+static const char *tr_no_device_reason(void)
+{
+#ifdef TILERAP_HAVE_CUDA
+  return "no GPU visible";
+#else
+  return "tilerap was built without CUDA";
+#endif
+}
+
+int tilerap_set_device(int dev)
+{
+  int n = tilerap_device_count();
+  if (n <= 0) return tilerap_set_error(TILERAP_ERR_ENGINE, "tilerap_set_device(%d): no CUDA device (%s)", dev, tr_no_device_reason());
+  if (dev < 0 || dev >= n)
+    return tilerap_set_error(TILERAP_ERR_RANGE, "tilerap_set_device(%d): device outside 0..%d", dev, n - 1);
+#ifdef TILERAP_HAVE_CUDA
+  return tr_cuda_set_device(dev);
+#else
+  return TILERAP_ERR_ENGINE; /* not reached: no devices */
+#endif
+}
+
+int tilerap_get_device(int *dev)
+{
+  if (!dev) return tilerap_set_error(TILERAP_ERR_NULL, "tilerap_get_device: NULL argument");
+  *dev = -1;
+  if (tilerap_device_count() <= 0)
+    return tilerap_set_error(TILERAP_ERR_ENGINE, "tilerap_get_device: no CUDA device (%s)", tr_no_device_reason());
+#ifdef TILERAP_HAVE_CUDA
+  return tr_cuda_get_device(dev);
+#else
+  return TILERAP_ERR_ENGINE;
+#endif
+}

@@ -12,6 +12,8 @@ extern "C" {
 #endif
 #ifdef TILERAP_HAVE_CUDA
 int tr_cuda_device_count(void);
+int tr_cuda_set_device(int dev); /* dev checked by the caller */
+int tr_cuda_get_device(int *dev);
 /* memory of tile matrices on the device */
 int tr_cuda_tile_alloc(tilerap_tile_matrix *T);         /* arrays by counts in T */
 void tr_cuda_tile_free(tilerap_tile_matrix *T);

@@ -139,6 +139,19 @@ extern "C" int tr_cuda_device_count(void)
   return n;
 }
 
+extern "C" int tr_cuda_set_device(int dev)
+{
+  cudaError_t e = cudaSetDevice(dev);
+  return e == cudaSuccess ? TILERAP_SUCCESS : tr_cuda_error(e, "cudaSetDevice");
+}
+
+extern "C" int tr_cuda_get_device(int *dev)
+{
+  cudaError_t e = cudaGetDevice(dev);
+  if (e != cudaSuccess) { *dev = -1; return tr_cuda_error(e, "cudaGetDevice"); }
+  return TILERAP_SUCCESS;
+}
+
 /* Byte layout of the arrays inside one block (256-byte aligned pieces). */
 typedef struct {
   size_t tile_ptr, tile_off, val, tile_col, row_mask, row_ptr, idx, total;

@@ -233,6 +233,7 @@ static PetscErrorCode MatSetFromOptions_MPITile(Mat A, TileOptionItems PetscOpti
   PetscCall(TileOptionsItems(PetscOptionsObject, &t->opt, &v));
   PetscOptionsHeadEnd();
   PetscCall(TileOptionsApply(PetscObjectComm((PetscObject)A), &t->opt, &v));
+  PetscCall(TileDeviceSelect(PetscObjectComm((PetscObject)A), &t->opt)); /* the engine may have become cuda */
   PetscCall(TileMPIConvertBlocks(A)); /* propagates the options */
   PetscFunctionReturn(PETSC_SUCCESS);
 }
@@ -334,6 +335,7 @@ PetscErrorCode MatConvert_MPIAIJ_MPITile(Mat A, MatType type, MatReuse reuse, Ma
   PetscCall(PetscNew(&t));
   tilerap_options_default(&t->opt);
   PetscCall(TileOptionsFromDatabase(B, &t->opt));
+  PetscCall(TileDeviceSelect(PetscObjectComm((PetscObject)B), &t->opt)); /* one GPU per rank */
   B->spptr                      = t;
   B->ops->destroy               = MatDestroy_MPITile;
   B->ops->assemblyend           = MatAssemblyEnd_MPITile;

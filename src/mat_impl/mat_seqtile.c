@@ -10,6 +10,8 @@
  * otherwise.  Matrices produced by our products get their tile copy from
  * the plan and are marked in sync, so the next level starts from it. */
 #include "mat_seqtile_impl.h"
+#include "../kernels/tile_mpi_device.h"
+#include <limits.h>
 
 TileAIJOps tile_aij_ops;
 
@@ -209,9 +211,9 @@ static PetscErrorCode TileCheckEngine(MPI_Comm comm, tilerap_engine e)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-/* Reads the -mat_tile_ options into opt (values are checked after the
+/* Reads the -mat_tile_ options into v (values are checked after the
  * options block so that a bad value leaves nothing behind). */
-PetscErrorCode TileOptionsItems(TileOptionItems PetscOptionsObject, tilerap_options *opt, TileOptionValues *v)
+PetscErrorCode TileOptionsItems(TileOptionItems PetscOptionsObject, const tilerap_options *opt, TileOptionValues *v)
 {
   PetscFunctionBegin;
   PetscCall(PetscOptionsString("-mat_tile_engine", "tilerap engine of the matrix products: auto, cpu, cuda", "MatSeqTile", tilerap_engine_name(opt->engine), v->engine, sizeof v->engine, &v->engine_set));
@@ -220,8 +222,15 @@ PetscErrorCode TileOptionsItems(TileOptionItems PetscOptionsObject, tilerap_opti
   v->tc = opt->tc_threshold;
   PetscCall(PetscOptionsInt("-mat_tile_tc_threshold", "CUDA engine: tile pairs with at least this many multiply-adds (0..4096) use tensor cores; negative: off", "MatSeqTile", v->tc, &v->tc, &v->tc_set));
   PetscCall(PetscOptionsString("-mat_tile_precision", "operands of tensor-core tile products: fp64, tf32, bf16, fp16", "MatSeqTile", tilerap_precision_name(opt->precision), v->precision, sizeof v->precision, &v->precision_set));
+  v->device = -1;
+  PetscCall(PetscOptionsInt("-mat_tile_device", "CUDA device of this process (default for mpitile: node-local rank mod device count)", "MatSeqTile", v->device, &v->device, &v->device_set));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
+
+/* Process-wide device state: the device -mat_tile_device asked for, and the
+ * one MATMPITILE settled on (a process never changes device under its
+ * device matrices and plans). */
+static int tile_device_requested = -1, tile_device_chosen = -1;
 
 PetscErrorCode TileOptionsApply(MPI_Comm comm, tilerap_options *opt, const TileOptionValues *v)
 {
@@ -245,6 +254,28 @@ PetscErrorCode TileOptionsApply(MPI_Comm comm, tilerap_options *opt, const TileO
     PetscCheck(tilerap_precision_parse(v->precision, &p) == TILERAP_SUCCESS, comm, PETSC_ERR_ARG_OUTOFRANGE, "-mat_tile_precision %s: expected fp64, tf32, bf16 or fp16", v->precision);
     opt->precision = p;
   }
+  if (v->device_set) {
+    PetscCheck(v->device >= 0 && v->device <= INT_MAX, comm, PETSC_ERR_ARG_OUTOFRANGE, "-mat_tile_device %" PetscInt_FMT ": expected a device number >= 0", v->device);
+    int err = tilerap_set_device((int)v->device);
+    PetscCheck(!err, comm, err == TILERAP_ERR_ENGINE ? PETSC_ERR_SUP : PETSC_ERR_ARG_OUTOFRANGE, "-mat_tile_device %" PetscInt_FMT ": %s", v->device, tilerap_last_error());
+    tile_device_requested = (int)v->device;
+  }
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode TileDeviceSelect(MPI_Comm comm, const tilerap_options *opt)
+{
+  int active, err, before;
+
+  PetscFunctionBegin;
+  /* -mat_tile_engine cpu is the same on every rank: no collective needed */
+  if (opt->engine == TILERAP_ENGINE_CPU) PetscFunctionReturn(PETSC_SUCCESS);
+  active = tilerap_engine_resolve(opt->engine) == TILERAP_ENGINE_CUDA;
+  before = tile_device_chosen;
+  err    = tr_mpi_choose_device(comm, active, tile_device_requested, &tile_device_chosen);
+  PetscCheck(!err, PETSC_COMM_SELF, PETSC_ERR_LIB, "tilerap: cannot make the CUDA device of this rank current: %s", tilerap_last_error());
+  if (tile_device_chosen != before)
+    PetscCall(PetscInfo(NULL, "tilerap: CUDA device %d of %d for this rank (%s)\n", tile_device_chosen, tilerap_device_count(), tile_device_requested >= 0 ? "-mat_tile_device" : "node-local rank mod device count"));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 

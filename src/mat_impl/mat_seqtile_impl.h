@@ -94,15 +94,20 @@ PetscErrorCode TileCacheReset(TileCache *c);
 PetscErrorCode TileCacheMarkInSync(Mat X, TileCache *c, PetscBool by_product_numeric);
 PetscErrorCode TileIsSeqTile(Mat, PetscBool *);
 PetscErrorCode TileOptionsFromDatabase(Mat, tilerap_options *);
-/* The -mat_tile_ options inside an open options block (read into v), then
- * checked and applied. */
+/* Values of the -mat_tile_ options as read inside an open options block
+ * (TileOptionsItems), then checked and applied (TileOptionsApply;
+ * -mat_tile_device makes that CUDA device current at once). */
 typedef struct {
   char      engine[16], precision[16];
-  PetscInt  thr, tc;
-  PetscBool engine_set, thr_set, tc_set, precision_set;
+  PetscInt  thr, tc, device;
+  PetscBool engine_set, thr_set, tc_set, precision_set, device_set;
 } TileOptionValues;
-PetscErrorCode TileOptionsItems(TileOptionItems, tilerap_options *, TileOptionValues *);
+PetscErrorCode TileOptionsItems(TileOptionItems, const tilerap_options *, TileOptionValues *);
 PetscErrorCode TileOptionsApply(MPI_Comm, tilerap_options *, const TileOptionValues *);
+/* MATMPITILE's device: -mat_tile_device when given, else one GPU per rank,
+ * (node-local rank) mod (device count), chosen once per process when the
+ * CUDA engine is active.  Collective on comm unless the engine is cpu. */
+PetscErrorCode TileDeviceSelect(MPI_Comm, const tilerap_options *);
 
 PetscErrorCode MatConvert_SeqAIJ_SeqTile(Mat, MatType, MatReuse, Mat *);
 PetscErrorCode MatProductSetFromOptions_SeqTile(Mat);
