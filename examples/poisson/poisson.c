@@ -14,6 +14,17 @@
 #include <petscksp.h>
 #include "tilerap_petsc.h"
 
+/* -wide E: symmetric diagonal scaling D A D with D = 2^e, e in [-E, E] a
+ * fixed pseudo-random function of the grid point, so that entries span
+ * many orders of magnitude (accuracy study of the low precisions). */
+static PetscInt wide_exp = 0;
+static PetscReal WideScale(PetscInt i, PetscInt j, PetscInt k)
+{
+  unsigned long long h = (unsigned long long)(i * 73856093LL) ^ (unsigned long long)(j * 19349663LL) ^ (unsigned long long)(k * 83492791LL);
+  h ^= h >> 29; h *= 0xbf58476d1ce4e5b9ULL; h ^= h >> 32;
+  return wide_exp ? PetscPowReal(2.0, (PetscReal)((PetscInt)(h % (unsigned long long)(2 * wide_exp + 1)) - wide_exp)) : 1.0;
+}
+
 static PetscErrorCode Assemble(DM da, PetscInt dim, PetscInt stencil, PetscReal scale, Mat A)
 {
   DMDALocalInfo info;
@@ -37,7 +48,7 @@ static PetscErrorCode Assemble(DM da, PetscInt dim, PetscInt stencil, PetscReal 
               if (dim == 3 && (k + dk < 0 || k + dk >= info.mz)) continue;
               col[nc].i = i + di; col[nc].j = j + dj; col[nc].k = k + dk; col[nc].c = 0;
               /* box stencils: the classic 8/-1 (2D) and 26/-1 (3D) operators */
-              v[nc] = scale * (far == 0 ? (box ? (dim == 3 ? 26.0 : 8.0) : 2.0 * dim) : -1.0);
+              v[nc] = scale * (far == 0 ? (box ? (dim == 3 ? 26.0 : 8.0) : 2.0 * dim) : -1.0) * WideScale(i, j, k) * WideScale(i + di, j + dj, k + dk);
               nc++;
             }
         PetscCall(MatSetValuesStencil(A, 1, &row, nc, col, v, INSERT_VALUES));
@@ -131,6 +142,7 @@ int main(int argc, char **argv)
   PetscCall(PetscOptionsInt("-dim", "2 or 3", "", dim, &dim, NULL));
   PetscCall(PetscOptionsInt("-n", "grid points per direction", "", n, &n, NULL));
   PetscCall(PetscOptionsInt("-stencil", "5 or 9 (2D), 7 or 27 (3D)", "", stencil, &stencil, NULL));
+  PetscCall(PetscOptionsInt("-wide", "scale the operator as D A D, D = 2^[-E,E] per grid point (0: off)", "", wide_exp, &wide_exp, NULL));
   PetscCall(PetscOptionsInt("-resetups", "re-setups with new values and reused interpolation", "", resetups, &resetups, NULL));
   PetscOptionsEnd();
   if (!stencil) stencil = dim == 2 ? 5 : 7;
