@@ -88,6 +88,10 @@ typedef struct {
   PetscInt rebuilds, value_refreshes, reuses;
 } MatSeqTileSyncStats;
 PETSC_EXTERN PetscErrorCode MatSeqTileGetSyncStats(Mat, MatSeqTileSyncStats *);
+/* How many matrix products with a seqtile operand this process sent to the
+ * SeqAIJ implementation (product types or operand types the tile engine does
+ * not do, see -info); for tests and diagnostics. */
+PETSC_EXTERN PetscErrorCode MatSeqTileGetProductFallbacks(PetscInt *);
 
 #ifdef __cplusplus
 }

@@ -259,7 +259,7 @@ typedef struct {
 static PetscErrorCode run_case(const Case *c, PetscMPIInt rank, PetscMPIInt size, PetscBool api)
 {
   Mat       A, B, Aa, Ba, C, Cref;
-  PetscInt  ma, ka, nb, p0 = 0, p1 = 0, n0 = 0, n1 = 0, p2 = 0, n2 = 0;
+  PetscInt  ma, ka, nb, p0 = 0, p1 = 0, n0 = 0, n1 = 0, p2 = 0, n2 = 0, f0 = 0, f1 = 0;
   PetscBool same, ok, planned;
   PetscReal err;
   char      name[128];
@@ -280,6 +280,7 @@ static PetscErrorCode run_case(const Case *c, PetscMPIInt rank, PetscMPIInt size
   PetscCall(MatConvert(A, MATMPIAIJ, MAT_INITIAL_MATRIX, &Aa));
   PetscCall(MatConvert(B, MATMPIAIJ, MAT_INITIAL_MATRIX, &Ba));
 
+  PetscCall(MatSeqTileGetProductFallbacks(&f0));
   PetscCall(tu_event_count("TileRAPPlan", &p0));
   PetscCall(tu_event_count("TileRAPNumeric", &n0));
   if (api) {
@@ -304,6 +305,9 @@ static PetscErrorCode run_case(const Case *c, PetscMPIInt rank, PetscMPIInt size
   /* local AB/PtAP products on every rank: A_diag's always, A_off's where it has columns */
   PetscCall(all_ranks((PetscBool)(p1 - p0 >= 1 && n1 - n0 >= 1), &planned));
   PetscCall(tu_ok(planned, "%s: local products by the tile engine on every rank (this rank: %d plans, %d numeric)", name, (int)(p1 - p0), (int)(n1 - n0)));
+  PetscCall(MatSeqTileGetProductFallbacks(&f1));
+  PetscCall(all_ranks((PetscBool)(f1 == f0), &ok));
+  PetscCall(tu_ok(ok, "%s: no local product went to the AIJ implementation on any rank (this rank: %d)", name, (int)(f1 - f0)));
 
   /* reuse with new values */
   PetscCall(new_values(A, 1.5));

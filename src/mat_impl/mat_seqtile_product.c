@@ -324,6 +324,17 @@ static PetscErrorCode MatProductSymbolic_SeqTile(Mat C)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+/* Products with a tile operand that went to the AIJ implementation, for
+ * tests and diagnostics (MatSeqTileGetProductFallbacks). */
+static PetscInt tile_product_fallbacks = 0;
+
+PetscErrorCode MatSeqTileGetProductFallbacks(PetscInt *count)
+{
+  PetscFunctionBegin;
+  *count = tile_product_fallbacks;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 /* Reached through A's productsetfromoptions (A, B both seqtile) or the
  * composed MatProductSetFromOptions_seqaijtile_seqaij_C /
  * _seqaij_seqaijtile_C (one of them plain seqaij). */
@@ -352,6 +363,7 @@ PetscErrorCode MatProductSetFromOptions_SeqTile(Mat C)
     C->ops->productsymbolic = MatProductSymbolic_SeqTile;
     PetscFunctionReturn(PETSC_SUCCESS);
   }
+  tile_product_fallbacks++;
   PetscCall(PetscInfo(C, "tilerap: %s with A %s, B %s (algorithm %s) falls back to the AIJ implementation\n", MatProductTypes[product->type], ((PetscObject)A)->type_name,
                       ((PetscObject)B)->type_name, product->alg ? product->alg : "none"));
   PetscCheck(tile_aij_ops.productsetfromoptions, PetscObjectComm((PetscObject)C), PETSC_ERR_PLIB, "SeqAIJ product implementation not captured");
