@@ -78,6 +78,18 @@ void dcsr_alloc_T(const dcsr *P, dcsr *T)
   CK(cudaMalloc((void **)&T->v, (size_t)(T->nnz ? T->nnz : 1) * sizeof(double)));
 }
 
+/* C's arrays once the SpGEMM knows its nnz (cuSPARSE fills them at copy). */
+static void cs_alloc_result(dcsr *C)
+{
+  int64_t r, c, nz;
+  CS(cusparseSpMatGetSize(C->d, &r, &c, &nz));
+  C->nnz = nz;
+  CK(cudaMalloc((void **)&C->rp, ((size_t)C->m + 1) * sizeof(int)));
+  CK(cudaMalloc((void **)&C->ci, (size_t)(nz ? nz : 1) * sizeof(int)));
+  CK(cudaMalloc((void **)&C->v, (size_t)(nz ? nz : 1) * sizeof(double)));
+  CS(cusparseCsrSetPointers(C->d, C->rp, C->ci, C->v));
+}
+
 /* One-shot generic SpGEMM C = X*Y (C allocated here). */
 void cs_spgemm(cusparseHandle_t h, const dcsr *X, const dcsr *Y, dcsr *C)
 {
@@ -97,13 +109,7 @@ void cs_spgemm(cusparseHandle_t h, const dcsr *X, const dcsr *Y, dcsr *C)
   CS(cusparseSpGEMM_compute(h, op, op, &one, X->d, Y->d, &zero, C->d, CUDA_R_64F, CUSPARSE_SPGEMM_DEFAULT, g, &b2, NULL));
   CK(cudaMalloc(&w2, b2 ? b2 : 1));
   CS(cusparseSpGEMM_compute(h, op, op, &one, X->d, Y->d, &zero, C->d, CUDA_R_64F, CUSPARSE_SPGEMM_DEFAULT, g, &b2, w2));
-  int64_t r, c, nz;
-  CS(cusparseSpMatGetSize(C->d, &r, &c, &nz));
-  C->nnz = nz;
-  CK(cudaMalloc((void **)&C->rp, ((size_t)C->m + 1) * sizeof(int)));
-  CK(cudaMalloc((void **)&C->ci, (size_t)(nz ? nz : 1) * sizeof(int)));
-  CK(cudaMalloc((void **)&C->v, (size_t)(nz ? nz : 1) * sizeof(double)));
-  CS(cusparseCsrSetPointers(C->d, C->rp, C->ci, C->v));
+  cs_alloc_result(C);
   CS(cusparseSpGEMM_copy(h, op, op, &one, X->d, Y->d, &zero, C->d, CUDA_R_64F, CUSPARSE_SPGEMM_DEFAULT, g));
   CS(cusparseSpGEMM_destroyDescr(g));
   cudaFree(w1); cudaFree(w2);
@@ -126,13 +132,7 @@ void cs_reuse_setup(cusparseHandle_t h, const dcsr *X, const dcsr *Y, dcsr *C, c
   for (int i = 1; i < 4; i++) CK(cudaMalloc(&R->w[i], b[i] ? b[i] : 1));
   CS(cusparseSpGEMMreuse_nnz(h, op, op, X->d, Y->d, C->d, CUSPARSE_SPGEMM_DEFAULT, R->g, &b[1], R->w[1], &b[2], R->w[2],
                              &b[3], R->w[3]));
-  int64_t r, c, nz;
-  CS(cusparseSpMatGetSize(C->d, &r, &c, &nz));
-  C->nnz = nz;
-  CK(cudaMalloc((void **)&C->rp, ((size_t)C->m + 1) * sizeof(int)));
-  CK(cudaMalloc((void **)&C->ci, (size_t)(nz ? nz : 1) * sizeof(int)));
-  CK(cudaMalloc((void **)&C->v, (size_t)(nz ? nz : 1) * sizeof(double)));
-  CS(cusparseCsrSetPointers(C->d, C->rp, C->ci, C->v));
+  cs_alloc_result(C);
   CS(cusparseSpGEMMreuse_copy(h, op, op, X->d, Y->d, C->d, CUSPARSE_SPGEMM_DEFAULT, R->g, &b[4], NULL));
   CK(cudaMalloc(&R->w[4], b[4] ? b[4] : 1));
   CS(cusparseSpGEMMreuse_copy(h, op, op, X->d, Y->d, C->d, CUSPARSE_SPGEMM_DEFAULT, R->g, &b[4], R->w[4]));

@@ -77,21 +77,7 @@ static PetscErrorCode collect(KSP ksp, Run *r)
     PetscCall(MatConvert(Al, MATSEQAIJ, MAT_INITIAL_MATRIX, &r->op[l]));
   }
   /* each coarse operator against SEQAIJ's P^T A P of this run's own fine operator and interpolation */
-  r->galerkin      = 0;
-  r->galerkin_same = PETSC_TRUE;
-  for (PetscInt l = 0; l + 1 < r->nlev && l + 1 < MAXLEV; l++) {
-    Mat       P, Paij, Cref;
-    PetscBool same;
-    PetscReal err;
-    PetscCall(PCMGGetInterpolation(pc, l + 1, &P));
-    PetscCall(MatConvert(P, MATSEQAIJ, MAT_INITIAL_MATRIX, &Paij));
-    PetscCall(MatPtAP(r->op[l + 1], Paij, MAT_INITIAL_MATRIX, 2.0, &Cref));
-    PetscCall(tu_compare(r->op[l], Cref, &same, &err));
-    if (!same) r->galerkin_same = PETSC_FALSE;
-    r->galerkin = PetscMax(r->galerkin, err);
-    PetscCall(MatDestroy(&Cref));
-    PetscCall(MatDestroy(&Paij));
-  }
+  PetscCall(tu_galerkin_levels(pc, PetscMin(r->nlev, MAXLEV), r->op, MATSEQAIJ, tu_compare, &r->galerkin, &r->galerkin_same));
   PetscFunctionReturn(0);
 }
 
@@ -102,8 +88,6 @@ static PetscErrorCode run(PetscInt dim, PetscInt n, PetscInt stencil, MatType ty
   Mat      A;
   Vec      x, b;
   KSP      ksp;
-  PC       pc;
-  PetscInt p0 = 0, p1 = 0, n0 = 0, n1 = 0;
 
   PetscFunctionBeginUser;
   if (dim == 2) PetscCall(DMDACreate2d(PETSC_COMM_SELF, DM_BOUNDARY_NONE, DM_BOUNDARY_NONE, stencil == 9 ? DMDA_STENCIL_BOX : DMDA_STENCIL_STAR, n, n, 1, 1, 1, 1, NULL, NULL, &da));
@@ -115,14 +99,7 @@ static PetscErrorCode run(PetscInt dim, PetscInt n, PetscInt stencil, MatType ty
   PetscCall(DMCreateGlobalVector(da, &x));
   PetscCall(VecDuplicate(x, &b));
   PetscCall(VecSet(b, 1.0));
-  PetscCall(KSPCreate(PETSC_COMM_SELF, &ksp));
-  PetscCall(KSPSetOperators(ksp, A, A));
-  PetscCall(KSPSetType(ksp, KSPCG));
-  PetscCall(KSPSetTolerances(ksp, 1e-10, PETSC_DEFAULT, PETSC_DEFAULT, 200));
-  PetscCall(KSPGetPC(ksp, &pc));
-  PetscCall(PCSetType(pc, PCGAMG));
-  PetscCall(PCGAMGSetReuseInterpolation(pc, reuse));
-  PetscCall(PCGAMGSetCoarseEqLim(pc, 20));
+  PetscCall(tu_gamg_ksp(PETSC_COMM_SELF, A, reuse, &ksp));
   PetscCall(KSPSetFromOptions(ksp));
   PetscCall(KSPSolve(ksp, b, x));
   PetscCall(collect(ksp, first));
@@ -130,16 +107,8 @@ static PetscErrorCode run(PetscInt dim, PetscInt n, PetscInt stencil, MatType ty
     /* new values, same pattern; same Mat object as GAMG expects for reuse */
     PetscCall(assemble_poisson(da, dim, stencil, 3.0, A));
     PetscCall(MatShift(A, 0.5));
-    PetscCall(tu_event_count("TileRAPPlan", &p0));
-    PetscCall(tu_event_count("TileRAPNumeric", &n0));
-    PetscCall(KSPSetOperators(ksp, A, A));
-    PetscCall(VecSet(x, 0.0));
-    PetscCall(KSPSolve(ksp, b, x));
-    PetscCall(tu_event_count("TileRAPPlan", &p1));
-    PetscCall(tu_event_count("TileRAPNumeric", &n1));
+    PetscCall(tu_gamg_resolve(ksp, A, b, x, plans_in_resetup, numerics_in_resetup));
     PetscCall(collect(ksp, second));
-    *plans_in_resetup    = p1 - p0;
-    *numerics_in_resetup = n1 - n0;
   }
   PetscCall(KSPDestroy(&ksp));
   PetscCall(VecDestroy(&x));

@@ -54,46 +54,6 @@ static PetscErrorCode assemble_poisson(DM da, PetscInt dim, PetscReal scale, Mat
   PetscFunctionReturn(0);
 }
 
-/* Same layout and local structure? global relative Frobenius error. */
-static PetscErrorCode mpi_compare(Mat X, Mat Y, PetscBool *same, PetscReal *relerr)
-{
-  MPI_Comm        comm = PetscObjectComm((PetscObject)X);
-  Mat             Xl, Yl;
-  const PetscInt *xi, *xj, *yi, *yj;
-  PetscScalar    *xa, *ya;
-  PetscMemType    mt;
-  PetscInt        xm, xn, ym, yn, m;
-  PetscReal       loc[2] = {0, 0}, glob[2];
-  PetscBool       s = PETSC_TRUE;
-
-  PetscFunctionBeginUser;
-  PetscCall(MatGetLocalSize(X, &xm, &xn));
-  PetscCall(MatGetLocalSize(Y, &ym, &yn));
-  if (xm != ym || xn != yn) s = PETSC_FALSE;
-  PetscCall(MatMPIAIJGetLocalMat(X, MAT_INITIAL_MATRIX, &Xl));
-  PetscCall(MatMPIAIJGetLocalMat(Y, MAT_INITIAL_MATRIX, &Yl));
-  m = xm;
-  if (s) {
-    PetscCall(MatSeqAIJGetCSRAndMemType(Xl, &xi, &xj, &xa, &mt));
-    PetscCall(MatSeqAIJGetCSRAndMemType(Yl, &yi, &yj, &ya, &mt));
-    for (PetscInt i = 0; i <= m && s; i++)
-      if (xi[i] != yi[i]) s = PETSC_FALSE;
-    for (PetscInt k = 0; s && k < xi[m]; k++)
-      if (xj[k] != yj[k]) s = PETSC_FALSE;
-    for (PetscInt k = 0; s && k < xi[m]; k++) {
-      PetscReal dd = PetscRealPart(xa[k] - ya[k]);
-      loc[0] += dd * dd;
-      loc[1] += PetscRealPart(ya[k] * ya[k]);
-    }
-  }
-  PetscCall(MPIU_Allreduce(&s, same, 1, MPIU_BOOL, MPI_LAND, comm));
-  PetscCall(MPIU_Allreduce(loc, glob, 2, MPIU_REAL, MPIU_SUM, comm));
-  *relerr = *same ? (glob[1] > 0 ? PetscSqrtReal(glob[0] / glob[1]) : PetscSqrtReal(glob[0])) : PETSC_MAX_REAL;
-  PetscCall(MatDestroy(&Xl));
-  PetscCall(MatDestroy(&Yl));
-  PetscFunctionReturn(0);
-}
-
 static PetscErrorCode collect(KSP ksp, Run *r)
 {
   PC pc;
@@ -123,21 +83,7 @@ static PetscErrorCode collect(KSP ksp, Run *r)
     PetscCall(MatDestroy(&r->op[l]));
     PetscCall(MatConvert(Al, MATMPIAIJ, MAT_INITIAL_MATRIX, &r->op[l]));
   }
-  r->galerkin      = 0;
-  r->galerkin_same = PETSC_TRUE;
-  for (PetscInt l = 0; l + 1 < r->nlev && l + 1 < MAXLEV; l++) {
-    Mat       P, Paij, Cref;
-    PetscBool same;
-    PetscReal err;
-    PetscCall(PCMGGetInterpolation(pc, l + 1, &P));
-    PetscCall(MatConvert(P, MATMPIAIJ, MAT_INITIAL_MATRIX, &Paij));
-    PetscCall(MatPtAP(r->op[l + 1], Paij, MAT_INITIAL_MATRIX, 2.0, &Cref));
-    PetscCall(mpi_compare(r->op[l], Cref, &same, &err));
-    if (!same) r->galerkin_same = PETSC_FALSE;
-    r->galerkin = PetscMax(r->galerkin, err);
-    PetscCall(MatDestroy(&Cref));
-    PetscCall(MatDestroy(&Paij));
-  }
+  PetscCall(tu_galerkin_levels(pc, PetscMin(r->nlev, MAXLEV), r->op, MATMPIAIJ, tu_mpi_compare, &r->galerkin, &r->galerkin_same));
   PetscFunctionReturn(0);
 }
 
@@ -148,7 +94,6 @@ static PetscErrorCode run(PetscInt dim, PetscInt n, MatType type, PetscBool repa
   Vec      x, b;
   KSP      ksp;
   PC       pc;
-  PetscInt p0 = 0, p1 = 0, n0 = 0, n1 = 0;
 
   PetscFunctionBeginUser;
   if (dim == 2) PetscCall(DMDACreate2d(PETSC_COMM_WORLD, DM_BOUNDARY_NONE, DM_BOUNDARY_NONE, DMDA_STENCIL_STAR, n, n, PETSC_DECIDE, PETSC_DECIDE, 1, 1, NULL, NULL, &da));
@@ -160,14 +105,8 @@ static PetscErrorCode run(PetscInt dim, PetscInt n, MatType type, PetscBool repa
   PetscCall(DMCreateGlobalVector(da, &x));
   PetscCall(VecDuplicate(x, &b));
   PetscCall(VecSet(b, 1.0));
-  PetscCall(KSPCreate(PETSC_COMM_WORLD, &ksp));
-  PetscCall(KSPSetOperators(ksp, A, A));
-  PetscCall(KSPSetType(ksp, KSPCG));
-  PetscCall(KSPSetTolerances(ksp, 1e-10, PETSC_DEFAULT, PETSC_DEFAULT, 200));
+  PetscCall(tu_gamg_ksp(PETSC_COMM_WORLD, A, reuse, &ksp));
   PetscCall(KSPGetPC(ksp, &pc));
-  PetscCall(PCSetType(pc, PCGAMG));
-  PetscCall(PCGAMGSetReuseInterpolation(pc, reuse));
-  PetscCall(PCGAMGSetCoarseEqLim(pc, 20));
   if (repart) {
     PetscCall(PCGAMGSetRepartition(pc, PETSC_TRUE));
     PetscCall(PCGAMGSetProcEqLim(pc, 200));
@@ -182,16 +121,8 @@ static PetscErrorCode run(PetscInt dim, PetscInt n, MatType type, PetscBool repa
   if (reuse) {
     PetscCall(assemble_poisson(da, dim, 3.0, A));
     PetscCall(MatShift(A, 0.5));
-    PetscCall(tu_event_count("TileRAPPlan", &p0));
-    PetscCall(tu_event_count("TileRAPNumeric", &n0));
-    PetscCall(KSPSetOperators(ksp, A, A));
-    PetscCall(VecSet(x, 0.0));
-    PetscCall(KSPSolve(ksp, b, x));
-    PetscCall(tu_event_count("TileRAPPlan", &p1));
-    PetscCall(tu_event_count("TileRAPNumeric", &n1));
+    PetscCall(tu_gamg_resolve(ksp, A, b, x, plans, numerics));
     PetscCall(collect(ksp, second));
-    *plans    = p1 - p0;
-    *numerics = n1 - n0;
   }
   PetscCall(KSPDestroy(&ksp));
   PetscCall(VecDestroy(&x));
@@ -211,7 +142,7 @@ static PetscErrorCode compare_runs(const char *name, Run *t, Run *a)
   for (PetscInt l = 0; l < PetscMin(t->nlev, a->nlev) && l < MAXLEV; l++) {
     PetscBool same;
     PetscReal err;
-    PetscCall(mpi_compare(t->op[l], a->op[l], &same, &err));
+    PetscCall(tu_mpi_compare(t->op[l], a->op[l], &same, &err));
     if (!same) allsame = PETSC_FALSE;
     maxerr = PetscMax(maxerr, err);
     tu_diag("%s: level %d: same layout and structure %d, rel. error %.2e", name, (int)l, (int)same, (double)err);

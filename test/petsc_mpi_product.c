@@ -74,56 +74,6 @@ static PetscErrorCode new_values(Mat A, PetscReal f)
   PetscFunctionReturn(0);
 }
 
-/* Both MPI AIJ-like matrices: same layout and local structure on every
- * rank? global ||X-Y||_F/||Y||_F. */
-static PetscErrorCode mpi_compare(Mat X, Mat Y, PetscBool *same, PetscReal *relerr)
-{
-  Mat             Xa, Ya, Xl, Yl;
-  const PetscInt *xi, *xj, *yi, *yj;
-  PetscScalar    *xa, *ya;
-  PetscMemType    mt;
-  PetscInt        m, xn, yn;
-  PetscReal       loc[2] = {0, 0}, glob[2];
-  PetscBool       s = PETSC_TRUE;
-
-  PetscFunctionBeginUser;
-  PetscCall(MatConvert(X, MATMPIAIJ, MAT_INITIAL_MATRIX, &Xa));
-  PetscCall(MatConvert(Y, MATMPIAIJ, MAT_INITIAL_MATRIX, &Ya));
-  PetscCall(MatMPIAIJGetLocalMat(Xa, MAT_INITIAL_MATRIX, &Xl));
-  PetscCall(MatMPIAIJGetLocalMat(Ya, MAT_INITIAL_MATRIX, &Yl));
-  PetscCall(MatGetSize(Xl, &m, &xn));
-  PetscCall(MatGetSize(Yl, &yn, &yn));
-  {
-    PetscInt xm, xnl, ym, ynl, XM, XN, YM, YN;
-    PetscCall(MatGetLocalSize(X, &xm, &xnl));
-    PetscCall(MatGetLocalSize(Y, &ym, &ynl));
-    PetscCall(MatGetSize(X, &XM, &XN));
-    PetscCall(MatGetSize(Y, &YM, &YN));
-    if (xm != ym || xnl != ynl || XM != YM || XN != YN) s = PETSC_FALSE;
-  }
-  if (s) {
-    PetscCall(MatSeqAIJGetCSRAndMemType(Xl, &xi, &xj, &xa, &mt));
-    PetscCall(MatSeqAIJGetCSRAndMemType(Yl, &yi, &yj, &ya, &mt));
-    for (PetscInt i = 0; i <= m && s; i++)
-      if (xi[i] != yi[i]) s = PETSC_FALSE;
-    for (PetscInt k = 0; s && k < xi[m]; k++)
-      if (xj[k] != yj[k]) s = PETSC_FALSE;
-    for (PetscInt k = 0; s && k < xi[m]; k++) {
-      PetscReal d = PetscRealPart(xa[k] - ya[k]);
-      loc[0] += d * d;
-      loc[1] += PetscRealPart(ya[k] * ya[k]);
-    }
-  }
-  PetscCall(MPIU_Allreduce(&s, same, 1, MPIU_BOOL, MPI_LAND, PETSC_COMM_WORLD));
-  PetscCall(MPIU_Allreduce(loc, glob, 2, MPIU_REAL, MPIU_SUM, PETSC_COMM_WORLD));
-  *relerr = *same ? (glob[1] > 0 ? PetscSqrtReal(glob[0] / glob[1]) : PetscSqrtReal(glob[0])) : PETSC_MAX_REAL;
-  PetscCall(MatDestroy(&Xl));
-  PetscCall(MatDestroy(&Yl));
-  PetscCall(MatDestroy(&Xa));
-  PetscCall(MatDestroy(&Ya));
-  PetscFunctionReturn(0);
-}
-
 static PetscErrorCode all_ranks(PetscBool mine, PetscBool *all)
 {
   PetscFunctionBeginUser;
@@ -205,7 +155,7 @@ static PetscErrorCode test_type(PetscMPIInt size)
     PetscCall(MatConvert(B, MATMPITILE, MAT_INITIAL_MATRIX, &C));
     PetscCall(is_type(C, MATMPIAIJTILE, &ok));
     PetscCall(blocks_are_tile(C, &ok2));
-    PetscCall(mpi_compare(C, A, &same, &err));
+    PetscCall(tu_mpi_compare(C, A, &same, &err));
     PetscCall(tu_ok(ok && ok2 && same && err == 0, "type: MatConvert mpiaij -> mpitile and back is exact with seqtile blocks"));
     PetscCall(MatDestroy(&C));
   }
@@ -297,7 +247,7 @@ static PetscErrorCode run_case(const Case *c, PetscMPIInt rank, PetscMPIInt size
   PetscCall(tu_event_count("TileRAPNumeric", &n1));
   if (c->type == MATPRODUCT_PtAP) PetscCall(MatPtAP(Aa, Ba, MAT_INITIAL_MATRIX, 2.0, &Cref));
   else PetscCall(MatMatMult(Aa, Ba, MAT_INITIAL_MATRIX, 2.0, &Cref));
-  PetscCall(mpi_compare(C, Cref, &same, &err));
+  PetscCall(tu_mpi_compare(C, Cref, &same, &err));
   PetscCall(tu_ok(same && err <= 1e-14, "%s: MPIAIJ structure, rel. error %.2e", name, (double)err));
   PetscCall(is_type(C, MATMPIAIJTILE, &ok));
   PetscCall(blocks_are_tile(C, &planned));
@@ -324,7 +274,7 @@ static PetscErrorCode run_case(const Case *c, PetscMPIInt rank, PetscMPIInt size
   PetscCall(tu_event_count("TileRAPNumeric", &n2));
   if (c->type == MATPRODUCT_PtAP) PetscCall(MatPtAP(Aa, Ba, MAT_REUSE_MATRIX, 2.0, &Cref));
   else PetscCall(MatMatMult(Aa, Ba, MAT_REUSE_MATRIX, 2.0, &Cref));
-  PetscCall(mpi_compare(C, Cref, &same, &err));
+  PetscCall(tu_mpi_compare(C, Cref, &same, &err));
   PetscCall(tu_ok(same && err <= 1e-14, "%s: reuse after new values, rel. error %.2e", name, (double)err));
   PetscCall(all_ranks((PetscBool)(p2 == p1 && n2 - n1 == n1 - n0), &ok));
   PetscCall(tu_ok(ok, "%s: reuse runs the local numeric phases only (this rank: %d plans, %d numeric, first time %d numeric)", name, (int)(p2 - p1), (int)(n2 - n1), (int)(n1 - n0)));

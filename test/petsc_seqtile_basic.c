@@ -45,6 +45,39 @@ static PetscErrorCode same_mat(Mat X, Mat Y, PetscBool *ok)
   PetscFunctionReturn(0);
 }
 
+/* MatSetType(MATSEQTILE) of a 4x4 matrix with prefix bad_ while option has
+ * value: its error code in *ierr (the option is cleared again). */
+static PetscErrorCode bad_option_settype(MPI_Comm comm, const char *option, const char *value, PetscErrorCode *ierr)
+{
+  Mat E;
+
+  PetscFunctionBeginUser;
+  PetscCall(PetscOptionsSetValue(NULL, option, value));
+  PetscCall(MatCreate(comm, &E));
+  PetscCall(MatSetOptionsPrefix(E, "bad_"));
+  PetscCall(MatSetSizes(E, 4, 4, 4, 4));
+  PetscCall(PetscPushErrorHandler(PetscReturnErrorHandler, NULL));
+  *ierr = MatSetType(E, MATSEQTILE);
+  PetscCall(PetscPopErrorHandler());
+  PetscCall(MatDestroy(&E));
+  PetscCall(PetscOptionsClearValue(NULL, option));
+  PetscFunctionReturn(0);
+}
+
+/* MatView of A in ASCII_INFO format into the file fname. */
+static PetscErrorCode view_info(Mat A, const char *fname)
+{
+  PetscViewer v;
+
+  PetscFunctionBeginUser;
+  PetscCall(PetscViewerASCIIOpen(PetscObjectComm((PetscObject)A), fname, &v));
+  PetscCall(PetscViewerPushFormat(v, PETSC_VIEWER_ASCII_INFO));
+  PetscCall(MatView(A, v));
+  PetscCall(PetscViewerPopFormat(v));
+  PetscCall(PetscViewerDestroy(&v));
+  PetscFunctionReturn(0);
+}
+
 int main(int argc, char **argv)
 {
   MPI_Comm            comm;
@@ -202,17 +235,12 @@ int main(int argc, char **argv)
 
   /* view: ascii_info shows tile statistics */
   {
-    PetscViewer v;
     char        fname[] = "petsc_seqtile_basic_view.txt", line[512];
     FILE       *f;
     PetscBool   found = PETSC_FALSE;
     char        engine[32];
     PetscCall(PetscSNPrintf(engine, sizeof engine, "engine %s", tilerap_engine_name(tilerap_engine_resolve(TILERAP_ENGINE_AUTO))));
-    PetscCall(PetscViewerASCIIOpen(comm, fname, &v));
-    PetscCall(PetscViewerPushFormat(v, PETSC_VIEWER_ASCII_INFO));
-    PetscCall(MatView(A, v));
-    PetscCall(PetscViewerPopFormat(v));
-    PetscCall(PetscViewerDestroy(&v));
+    PetscCall(view_info(A, fname));
     f = fopen(fname, "r");
     while (f && fgets(line, sizeof line, f))
       if (strstr(line, "tilerap:") && strstr(line, "tiles") && strstr(line, "mean entries per tile") && strstr(line, engine)) {
@@ -226,43 +254,24 @@ int main(int argc, char **argv)
 
   /* bad input: a request for an engine that is not there is a PETSc error */
   {
-    Mat            E;
     PetscErrorCode ierr;
-    PetscCall(PetscOptionsSetValue(NULL, "-bad_mat_tile_engine", "gpu"));
-    PetscCall(MatCreate(comm, &E));
-    PetscCall(MatSetOptionsPrefix(E, "bad_"));
-    PetscCall(MatSetSizes(E, 4, 4, 4, 4));
-    PetscCall(PetscPushErrorHandler(PetscReturnErrorHandler, NULL));
-    ierr = MatSetType(E, MATSEQTILE);
-    PetscCall(PetscPopErrorHandler());
+    PetscCall(bad_option_settype(comm, "-bad_mat_tile_engine", "gpu", &ierr));
     tap_ok(ierr == PETSC_ERR_ARG_OUTOFRANGE, "-mat_tile_engine gpu is rejected with PETSC_ERR_ARG_OUTOFRANGE (%d)", (int)ierr);
-    PetscCall(MatDestroy(&E));
-    PetscCall(PetscOptionsClearValue(NULL, "-bad_mat_tile_engine"));
   }
   /* -mat_tile_device: a device that is not there is a PETSc error */
   {
-    Mat            E;
     PetscErrorCode ierr;
     char           dev[16];
     int            ndev = tilerap_device_count();
     PetscCall(PetscSNPrintf(dev, sizeof dev, "%d", ndev)); /* one past the last */
-    PetscCall(PetscOptionsSetValue(NULL, "-bad_mat_tile_device", dev));
-    PetscCall(MatCreate(comm, &E));
-    PetscCall(MatSetOptionsPrefix(E, "bad_"));
-    PetscCall(MatSetSizes(E, 4, 4, 4, 4));
-    PetscCall(PetscPushErrorHandler(PetscReturnErrorHandler, NULL));
-    ierr = MatSetType(E, MATSEQTILE);
-    PetscCall(PetscPopErrorHandler());
+    PetscCall(bad_option_settype(comm, "-bad_mat_tile_device", dev, &ierr));
     tap_ok(ierr == (ndev ? PETSC_ERR_ARG_OUTOFRANGE : PETSC_ERR_SUP), "-mat_tile_device %s with %d devices is rejected (%d)", dev, ndev, (int)ierr);
-    PetscCall(MatDestroy(&E));
-    PetscCall(PetscOptionsClearValue(NULL, "-bad_mat_tile_device"));
   }
 
   /* tensor-core options: read per matrix by MatSetFromOptions, shown by
    * MatView, bad values rejected */
   {
     Mat            E;
-    PetscViewer    v;
     PetscErrorCode ierr;
     char           fname[] = "petsc_seqtile_basic_tc.txt", line[512];
     FILE          *f;
@@ -272,11 +281,7 @@ int main(int argc, char **argv)
     PetscCall(MatDuplicate(A, MAT_COPY_VALUES, &E));
     PetscCall(MatSetOptionsPrefix(E, "tc_"));
     PetscCall(MatSetFromOptions(E));
-    PetscCall(PetscViewerASCIIOpen(comm, fname, &v));
-    PetscCall(PetscViewerPushFormat(v, PETSC_VIEWER_ASCII_INFO));
-    PetscCall(MatView(E, v));
-    PetscCall(PetscViewerPopFormat(v));
-    PetscCall(PetscViewerDestroy(&v));
+    PetscCall(view_info(E, fname));
     f = fopen(fname, "r");
     while (f && fgets(line, sizeof line, f))
       if (strstr(line, "tensor-core threshold 256 (bf16)")) found = PETSC_TRUE;

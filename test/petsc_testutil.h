@@ -2,7 +2,7 @@
  * comparison of two assembled AIJ(-derived) matrices by their CSR arrays. */
 #ifndef TILERAP_PETSC_TESTUTIL_H
 #define TILERAP_PETSC_TESTUTIL_H
-#include <petscmat.h>
+#include <petscksp.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include "tap.h"
@@ -41,15 +41,41 @@ static inline PetscErrorCode tu_random_mat(MPI_Comm comm, MatType type, PetscInt
   PetscFunctionReturn(0);
 }
 
-/* Same CSR structure? and ||X-Y||_F / ||Y||_F.  Both must be sequential AIJ
- * (or derived) and assembled. */
-static inline PetscErrorCode tu_compare(Mat X, Mat Y, PetscBool *same_structure, PetscReal *relerr)
+/* Compares the first m rows of two assembled sequential AIJ matrices: *same
+ * is cleared on any structural difference; while the structure agrees,
+ * sum (x-y)^2 and sum y^2 are added to acc[0], acc[1]. */
+static inline PetscErrorCode tu_csr_diff(Mat X, Mat Y, PetscInt m, PetscBool *same, PetscReal acc[2])
 {
   const PetscInt *xi, *xj, *yi, *yj;
   PetscScalar    *xa, *ya;
   PetscMemType    mt;
-  PetscInt        xm, xn, ym, yn;
-  PetscReal       num = 0, den = 0;
+
+  PetscFunctionBeginUser;
+  PetscCall(MatSeqAIJGetCSRAndMemType(X, &xi, &xj, &xa, &mt));
+  PetscCall(MatSeqAIJGetCSRAndMemType(Y, &yi, &yj, &ya, &mt));
+  for (PetscInt i = 0; i <= m && *same; i++)
+    if (xi[i] != yi[i]) *same = PETSC_FALSE;
+  for (PetscInt k = 0; *same && k < xi[m]; k++)
+    if (xj[k] != yj[k]) *same = PETSC_FALSE;
+  for (PetscInt k = 0; *same && k < xi[m]; k++) {
+    PetscReal d = PetscRealPart(xa[k] - ya[k]);
+    acc[0] += d * d;
+    acc[1] += PetscRealPart(ya[k] * ya[k]);
+  }
+  PetscFunctionReturn(0);
+}
+
+static inline PetscReal tu_relerr(const PetscReal acc[2])
+{
+  return acc[1] > 0 ? PetscSqrtReal(acc[0] / acc[1]) : PetscSqrtReal(acc[0]);
+}
+
+/* Same CSR structure? and ||X-Y||_F / ||Y||_F.  Both must be sequential AIJ
+ * (or derived) and assembled. */
+static inline PetscErrorCode tu_compare(Mat X, Mat Y, PetscBool *same_structure, PetscReal *relerr)
+{
+  PetscInt  xm, xn, ym, yn;
+  PetscReal acc[2] = {0, 0};
 
   PetscFunctionBeginUser;
   *same_structure = PETSC_FALSE;
@@ -57,21 +83,64 @@ static inline PetscErrorCode tu_compare(Mat X, Mat Y, PetscBool *same_structure,
   PetscCall(MatGetSize(X, &xm, &xn));
   PetscCall(MatGetSize(Y, &ym, &yn));
   if (xm != ym || xn != yn) PetscFunctionReturn(0);
-  PetscCall(MatSeqAIJGetCSRAndMemType(X, &xi, &xj, &xa, &mt));
-  PetscCall(MatSeqAIJGetCSRAndMemType(Y, &yi, &yj, &ya, &mt));
   *same_structure = PETSC_TRUE;
-  for (PetscInt i = 0; i <= xm; i++)
-    if (xi[i] != yi[i]) *same_structure = PETSC_FALSE;
-  if (*same_structure)
-    for (PetscInt k = 0; k < xi[xm]; k++)
-      if (xj[k] != yj[k]) *same_structure = PETSC_FALSE;
-  if (!*same_structure) PetscFunctionReturn(0);
-  for (PetscInt k = 0; k < xi[xm]; k++) {
-    PetscReal d = PetscRealPart(xa[k] - ya[k]);
-    num += d * d;
-    den += PetscRealPart(ya[k] * ya[k]);
+  PetscCall(tu_csr_diff(X, Y, xm, same_structure, acc));
+  if (*same_structure) *relerr = tu_relerr(acc);
+  PetscFunctionReturn(0);
+}
+
+/* MPI AIJ-like matrices: same layout and local structure on every rank?
+ * global ||X-Y||_F/||Y||_F (PETSC_MAX_REAL when not the same). */
+static inline PetscErrorCode tu_mpi_compare(Mat X, Mat Y, PetscBool *same, PetscReal *relerr)
+{
+  MPI_Comm  comm = PetscObjectComm((PetscObject)X);
+  Mat       Xa, Ya, Xl, Yl;
+  PetscInt  xm, xn, ym, yn, XM, XN, YM, YN;
+  PetscReal loc[2] = {0, 0}, glob[2];
+  PetscBool s      = PETSC_TRUE;
+
+  PetscFunctionBeginUser;
+  PetscCall(MatConvert(X, MATMPIAIJ, MAT_INITIAL_MATRIX, &Xa));
+  PetscCall(MatConvert(Y, MATMPIAIJ, MAT_INITIAL_MATRIX, &Ya));
+  PetscCall(MatMPIAIJGetLocalMat(Xa, MAT_INITIAL_MATRIX, &Xl));
+  PetscCall(MatMPIAIJGetLocalMat(Ya, MAT_INITIAL_MATRIX, &Yl));
+  PetscCall(MatGetLocalSize(X, &xm, &xn));
+  PetscCall(MatGetLocalSize(Y, &ym, &yn));
+  PetscCall(MatGetSize(X, &XM, &XN));
+  PetscCall(MatGetSize(Y, &YM, &YN));
+  if (xm != ym || xn != yn || XM != YM || XN != YN) s = PETSC_FALSE;
+  if (s) PetscCall(tu_csr_diff(Xl, Yl, xm, &s, loc));
+  PetscCall(MPIU_Allreduce(&s, same, 1, MPIU_BOOL, MPI_LAND, comm));
+  PetscCall(MPIU_Allreduce(loc, glob, 2, MPIU_REAL, MPIU_SUM, comm));
+  *relerr = *same ? tu_relerr(glob) : PETSC_MAX_REAL;
+  PetscCall(MatDestroy(&Xl));
+  PetscCall(MatDestroy(&Yl));
+  PetscCall(MatDestroy(&Xa));
+  PetscCall(MatDestroy(&Ya));
+  PetscFunctionReturn(0);
+}
+
+/* Galerkin identity of a PCMG hierarchy: op[l] (type aij) against aij's
+ * P^T op[l+1] P for l + 1 < nlev; the worst cmp error and whether every
+ * level had the same structure. */
+static inline PetscErrorCode tu_galerkin_levels(PC pc, PetscInt nlev, Mat op[], MatType aij, PetscErrorCode (*cmp)(Mat, Mat, PetscBool *, PetscReal *), PetscReal *worst, PetscBool *all_same)
+{
+  PetscFunctionBeginUser;
+  *worst    = 0;
+  *all_same = PETSC_TRUE;
+  for (PetscInt l = 0; l + 1 < nlev; l++) {
+    Mat       P, Paij, Cref;
+    PetscBool same;
+    PetscReal err;
+    PetscCall(PCMGGetInterpolation(pc, l + 1, &P));
+    PetscCall(MatConvert(P, aij, MAT_INITIAL_MATRIX, &Paij));
+    PetscCall(MatPtAP(op[l + 1], Paij, MAT_INITIAL_MATRIX, 2.0, &Cref));
+    PetscCall(cmp(op[l], Cref, &same, &err));
+    if (!same) *all_same = PETSC_FALSE;
+    *worst = PetscMax(*worst, err);
+    PetscCall(MatDestroy(&Cref));
+    PetscCall(MatDestroy(&Paij));
   }
-  *relerr = den > 0 ? PetscSqrtReal(num / den) : PetscSqrtReal(num);
   PetscFunctionReturn(0);
 }
 
@@ -87,6 +156,44 @@ static inline PetscErrorCode tu_event_count(const char *name, PetscInt *count)
   *count = info.count;
   PetscFunctionReturn(0);
 }
+
+/* KSP of the GAMG tests: CG to 1e-10 (200 its), GAMG with reuse as given and
+ * coarse equation limit 20; the caller adds options, then KSPSetFromOptions. */
+static inline PetscErrorCode tu_gamg_ksp(MPI_Comm comm, Mat A, PetscBool reuse, KSP *ksp)
+{
+  PC pc;
+
+  PetscFunctionBeginUser;
+  PetscCall(KSPCreate(comm, ksp));
+  PetscCall(KSPSetOperators(*ksp, A, A));
+  PetscCall(KSPSetType(*ksp, KSPCG));
+  PetscCall(KSPSetTolerances(*ksp, 1e-10, PETSC_DEFAULT, PETSC_DEFAULT, 200));
+  PetscCall(KSPGetPC(*ksp, &pc));
+  PetscCall(PCSetType(pc, PCGAMG));
+  PetscCall(PCGAMGSetReuseInterpolation(pc, reuse));
+  PetscCall(PCGAMGSetCoarseEqLim(pc, 20));
+  PetscFunctionReturn(0);
+}
+
+/* Re-solves with the (re-assembled) A from x = 0; counts the TileRAP plans
+ * and numeric products that the re-setup ran. */
+static inline PetscErrorCode tu_gamg_resolve(KSP ksp, Mat A, Vec b, Vec x, PetscInt *plans, PetscInt *numerics)
+{
+  PetscInt p0, p1, n0, n1;
+
+  PetscFunctionBeginUser;
+  PetscCall(tu_event_count("TileRAPPlan", &p0));
+  PetscCall(tu_event_count("TileRAPNumeric", &n0));
+  PetscCall(KSPSetOperators(ksp, A, A));
+  PetscCall(VecSet(x, 0.0));
+  PetscCall(KSPSolve(ksp, b, x));
+  PetscCall(tu_event_count("TileRAPPlan", &p1));
+  PetscCall(tu_event_count("TileRAPNumeric", &n1));
+  *plans    = p1 - p0;
+  *numerics = n1 - n0;
+  PetscFunctionReturn(0);
+}
+
 /* Collective TAP check on PETSC_COMM_WORLD: passes when cond holds on every
  * rank; rank 0 prints, the other ranks count a failure too (exit status). */
 static inline PetscErrorCode tu_ok(PetscBool cond, const char *fmt, ...)

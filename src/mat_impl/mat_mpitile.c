@@ -224,15 +224,11 @@ static PetscErrorCode MatAssemblyEnd_MPITile(Mat A, MatAssemblyType mode)
 /* ---------------------------------------------------------------- options, destroy */
 static PetscErrorCode MatSetFromOptions_MPITile(Mat A, TileOptionItems PetscOptionsObject)
 {
-  Mat_MPITile     *t = (Mat_MPITile *)A->spptr;
-  TileOptionValues v;
+  Mat_MPITile *t = (Mat_MPITile *)A->spptr;
 
   PetscFunctionBegin;
   if (tile_mpiaij_ops.setfromoptions) PetscCall(tile_mpiaij_ops.setfromoptions(A, PetscOptionsObject));
-  PetscOptionsHeadBegin(PetscOptionsObject, "TileRAP matrix (mpitile) options");
-  PetscCall(TileOptionsItems(PetscOptionsObject, &t->opt, &v));
-  PetscOptionsHeadEnd();
-  PetscCall(TileOptionsApply(PetscObjectComm((PetscObject)A), &t->opt, &v));
+  PetscCall(TileOptionsSection(A, PetscOptionsObject, "TileRAP matrix (mpitile) options", &t->opt));
   PetscCall(TileDeviceSelect(PetscObjectComm((PetscObject)A), &t->opt)); /* the engine may have become cuda */
   PetscCall(TileMPIConvertBlocks(A)); /* propagates the options */
   PetscFunctionReturn(PETSC_SUCCESS);
@@ -303,15 +299,12 @@ PetscErrorCode MatConvert_MPIAIJ_MPITile(Mat A, MatType type, MatReuse reuse, Ma
 {
   Mat          B;
   Mat_MPITile *t;
-  PetscBool    istile;
+  PetscBool    istile, copied;
   void (*f)(void) = NULL;
 
   PetscFunctionBegin;
-  if (reuse == MAT_REUSE_MATRIX) {
-    PetscCall(MatCopy(A, *newmat, SAME_NONZERO_PATTERN));
-    PetscFunctionReturn(PETSC_SUCCESS);
-  }
-  if (reuse == MAT_INITIAL_MATRIX) PetscCall(MatDuplicate(A, MAT_COPY_VALUES, newmat));
+  PetscCall(TileConvertTarget(A, reuse, newmat, &copied));
+  if (copied) PetscFunctionReturn(PETSC_SUCCESS);
   B = *newmat;
   PetscCall(TileIsMPITile(B, &istile));
   if (istile) PetscFunctionReturn(PETSC_SUCCESS);
@@ -349,14 +342,12 @@ PetscErrorCode MatConvert_MPIAIJ_MPITile(Mat A, MatType type, MatReuse reuse, Ma
 
 static PetscErrorCode MatConvert_MPITile_MPIAIJ(Mat A, MatType type, MatReuse reuse, Mat *newmat)
 {
-  Mat B;
+  Mat       B;
+  PetscBool copied;
 
   PetscFunctionBegin;
-  if (reuse == MAT_REUSE_MATRIX) {
-    PetscCall(MatCopy(A, *newmat, SAME_NONZERO_PATTERN));
-    PetscFunctionReturn(PETSC_SUCCESS);
-  }
-  if (reuse == MAT_INITIAL_MATRIX) PetscCall(MatDuplicate(A, MAT_COPY_VALUES, newmat));
+  PetscCall(TileConvertTarget(A, reuse, newmat, &copied));
+  if (copied) PetscFunctionReturn(PETSC_SUCCESS);
   B = *newmat;
   PetscCall(TileMPIStrip(B, PETSC_TRUE));
   PetscCall(PetscObjectChangeTypeName((PetscObject)B, MATMPIAIJ));

@@ -101,6 +101,42 @@ static PetscBool TileCacheUpToDate(Mat X, TileCache *c, PetscObjectId id, PetscO
   return (PetscBool)(c->id == id && c->nzstate == X->nonzerostate && (st == c->state || (c->state_plus_one && st == c->state + 1)));
 }
 
+/* Shared start of the cache syncs: X must be assembled real AIJ; its state,
+ * id and whether c reflects them. */
+static PetscErrorCode TileCacheBegin(Mat X, TileCache *c, PetscObjectState *st, PetscObjectId *id, PetscBool *uptodate)
+{
+  MPI_Comm comm = PetscObjectComm((PetscObject)X);
+
+  PetscFunctionBegin;
+  PetscCheck(TILE_SCALAR_OK, comm, PETSC_ERR_SUP, "tile matrices need real double PetscScalar");
+  PetscCheck(X->assembled, comm, PETSC_ERR_ARG_WRONGSTATE, "Matrix must be assembled before its tile form is used");
+  PetscCall(PetscObjectStateGet((PetscObject)X, st));
+  PetscCall(PetscObjectGetId((PetscObject)X, id));
+  *uptodate = TileCacheUpToDate(X, c, *id, *st);
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* X's host CSR arrays for a conversion; starts the TileRAPConvert event. */
+static PetscErrorCode TileCacheHostCSR(Mat X, const PetscInt **ai, const PetscInt **aj, PetscScalar **aa)
+{
+  PetscMemType mtype;
+
+  PetscFunctionBegin;
+  PetscCall(MatSeqAIJGetCSRAndMemType(X, ai, aj, aa, &mtype));
+  PetscCheck(PetscMemTypeHost(mtype), PetscObjectComm((PetscObject)X), PETSC_ERR_SUP, "AIJ arrays must live in host memory");
+  PetscCall(PetscLogEventBegin(TILE_Convert, X, 0, 0, 0));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* c now reflects X at state st. */
+static void TileCacheCurrent(Mat X, TileCache *c, PetscObjectState st, PetscObjectId id)
+{
+  c->state          = st;
+  c->id             = id;
+  c->nzstate        = X->nonzerostate;
+  c->state_plus_one = PETSC_FALSE;
+}
+
 PetscErrorCode TileCacheSync(Mat X, TileCache *c)
 {
   MPI_Comm          comm = PetscObjectComm((PetscObject)X);
@@ -108,25 +144,17 @@ PetscErrorCode TileCacheSync(Mat X, TileCache *c)
   PetscObjectId     id;
   const PetscInt   *ai, *aj;
   PetscScalar      *aa;
-  PetscMemType      mtype;
   PetscBool         uptodate, same_nz;
 
   PetscFunctionBegin;
-  PetscCheck(TILE_SCALAR_OK, comm, PETSC_ERR_SUP, "tile matrices need real double PetscScalar");
-  PetscCheck(X->assembled, comm, PETSC_ERR_ARG_WRONGSTATE, "Matrix must be assembled before its tile form is used");
-  PetscCall(PetscObjectStateGet((PetscObject)X, &st));
-  PetscCall(PetscObjectGetId((PetscObject)X, &id));
-  uptodate = TileCacheUpToDate(X, c, id, st);
-  same_nz  = (PetscBool)(c->id == id && c->nzstate == X->nonzerostate);
+  PetscCall(TileCacheBegin(X, c, &st, &id, &uptodate));
+  same_nz = (PetscBool)(c->id == id && c->nzstate == X->nonzerostate);
   if (c->T && uptodate) {
-    c->state          = st;
-    c->state_plus_one = PETSC_FALSE;
+    TileCacheCurrent(X, c, st, id);
     c->stats.reuses++;
     PetscFunctionReturn(PETSC_SUCCESS);
   }
-  PetscCall(MatSeqAIJGetCSRAndMemType(X, &ai, &aj, &aa, &mtype));
-  PetscCheck(PetscMemTypeHost(mtype), comm, PETSC_ERR_SUP, "AIJ arrays must live in host memory");
-  PetscCall(PetscLogEventBegin(TILE_Convert, X, 0, 0, 0));
+  PetscCall(TileCacheHostCSR(X, &ai, &aj, &aa));
   if (c->T && same_nz) {
 #if defined(PETSC_USE_64BIT_INDICES)
     TileCall(comm, tilerap_tile_update_values_from_csr(c->T, (const int64_t *)ai, (const double *)aa));
@@ -144,10 +172,7 @@ PetscErrorCode TileCacheSync(Mat X, TileCache *c)
   }
   if (!uptodate) c->Dvalid = PETSC_FALSE; /* host values changed: the device mirror is stale */
   PetscCall(PetscLogEventEnd(TILE_Convert, X, 0, 0, 0));
-  c->state          = st;
-  c->id             = id;
-  c->nzstate        = X->nonzerostate;
-  c->state_plus_one = PETSC_FALSE;
+  TileCacheCurrent(X, c, st, id);
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -162,25 +187,17 @@ PetscErrorCode TileCacheSyncDevice(Mat X, TileCache *c)
   PetscObjectId     id;
   const PetscInt   *ai, *aj;
   PetscScalar      *aa;
-  PetscMemType      mtype;
   PetscBool         uptodate, same_struct;
 
   PetscFunctionBegin;
-  PetscCheck(TILE_SCALAR_OK, comm, PETSC_ERR_SUP, "tile matrices need real double PetscScalar");
-  PetscCheck(X->assembled, comm, PETSC_ERR_ARG_WRONGSTATE, "Matrix must be assembled before its tile form is used");
-  PetscCall(PetscObjectStateGet((PetscObject)X, &st));
-  PetscCall(PetscObjectGetId((PetscObject)X, &id));
-  uptodate    = TileCacheUpToDate(X, c, id, st);
+  PetscCall(TileCacheBegin(X, c, &st, &id, &uptodate));
   same_struct = (PetscBool)(c->D && c->Dgen == c->gen && c->id == id && c->nzstate == X->nonzerostate);
   if (same_struct && c->Dvalid && uptodate) {
-    c->state          = st;
-    c->state_plus_one = PETSC_FALSE;
+    TileCacheCurrent(X, c, st, id);
     c->stats.reuses++;
     PetscFunctionReturn(PETSC_SUCCESS);
   }
-  PetscCall(MatSeqAIJGetCSRAndMemType(X, &ai, &aj, &aa, &mtype));
-  PetscCheck(PetscMemTypeHost(mtype), comm, PETSC_ERR_SUP, "AIJ arrays must live in host memory");
-  PetscCall(PetscLogEventBegin(TILE_Convert, X, 0, 0, 0));
+  PetscCall(TileCacheHostCSR(X, &ai, &aj, &aa));
   if (same_struct) {
     TileCall(comm, tilerap_tile_update_values_from_csr_device(c->D, (const double *)aa, TILERAP_MEM_HOST));
     c->stats.value_refreshes++;
@@ -194,10 +211,7 @@ PetscErrorCode TileCacheSyncDevice(Mat X, TileCache *c)
   PetscCall(PetscLogEventEnd(TILE_Convert, X, 0, 0, 0));
   if (!uptodate) tilerap_tile_destroy(&c->T); /* a host copy is stale: rebuilt on demand */
   c->Dvalid         = PETSC_TRUE;
-  c->state          = st;
-  c->id             = id;
-  c->nzstate        = X->nonzerostate;
-  c->state_plus_one = PETSC_FALSE;
+  TileCacheCurrent(X, c, st, id);
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -308,17 +322,26 @@ PetscErrorCode TileOptionsFromDatabase(Mat B, tilerap_options *opt)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-static PetscErrorCode MatSetFromOptions_SeqTile(Mat A, TileOptionItems PetscOptionsObject)
+/* The -mat_tile_ options as a section of A's MatSetFromOptions. */
+PetscErrorCode TileOptionsSection(Mat A, TileOptionItems PetscOptionsObject, const char *title, tilerap_options *opt)
 {
-  Mat_SeqTile     *t = (Mat_SeqTile *)A->spptr;
   TileOptionValues v;
 
   PetscFunctionBegin;
-  if (tile_aij_ops.setfromoptions) PetscCall(tile_aij_ops.setfromoptions(A, PetscOptionsObject));
-  PetscOptionsHeadBegin(PetscOptionsObject, "TileRAP matrix (seqtile) options");
-  PetscCall(TileOptionsItems(PetscOptionsObject, &t->opt, &v));
+  PetscOptionsHeadBegin(PetscOptionsObject, title);
+  PetscCall(TileOptionsItems(PetscOptionsObject, opt, &v));
   PetscOptionsHeadEnd();
-  PetscCall(TileOptionsApply(PetscObjectComm((PetscObject)A), &t->opt, &v));
+  PetscCall(TileOptionsApply(PetscObjectComm((PetscObject)A), opt, &v));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+static PetscErrorCode MatSetFromOptions_SeqTile(Mat A, TileOptionItems PetscOptionsObject)
+{
+  Mat_SeqTile *t = (Mat_SeqTile *)A->spptr;
+
+  PetscFunctionBegin;
+  if (tile_aij_ops.setfromoptions) PetscCall(tile_aij_ops.setfromoptions(A, PetscOptionsObject));
+  PetscCall(TileOptionsSection(A, PetscOptionsObject, "TileRAP matrix (seqtile) options", &t->opt));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -456,19 +479,27 @@ static PetscErrorCode MatDestroy_SeqTile(Mat A)
 }
 
 /* ---------------------------------------------------------------- conversions */
+/* MatConvert's target: with MAT_REUSE_MATRIX, A's values copied into *newmat
+ * and nothing else to do (*copied); else *newmat is A's copy or A itself. */
+PetscErrorCode TileConvertTarget(Mat A, MatReuse reuse, Mat *newmat, PetscBool *copied)
+{
+  PetscFunctionBegin;
+  *copied = (PetscBool)(reuse == MAT_REUSE_MATRIX);
+  if (*copied) PetscCall(MatCopy(A, *newmat, SAME_NONZERO_PATTERN));
+  else if (reuse == MAT_INITIAL_MATRIX) PetscCall(MatDuplicate(A, MAT_COPY_VALUES, newmat));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 PetscErrorCode MatConvert_SeqAIJ_SeqTile(Mat A, MatType type, MatReuse reuse, Mat *newmat)
 {
   Mat          B;
   Mat_SeqTile    *t;
-  PetscBool       istile;
+  PetscBool       istile, copied;
   tilerap_options opt;
 
   PetscFunctionBegin;
-  if (reuse == MAT_REUSE_MATRIX) {
-    PetscCall(MatCopy(A, *newmat, SAME_NONZERO_PATTERN));
-    PetscFunctionReturn(PETSC_SUCCESS);
-  }
-  if (reuse == MAT_INITIAL_MATRIX) PetscCall(MatDuplicate(A, MAT_COPY_VALUES, newmat));
+  PetscCall(TileConvertTarget(A, reuse, newmat, &copied));
+  if (copied) PetscFunctionReturn(PETSC_SUCCESS);
   B = *newmat;
   PetscCall(TileIsSeqTile(B, &istile));
   if (istile) PetscFunctionReturn(PETSC_SUCCESS);
@@ -501,14 +532,12 @@ PetscErrorCode MatConvert_SeqAIJ_SeqTile(Mat A, MatType type, MatReuse reuse, Ma
 
 static PetscErrorCode MatConvert_SeqTile_SeqAIJ(Mat A, MatType type, MatReuse reuse, Mat *newmat)
 {
-  Mat B;
+  Mat       B;
+  PetscBool copied;
 
   PetscFunctionBegin;
-  if (reuse == MAT_REUSE_MATRIX) {
-    PetscCall(MatCopy(A, *newmat, SAME_NONZERO_PATTERN));
-    PetscFunctionReturn(PETSC_SUCCESS);
-  }
-  if (reuse == MAT_INITIAL_MATRIX) PetscCall(MatDuplicate(A, MAT_COPY_VALUES, newmat));
+  PetscCall(TileConvertTarget(A, reuse, newmat, &copied));
+  if (copied) PetscFunctionReturn(PETSC_SUCCESS);
   B = *newmat;
   PetscCall(TileStrip(B));
   PetscCall(PetscObjectChangeTypeName((PetscObject)B, MATSEQAIJ));

@@ -104,6 +104,9 @@ typedef struct {
 } TileOptionValues;
 PetscErrorCode TileOptionsItems(TileOptionItems, const tilerap_options *, TileOptionValues *);
 PetscErrorCode TileOptionsApply(MPI_Comm, tilerap_options *, const TileOptionValues *);
+PetscErrorCode TileOptionsSection(Mat, TileOptionItems, const char *, tilerap_options *);
+/* MatConvert's MatReuse handling shared by the tile conversions */
+PetscErrorCode TileConvertTarget(Mat, MatReuse, Mat *, PetscBool *);
 /* MATMPITILE's device: -mat_tile_device when given, else one GPU per rank,
  * (node-local rank) mod (device count), chosen once per process when the
  * CUDA engine is active.  Collective on comm unless the engine is cpu. */
