@@ -116,6 +116,8 @@ int tr_hypre_galerkin(hypre_ParCSRMatrix *RT, hypre_ParCSRMatrix *A, hypre_ParCS
   int nprocs = 1, rank = 0, reason, failed = 0, result = 0;
   *RAP_out = NULL;
   if (!A) return 1 + TILERAP_HYPRE_FWD_SHAPE;
+  double tp = tr_hypre_wtime();
+#define PHASE(ph) do { double t_ = tr_hypre_wtime(); tr_hypre_add_phase((ph), t_ - tp); tp = t_; } while (0)
   comm = hypre_ParCSRMatrixComm(A);
   MPI_Comm_size(comm, &nprocs);
   MPI_Comm_rank(comm, &rank);
@@ -159,6 +161,7 @@ int tr_hypre_galerkin(hypre_ParCSRMatrix *RT, hypre_ParCSRMatrix *A, hypre_ParCS
   const HYPRE_Int ext_nnz = Pext ? hypre_CSRMatrixI(Pext)[hypre_CSRMatrixNumRows(Pext)] : 0;
   if (Pext && hypre_CSRMatrixNumRows(Pext) != nAo) { failed = 1; reason = TILERAP_HYPRE_FWD_SHAPE; goto sync; }
 
+  PHASE(TR_PH_COMM);
   /* ---- Q: P's offd columns and the off-rank columns of P_ext */
   colQ = hypre_TAlloc(HYPRE_BigInt, nPo + ext_nnz + 1, HYPRE_MEMORY_HOST);
   for (HYPRE_Int k = 0; k < nPo; k++) colQ[nQ++] = cmapP[k];
@@ -208,10 +211,13 @@ int tr_hypre_galerkin(hypre_ParCSRMatrix *RT, hypre_ParCSRMatrix *A, hypre_ParCS
   {
     tilerap_options opt;
     tilerap_options_default(&opt);
+    PHASE(TR_PH_IN);
     if ((err = tilerap_tile_transpose(Rloc, &Rt, NULL))) goto engine_failed;
     if ((err = tilerap_spgemm(Aloc, Pfull, &opt, &AP))) goto engine_failed;
     if ((err = tilerap_spgemm(Rt, AP, &opt, &Call))) goto engine_failed;
+    PHASE(TR_PH_ENGINE);
     if ((err = tilerap_tile_to_csr_alloc(Call, &C))) goto engine_failed;
+    PHASE(TR_PH_OUT);
   }
   goto sync;
 
@@ -223,6 +229,7 @@ engine_failed:
 
 sync:
   /* ---- collective decision after the local work */
+  PHASE(TR_PH_OUT);
   if (any_failed(comm, nprocs, failed)) {
     result = 1 + (failed ? reason : TILERAP_HYPRE_FWD_PEER);
     goto cleanup;
@@ -249,8 +256,10 @@ sync:
       ii[r + 1] = q;
     }
     void *request = NULL;
+    PHASE(TR_PH_OUT);
     hypre_ExchangeExternalRowsInit(C_int, pkgRT, &request);
     C_ext = hypre_ExchangeExternalRowsWait(request);
+    PHASE(TR_PH_COMM);
   }
 
   /* ---- offd columns of C: used Q columns and off-rank columns of C_ext */
@@ -365,7 +374,9 @@ sync:
       if (!cm) cm = hypre_ParCSRMatrixColMapOffd(RAP) = hypre_TAlloc(HYPRE_BigInt, nC, HYPRE_MEMORY_HOST);
       memcpy(cm, colC, (size_t)nC * sizeof *cm);
     }
+    PHASE(TR_PH_OUT);
     if (nprocs > 1) hypre_MatvecCommPkgCreate(RAP);
+    PHASE(TR_PH_COMM);
 
     /* keep-transpose side effect of the original: RT's blocks transposed */
     if (keepT) {
@@ -381,6 +392,7 @@ sync:
     *RAP_out = RAP;
     result = 0;
   }
+  PHASE(TR_PH_OUT);
 
 cleanup:
   tilerap_tile_destroy(&Aloc); tilerap_tile_destroy(&Pfull); tilerap_tile_destroy(&Rloc);

@@ -52,6 +52,9 @@ void tr_hypre_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Rank that TILERAP_HYPRE_TEST_REFUSE_RANK names, or -1. */
 int tr_hypre_test_refuse_rank(void);
 double tr_hypre_wtime(void);
+/* Time split of the computed products, printed with TILERAP_HYPRE_VERBOSE. */
+enum { TR_PH_IN, TR_PH_ENGINE, TR_PH_OUT, TR_PH_COMM, TR_PH_N };
+void tr_hypre_add_phase(int phase, double seconds);
 
 typedef HYPRE_Int (*tr_build_coarse_fn)(hypre_ParCSRMatrix *, hypre_ParCSRMatrix *,
                                         hypre_ParCSRMatrix *, HYPRE_Int, hypre_ParCSRMatrix **);
