@@ -197,7 +197,7 @@ int tr_hypre_galerkin(hypre_ParCSRMatrix *RT, hypre_ParCSRMatrix *A, hypre_ParCS
                      hypre_ParCSRMatrixGlobalNumCols(RT) == hypre_ParCSRMatrixGlobalNumCols(P);
   /* One Galerkin plan P_full^T A_sq P_full when RT is P and A's local block
    * is square (A_sq: A_loc with empty rows for the P_ext rows). */
-  const int galerkin = nA == nAc && rt_is_p(RT, P);
+  const int galerkin = nA == nAc && rt_is_p(RT, P) && !getenv("TR_AB_TWO");
 
   hypre_ParCSRCommPkg *pkgRT = NULL;
   hypre_CSRMatrix *Pext = NULL, *C_int = NULL, *C_ext = NULL;

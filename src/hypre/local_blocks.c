@@ -118,6 +118,15 @@ done:
   return err;
 }
 
+/* Bits set in a 16-bit mask (no popcnt instruction assumed). */
+static inline int pop16(unsigned x)
+{
+  x = x - ((x >> 1) & 0x5555u);
+  x = (x & 0x3333u) + ((x >> 2) & 0x3333u);
+  x = (x + (x >> 4)) & 0x0f0fu;
+  return (int)((x + (x >> 8)) & 0x1fu);
+}
+
 static int cmp_i32(const void *a, const void *b)
 {
   int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
@@ -215,14 +224,19 @@ int tr_tiles_from_segments(int32_t m, int32_t n, int nseg, const tr_segment *seg
               mask[16 * slot[j >> 4] + (i - r0)] |= (uint16_t)(1u << (j & 15));
             }
         }
+        /* local copies: stores into idx/val must not force reloads of M's fields */
+        uint8_t *restrict rptr = M->row_ptr;
+        int64_t *restrict toff = M->tile_off;
+        uint8_t *restrict idx = M->idx;
+        double *restrict val = M->val;
         int64_t off = ents_in[I];
         for (int64_t s = 0; s < nt; s++) {
           int acc = 0;
           for (int r = 0; r < 16; r++) {
-            M->row_ptr[16 * (t0 + s) + r] = (uint8_t)acc;
-            acc += __builtin_popcount(mask[16 * s + r]);
+            rptr[16 * (t0 + s) + r] = (uint8_t)acc;
+            acc += pop16(mask[16 * s + r]);
           }
-          M->tile_off[t0 + s] = off;
+          toff[t0 + s] = off;
           off += acc;
         }
         if (off != ents_in[I + 1]) dup = 1; /* a repeated column: masks hold fewer */
@@ -233,15 +247,15 @@ int tr_tiles_from_segments(int32_t m, int32_t n, int nseg, const tr_segment *seg
             if (!S) continue;
             const int lr = i - r0;
             for (int b = 0; b < S->nblocks; b++) {
-              const tr_block *B = &S->b[b];
-              for (HYPRE_Int q = B->i[r]; q < B->i[r + 1]; q++) {
-                int64_t j = blk_col(B, q);
-                int64_t t = t0 + slot[j >> 4];
+              const tr_block B = S->b[b];
+              for (HYPRE_Int q = B.i[r]; q < B.i[r + 1]; q++) {
+                int64_t j = blk_col(&B, q);
+                int64_t s = slot[j >> 4];
                 unsigned c = (unsigned)(j & 15);
-                uint16_t below = (uint16_t)(M->row_mask[16 * t + lr] & ((1u << c) - 1u));
-                int64_t p = M->tile_off[t] + M->row_ptr[16 * t + lr] + __builtin_popcount(below);
-                M->idx[p] = (uint8_t)((lr << 4) | c);
-                M->val[p] = (double)B->a[q];
+                int64_t p = toff[t0 + s] + rptr[16 * (t0 + s) + lr] +
+                            pop16(mask[16 * s + lr] & ((1u << c) - 1u));
+                idx[p] = (uint8_t)((lr << 4) | c);
+                val[p] = (double)B.a[q];
               }
             }
           }
