@@ -25,6 +25,7 @@
 #include "hook_internal.h"
 
 #include <mpi.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #ifdef _OPENMP
@@ -162,8 +163,142 @@ static int tr_thread(void)
 #endif
 }
 
+/* ---- hypre's order of the entries in a row of C.
+ * hypre_BoomerAMGBuildCoarseOperatorKT emits row ic of each block (diag,
+ * offd) in first-encounter order of its traversal: the diagonal, the
+ * received rows (ascending position in RT's send map), then for each fine
+ * row i1 of column ic of RT_diag (ascending), each i2 of A_offd's row i1
+ * (stored order; P_ext's row i2, local columns then others) and each i2
+ * of A_diag's row i1 (stored order; P_diag's row i2, then P_offd's), every
+ * i2 once per row.  BoomerAMG's coarsening and interpolation break ties by
+ * that order, so sorted rows give other (equally valid) hierarchies; with
+ * this order they are hypre's own (values agree to round-off, which was
+ * seen not to matter).  Rows are rewritten in place after assembly: values
+ * are scattered, the traversal emits them; a row whose traversal would not
+ * reproduce its entries exactly (not expected) stays sorted. */
+typedef struct {
+  HYPRE_Int ncR, ncP, nAc, nAo;
+  int square;
+  hypre_CSRMatrix *RTd, *Ad, *Ao, *Pd, *Po, *Pext;
+  const int32_t *pext_col, *mapPQ;
+  const HYPRE_Int *mapQC, *ext_ptr, *ext_rows, *ext_i, *ext_loc;
+  HYPRE_Int *di, *dj;
+  HYPRE_Complex *da;
+  HYPRE_Int *oi, *oj;
+  HYPRE_Complex *oa;
+  HYPRE_Int nmark;
+} tr_order_ctx;
+
+static int tr_hypre_order_hypre(void)
+{
+  static int v = -1;
+  if (v < 0) {
+    const char *s = getenv("TILERAP_HYPRE_ORDER");
+    v = !(s && !strcmp(s, "sorted"));
+  }
+  return v;
+}
+
+static void tr_reorder_rows_hypre(const tr_order_ctx *o)
+{
+  const HYPRE_Int ncR = o->ncR, ncP = o->ncP, nAc = o->nAc, nmark = o->nmark;
+  /* columns ic of RT_diag as rows (fine rows ascending): counting sort */
+  hypre_CSRMatrix *RTd = o->RTd;
+  const HYPRE_Int nf = hypre_CSRMatrixNumRows(RTd);
+  const HYPRE_Int *ri = hypre_CSRMatrixI(RTd), *rj = hypre_CSRMatrixJ(RTd);
+  const HYPRE_Int rnz = ri ? ri[nf] : 0;
+  HYPRE_Int *tp = hypre_CTAlloc(HYPRE_Int, ncR + 2, HYPRE_MEMORY_HOST);
+  HYPRE_Int *tr = hypre_TAlloc(HYPRE_Int, rnz + 1, HYPRE_MEMORY_HOST);
+  for (HYPRE_Int k = 0; k < rnz; k++) tp[rj[k] + 2]++;
+  for (HYPRE_Int c = 0; c < ncR; c++) tp[c + 2] += tp[c + 1];
+  for (HYPRE_Int i = 0; i < nf; i++)
+    for (HYPRE_Int k = ri[i]; k < ri[i + 1]; k++) tr[tp[rj[k] + 1]++] = i;
+  HYPRE_Int maxd = 0, maxo = 0;
+  for (HYPRE_Int r = 0; r < ncR; r++) {
+    if (o->di[r + 1] - o->di[r] > maxd) maxd = o->di[r + 1] - o->di[r];
+    if (o->oi[r + 1] - o->oi[r] > maxo) maxo = o->oi[r + 1] - o->oi[r];
+  }
+  const HYPRE_Int *adi = hypre_CSRMatrixI(o->Ad), *adj = hypre_CSRMatrixJ(o->Ad);
+  const HYPRE_Int *aoi = o->nAo ? hypre_CSRMatrixI(o->Ao) : NULL, *aoj = o->nAo ? hypre_CSRMatrixJ(o->Ao) : NULL;
+  const HYPRE_Int *pdi = hypre_CSRMatrixI(o->Pd), *pdj = hypre_CSRMatrixJ(o->Pd);
+  const int has_po = hypre_CSRMatrixNumCols(o->Po) > 0 && hypre_CSRMatrixI(o->Po);
+  const HYPRE_Int *poi = has_po ? hypre_CSRMatrixI(o->Po) : NULL, *poj = has_po ? hypre_CSRMatrixJ(o->Po) : NULL;
+  const HYPRE_Int *xi = o->Pext ? hypre_CSRMatrixI(o->Pext) : NULL;
+
+#pragma omp parallel if (ncR > TR_PAR_ROWS)
+  {
+    double *vv = malloc(((size_t)nmark + 1) * sizeof *vv);
+    HYPRE_Int *have = malloc(((size_t)nmark + 1) * sizeof *have);
+    HYPRE_Int *emit = malloc(((size_t)nmark + 1) * sizeof *emit);
+    HYPRE_Int *amark = malloc(((size_t)nAc + o->nAo + 1) * sizeof *amark);
+    HYPRE_Int *tj = malloc(((size_t)maxd + maxo + 1) * sizeof *tj);
+    HYPRE_Complex *ta = malloc(((size_t)maxd + maxo + 1) * sizeof *ta);
+    const int ok = vv && have && emit && amark && tj && ta;
+    if (ok) {
+      for (HYPRE_Int c = 0; c < nmark; c++) have[c] = emit[c] = -1;
+      for (HYPRE_Int c = 0; c < nAc + o->nAo; c++) amark[c] = -1;
+    }
+#pragma omp for schedule(dynamic, 256)
+    for (HYPRE_Int r = 0; r < ncR; r++) {
+      if (!ok) continue;
+      const HYPRE_Int d0 = o->di[r], d1 = o->di[r + 1], f0 = o->oi[r], f1 = o->oi[r + 1];
+      for (HYPRE_Int k = d0; k < d1; k++) { vv[o->dj[k]] = o->da[k]; have[o->dj[k]] = r; }
+      for (HYPRE_Int k = f0; k < f1; k++) { vv[ncP + o->oj[k]] = o->oa[k]; have[ncP + o->oj[k]] = r; }
+      HYPRE_Int nd = 0, no = 0, *toj = tj + (d1 - d0);
+      HYPRE_Complex *toa = ta + (d1 - d0);
+      int bad = 0;
+#define EMIT(c_)                                                                    do {                                                                                HYPRE_Int cc_ = (c_);                                                             if (cc_ < 0 || have[cc_] != r) bad = 1;                                           else if (emit[cc_] != r) {                                                          emit[cc_] = r;                                                                    if (cc_ < ncP) { tj[nd] = cc_; ta[nd++] = vv[cc_]; }                              else { toj[no] = cc_ - ncP; toa[no++] = vv[cc_]; }                              }                                                                               } while (0)
+      if (o->square) EMIT(r);
+      if (o->ext_ptr)
+        for (HYPRE_Int t = o->ext_ptr[r]; t < o->ext_ptr[r + 1]; t++)
+          for (HYPRE_Int k = o->ext_i[o->ext_rows[t]]; k < o->ext_i[o->ext_rows[t] + 1]; k++)
+            EMIT(o->ext_loc[k]);
+      for (HYPRE_Int t = tp[r]; t < tp[r + 1] && !bad; t++) {
+        const HYPRE_Int i1 = tr[t];
+        if (aoi)
+          for (HYPRE_Int k = aoi[i1]; k < aoi[i1 + 1]; k++) {
+            const HYPRE_Int i2 = aoj[k];
+            if (amark[nAc + i2] == r) continue;
+            amark[nAc + i2] = r;
+            if (!xi) { bad = 1; break; }
+            /* P_ext's local columns first, then the others (hypre splits them) */
+            for (HYPRE_Int q = xi[i2]; q < xi[i2 + 1]; q++)
+              if (o->pext_col[q] < ncP) EMIT(o->pext_col[q]);
+            for (HYPRE_Int q = xi[i2]; q < xi[i2 + 1]; q++)
+              if (o->pext_col[q] >= ncP) {
+                HYPRE_Int m = o->mapQC ? o->mapQC[o->pext_col[q] - ncP] : -1;
+                EMIT(m < 0 ? -1 : ncP + m);
+              }
+          }
+        for (HYPRE_Int k = adi[i1]; k < adi[i1 + 1]; k++) {
+          const HYPRE_Int i2 = adj[k];
+          if (amark[i2] == r) continue;
+          amark[i2] = r;
+          for (HYPRE_Int q = pdi[i2]; q < pdi[i2 + 1]; q++) EMIT(pdj[q]);
+          if (poi)
+            for (HYPRE_Int q = poi[i2]; q < poi[i2 + 1]; q++) {
+              HYPRE_Int m = o->mapQC ? o->mapQC[o->mapPQ[poj[q]]] : -1;
+              EMIT(m < 0 ? -1 : ncP + m);
+            }
+        }
+      }
+#undef EMIT
+      if (bad || nd != d1 - d0 || no != f1 - f0) { continue; }
+      memcpy(o->dj + d0, tj, (size_t)nd * sizeof *tj);
+      memcpy(o->da + d0, ta, (size_t)nd * sizeof *ta);
+      if (no) {
+        memcpy(o->oj + f0, toj, (size_t)no * sizeof *toj);
+        memcpy(o->oa + f0, toa, (size_t)no * sizeof *toa);
+      }
+    }
+    free(vv); free(have); free(emit); free(amark); free(tj); free(ta);
+  }
+  hypre_TFree(tp, HYPRE_MEMORY_HOST);
+  hypre_TFree(tr, HYPRE_MEMORY_HOST);
+}
+
 int tr_hypre_galerkin(hypre_ParCSRMatrix *RT, hypre_ParCSRMatrix *A, hypre_ParCSRMatrix *P,
-                      HYPRE_Int keepT, int force_diagonal, int local_refusal,
+                      HYPRE_Int keepT, int force_diagonal, int order_hypre, int local_refusal,
                       hypre_ParCSRMatrix **RAP_out)
 {
   MPI_Comm comm;
@@ -197,7 +332,7 @@ int tr_hypre_galerkin(hypre_ParCSRMatrix *RT, hypre_ParCSRMatrix *A, hypre_ParCS
                      hypre_ParCSRMatrixGlobalNumCols(RT) == hypre_ParCSRMatrixGlobalNumCols(P);
   /* One Galerkin plan P_full^T A_sq P_full when RT is P and A's local block
    * is square (A_sq: A_loc with empty rows for the P_ext rows). */
-  const int galerkin = nA == nAc && rt_is_p(RT, P) && !getenv("TR_AB_TWO");
+  const int galerkin = nA == nAc && rt_is_p(RT, P);
 
   hypre_ParCSRCommPkg *pkgRT = NULL;
   hypre_CSRMatrix *Pext = NULL, *C_int = NULL, *C_ext = NULL;
@@ -487,6 +622,15 @@ sync:
       }
     }
     hypre_TFree(marks, HYPRE_MEMORY_HOST);
+    PHASE(TR_PH_OUT);
+
+    /* hypre's entry order (default; TILERAP_HYPRE_ORDER=sorted skips it) */
+    if (order_hypre && tr_hypre_order_hypre()) {
+      tr_order_ctx o = {ncR, ncP, nAc, nAo, square, RTd, Ad, Ao, Pd, Po, Pext, pext_col, mapPQ, mapQC,
+                        ext_ptr, ext_rows, ext_i, ext_loc, di, dj, da, oi, oj, oa, nmark};
+      tr_reorder_rows_hypre(&o);
+    }
+    PHASE(TR_PH_ORDER);
 
     if (nC) {
       HYPRE_BigInt *cm = hypre_ParCSRMatrixColMapOffd(RAP);
@@ -538,5 +682,5 @@ cleanup:
 int TileRAP_HypreGalerkin(hypre_ParCSRMatrix *RT, hypre_ParCSRMatrix *A, hypre_ParCSRMatrix *P,
                           HYPRE_Int keepT, int force_diagonal, hypre_ParCSRMatrix **RAP)
 {
-  return tr_hypre_galerkin(RT, A, P, keepT, force_diagonal, -1, RAP);
+  return tr_hypre_galerkin(RT, A, P, keepT, force_diagonal, 1, -1, RAP);
 }
