@@ -25,18 +25,20 @@
  *       ./app -ksp_type cg -pc_type hypre -pc_hypre_type boomeramg
  * (checked with PETSc 3.18 / hypre 2.26: every level reported as computed).
  *
- * Rows of the returned operators are sorted by column with the diagonal
- * first; hypre keeps the order of its own traversal.  The matrices are the
- * same, but BoomerAMG's coarsening (the Ruge-Stueben pass of HMIS) and
- * interpolation truncation break ties by the order of entries in a row, so
- * levels below the first coarse one may be coarsened differently than
- * with hypre alone (iteration counts matched in all tested cases).
+ * BoomerAMG's coarsening (the Ruge-Stueben pass of HMIS) and interpolation
+ * truncation break ties by the order of entries in a row, so on the default
+ * path (hypre_BoomerAMGBuildCoarseOperatorKT) rows are returned in hypre's
+ * own traversal order: the hierarchy is hypre's (tested on 1 and 2 ranks;
+ * on more ranks rows received from other ranks may still be ordered
+ * otherwise).  hypre_ParCSRMatrixRAPKT and TILERAP_HYPRE_ORDER=sorted give
+ * rows sorted by column with the diagonal first.
  *
  * Environment (read at the first call):
  *   TILERAP_HYPRE=1|0          enable (default) / disable the hook
  *   TILERAP_HYPRE_VERBOSE=1    print at exit how many Galerkin products
  *                              tilerap computed and how many it forwarded, and why
  *   TILERAP_ENGINE=cpu|cuda    engine of the tile products (see tilerap.h)
+ *   TILERAP_HYPRE_ORDER=sorted rows sorted (diagonal first) instead of hypre's order
  */
 #ifndef TILERAP_HYPRE_H
 #define TILERAP_HYPRE_H

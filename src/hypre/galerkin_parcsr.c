@@ -25,8 +25,12 @@
 #include "hook_internal.h"
 
 #include <mpi.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 static int big_cmp(const void *x, const void *y)
 {
@@ -108,14 +112,201 @@ static int has_entries(hypre_CSRMatrix *M)
   return hypre_CSRMatrixI(M) && hypre_CSRMatrixNumNonzeros(M) > 0;
 }
 
+static int same_csr(hypre_CSRMatrix *X, hypre_CSRMatrix *Y)
+{
+  HYPRE_Int m = hypre_CSRMatrixNumRows(X), nz = hypre_CSRMatrixNumNonzeros(X);
+  if (m != hypre_CSRMatrixNumRows(Y) || hypre_CSRMatrixNumCols(X) != hypre_CSRMatrixNumCols(Y) ||
+      nz != hypre_CSRMatrixNumNonzeros(Y))
+    return 0;
+  if (!hypre_CSRMatrixI(X) || !hypre_CSRMatrixI(Y)) return hypre_CSRMatrixI(X) == hypre_CSRMatrixI(Y);
+  if (memcmp(hypre_CSRMatrixI(X), hypre_CSRMatrixI(Y), ((size_t)m + 1) * sizeof(HYPRE_Int))) return 0;
+  nz = hypre_CSRMatrixI(X)[m];
+  if (nz == 0) return 1;
+  return !memcmp(hypre_CSRMatrixJ(X), hypre_CSRMatrixJ(Y), (size_t)nz * sizeof(HYPRE_Int)) &&
+         !memcmp(hypre_CSRMatrixData(X), hypre_CSRMatrixData(Y), (size_t)nz * sizeof(HYPRE_Complex));
+}
+
+/* RT is P (BoomerAMG's Galerkin case: the same object, or equal blocks and
+ * column maps), so that C = P^T A P can run as one Galerkin plan. */
+static int rt_is_p(hypre_ParCSRMatrix *RT, hypre_ParCSRMatrix *P)
+{
+  if (RT == P) return 1;
+  if (hypre_ParCSRMatrixGlobalNumRows(RT) != hypre_ParCSRMatrixGlobalNumRows(P) ||
+      hypre_ParCSRMatrixGlobalNumCols(RT) != hypre_ParCSRMatrixGlobalNumCols(P) ||
+      hypre_ParCSRMatrixFirstColDiag(RT) != hypre_ParCSRMatrixFirstColDiag(P))
+    return 0;
+  hypre_CSRMatrix *RTo = hypre_ParCSRMatrixOffd(RT), *Po = hypre_ParCSRMatrixOffd(P);
+  if (!same_csr(hypre_ParCSRMatrixDiag(RT), hypre_ParCSRMatrixDiag(P)) || !same_csr(RTo, Po)) return 0;
+  HYPRE_Int no = hypre_CSRMatrixNumCols(Po);
+  return no == 0 || !memcmp(hypre_ParCSRMatrixColMapOffd(RT), hypre_ParCSRMatrixColMapOffd(P),
+                            (size_t)no * sizeof(HYPRE_BigInt));
+}
+
+/* Below this many rows, parallel regions cost more than they save. */
+#define TR_PAR_ROWS 4096
+
+static int tr_max_threads(void)
+{
+#ifdef _OPENMP
+  return omp_get_max_threads();
+#else
+  return 1;
+#endif
+}
+
+static int tr_thread(void)
+{
+#ifdef _OPENMP
+  return omp_get_thread_num();
+#else
+  return 0;
+#endif
+}
+
+/* ---- hypre's order of the entries in a row of C.
+ * hypre_BoomerAMGBuildCoarseOperatorKT emits row ic of each block (diag,
+ * offd) in first-encounter order of its traversal: the diagonal, the
+ * received rows (ascending position in RT's send map), then for each fine
+ * row i1 of column ic of RT_diag (ascending), each i2 of A_offd's row i1
+ * (stored order; P_ext's row i2, local columns then others) and each i2
+ * of A_diag's row i1 (stored order; P_diag's row i2, then P_offd's), every
+ * i2 once per row.  BoomerAMG's coarsening and interpolation break ties by
+ * that order, so sorted rows give other (equally valid) hierarchies; with
+ * this order they are hypre's own (values agree to round-off, which was
+ * seen not to matter).  Rows are rewritten in place after assembly: values
+ * are scattered, the traversal emits them; a row whose traversal would not
+ * reproduce its entries exactly (not expected) stays sorted. */
+typedef struct {
+  HYPRE_Int ncR, ncP, nAc, nAo;
+  int square;
+  hypre_CSRMatrix *RTd, *Ad, *Ao, *Pd, *Po, *Pext;
+  const int32_t *pext_col, *mapPQ;
+  const HYPRE_Int *mapQC, *ext_ptr, *ext_rows, *ext_i, *ext_loc;
+  HYPRE_Int *di, *dj;
+  HYPRE_Complex *da;
+  HYPRE_Int *oi, *oj;
+  HYPRE_Complex *oa;
+  HYPRE_Int nmark;
+} tr_order_ctx;
+
+static int tr_hypre_order_hypre(void)
+{
+  static int v = -1;
+  if (v < 0) {
+    const char *s = getenv("TILERAP_HYPRE_ORDER");
+    v = !(s && !strcmp(s, "sorted"));
+  }
+  return v;
+}
+
+static void tr_reorder_rows_hypre(const tr_order_ctx *o)
+{
+  const HYPRE_Int ncR = o->ncR, ncP = o->ncP, nAc = o->nAc, nmark = o->nmark;
+  /* columns ic of RT_diag as rows (fine rows ascending): counting sort */
+  hypre_CSRMatrix *RTd = o->RTd;
+  const HYPRE_Int nf = hypre_CSRMatrixNumRows(RTd);
+  const HYPRE_Int *ri = hypre_CSRMatrixI(RTd), *rj = hypre_CSRMatrixJ(RTd);
+  const HYPRE_Int rnz = ri ? ri[nf] : 0;
+  HYPRE_Int *tp = hypre_CTAlloc(HYPRE_Int, ncR + 2, HYPRE_MEMORY_HOST);
+  HYPRE_Int *tr = hypre_TAlloc(HYPRE_Int, rnz + 1, HYPRE_MEMORY_HOST);
+  for (HYPRE_Int k = 0; k < rnz; k++) tp[rj[k] + 2]++;
+  for (HYPRE_Int c = 0; c < ncR; c++) tp[c + 2] += tp[c + 1];
+  for (HYPRE_Int i = 0; i < nf; i++)
+    for (HYPRE_Int k = ri[i]; k < ri[i + 1]; k++) tr[tp[rj[k] + 1]++] = i;
+  HYPRE_Int maxd = 0, maxo = 0;
+  for (HYPRE_Int r = 0; r < ncR; r++) {
+    if (o->di[r + 1] - o->di[r] > maxd) maxd = o->di[r + 1] - o->di[r];
+    if (o->oi[r + 1] - o->oi[r] > maxo) maxo = o->oi[r + 1] - o->oi[r];
+  }
+  const HYPRE_Int *adi = hypre_CSRMatrixI(o->Ad), *adj = hypre_CSRMatrixJ(o->Ad);
+  const HYPRE_Int *aoi = o->nAo ? hypre_CSRMatrixI(o->Ao) : NULL, *aoj = o->nAo ? hypre_CSRMatrixJ(o->Ao) : NULL;
+  const HYPRE_Int *pdi = hypre_CSRMatrixI(o->Pd), *pdj = hypre_CSRMatrixJ(o->Pd);
+  const int has_po = hypre_CSRMatrixNumCols(o->Po) > 0 && hypre_CSRMatrixI(o->Po);
+  const HYPRE_Int *poi = has_po ? hypre_CSRMatrixI(o->Po) : NULL, *poj = has_po ? hypre_CSRMatrixJ(o->Po) : NULL;
+  const HYPRE_Int *xi = o->Pext ? hypre_CSRMatrixI(o->Pext) : NULL;
+
+#pragma omp parallel if (ncR > TR_PAR_ROWS)
+  {
+    double *vv = malloc(((size_t)nmark + 1) * sizeof *vv);
+    HYPRE_Int *have = malloc(((size_t)nmark + 1) * sizeof *have);
+    HYPRE_Int *emit = malloc(((size_t)nmark + 1) * sizeof *emit);
+    HYPRE_Int *amark = malloc(((size_t)nAc + o->nAo + 1) * sizeof *amark);
+    HYPRE_Int *tj = malloc(((size_t)maxd + maxo + 1) * sizeof *tj);
+    HYPRE_Complex *ta = malloc(((size_t)maxd + maxo + 1) * sizeof *ta);
+    const int ok = vv && have && emit && amark && tj && ta;
+    if (ok) {
+      for (HYPRE_Int c = 0; c < nmark; c++) have[c] = emit[c] = -1;
+      for (HYPRE_Int c = 0; c < nAc + o->nAo; c++) amark[c] = -1;
+    }
+#pragma omp for schedule(dynamic, 256)
+    for (HYPRE_Int r = 0; r < ncR; r++) {
+      if (!ok) continue;
+      const HYPRE_Int d0 = o->di[r], d1 = o->di[r + 1], f0 = o->oi[r], f1 = o->oi[r + 1];
+      for (HYPRE_Int k = d0; k < d1; k++) { vv[o->dj[k]] = o->da[k]; have[o->dj[k]] = r; }
+      for (HYPRE_Int k = f0; k < f1; k++) { vv[ncP + o->oj[k]] = o->oa[k]; have[ncP + o->oj[k]] = r; }
+      HYPRE_Int nd = 0, no = 0, *toj = tj + (d1 - d0);
+      HYPRE_Complex *toa = ta + (d1 - d0);
+      int bad = 0;
+#define EMIT(c_)                                                                    do {                                                                                HYPRE_Int cc_ = (c_);                                                             if (cc_ < 0 || have[cc_] != r) bad = 1;                                           else if (emit[cc_] != r) {                                                          emit[cc_] = r;                                                                    if (cc_ < ncP) { tj[nd] = cc_; ta[nd++] = vv[cc_]; }                              else { toj[no] = cc_ - ncP; toa[no++] = vv[cc_]; }                              }                                                                               } while (0)
+      if (o->square) EMIT(r);
+      if (o->ext_ptr)
+        for (HYPRE_Int t = o->ext_ptr[r]; t < o->ext_ptr[r + 1]; t++)
+          for (HYPRE_Int k = o->ext_i[o->ext_rows[t]]; k < o->ext_i[o->ext_rows[t] + 1]; k++)
+            EMIT(o->ext_loc[k]);
+      for (HYPRE_Int t = tp[r]; t < tp[r + 1] && !bad; t++) {
+        const HYPRE_Int i1 = tr[t];
+        if (aoi)
+          for (HYPRE_Int k = aoi[i1]; k < aoi[i1 + 1]; k++) {
+            const HYPRE_Int i2 = aoj[k];
+            if (amark[nAc + i2] == r) continue;
+            amark[nAc + i2] = r;
+            if (!xi) { bad = 1; break; }
+            /* P_ext's local columns first, then the others (hypre splits them) */
+            for (HYPRE_Int q = xi[i2]; q < xi[i2 + 1]; q++)
+              if (o->pext_col[q] < ncP) EMIT(o->pext_col[q]);
+            for (HYPRE_Int q = xi[i2]; q < xi[i2 + 1]; q++)
+              if (o->pext_col[q] >= ncP) {
+                HYPRE_Int m = o->mapQC ? o->mapQC[o->pext_col[q] - ncP] : -1;
+                EMIT(m < 0 ? -1 : ncP + m);
+              }
+          }
+        for (HYPRE_Int k = adi[i1]; k < adi[i1 + 1]; k++) {
+          const HYPRE_Int i2 = adj[k];
+          if (amark[i2] == r) continue;
+          amark[i2] = r;
+          for (HYPRE_Int q = pdi[i2]; q < pdi[i2 + 1]; q++) EMIT(pdj[q]);
+          if (poi)
+            for (HYPRE_Int q = poi[i2]; q < poi[i2 + 1]; q++) {
+              HYPRE_Int m = o->mapQC ? o->mapQC[o->mapPQ[poj[q]]] : -1;
+              EMIT(m < 0 ? -1 : ncP + m);
+            }
+        }
+      }
+#undef EMIT
+      if (bad || nd != d1 - d0 || no != f1 - f0) { continue; }
+      memcpy(o->dj + d0, tj, (size_t)nd * sizeof *tj);
+      memcpy(o->da + d0, ta, (size_t)nd * sizeof *ta);
+      if (no) {
+        memcpy(o->oj + f0, toj, (size_t)no * sizeof *toj);
+        memcpy(o->oa + f0, toa, (size_t)no * sizeof *toa);
+      }
+    }
+    free(vv); free(have); free(emit); free(amark); free(tj); free(ta);
+  }
+  hypre_TFree(tp, HYPRE_MEMORY_HOST);
+  hypre_TFree(tr, HYPRE_MEMORY_HOST);
+}
+
 int tr_hypre_galerkin(hypre_ParCSRMatrix *RT, hypre_ParCSRMatrix *A, hypre_ParCSRMatrix *P,
-                      HYPRE_Int keepT, int force_diagonal, int local_refusal,
+                      HYPRE_Int keepT, int force_diagonal, int order_hypre, int local_refusal,
                       hypre_ParCSRMatrix **RAP_out)
 {
   MPI_Comm comm;
   int nprocs = 1, rank = 0, reason, failed = 0, result = 0;
   *RAP_out = NULL;
   if (!A) return 1 + TILERAP_HYPRE_FWD_SHAPE;
+  double tp = tr_hypre_wtime();
+#define PHASE(ph) do { double t_ = tr_hypre_wtime(); tr_hypre_add_phase((ph), t_ - tp); tp = t_; } while (0)
   comm = hypre_ParCSRMatrixComm(A);
   MPI_Comm_size(comm, &nprocs);
   MPI_Comm_rank(comm, &rank);
@@ -143,14 +334,19 @@ int tr_hypre_galerkin(hypre_ParCSRMatrix *RT, hypre_ParCSRMatrix *A, hypre_ParCS
   HYPRE_BigInt *cmapP = hypre_ParCSRMatrixColMapOffd(P);
   const int square = force_diagonal && ncR == ncP &&
                      hypre_ParCSRMatrixGlobalNumCols(RT) == hypre_ParCSRMatrixGlobalNumCols(P);
+  /* One Galerkin plan P_full^T A_sq P_full when RT is P and A's local block
+   * is square (A_sq: A_loc with empty rows for the P_ext rows). */
+  const int galerkin = nA == nAc && rt_is_p(RT, P);
 
   hypre_ParCSRCommPkg *pkgRT = NULL;
   hypre_CSRMatrix *Pext = NULL, *C_int = NULL, *C_ext = NULL;
   HYPRE_BigInt *colQ = NULL, *colC = NULL;
   int32_t *mapPQ = NULL, *pext_col = NULL;
-  HYPRE_Int *mapQC = NULL, *ext_loc = NULL, *ext_ptr = NULL, *ext_rows = NULL, *marker = NULL;
+  int64_t *rrow = NULL; /* row of C_all holding the contributions to RT offd column k */
+  HYPRE_Int *mapQC = NULL, *ext_loc = NULL, *ext_ptr = NULL, *ext_rows = NULL;
   HYPRE_Int nQ = 0, nC = 0;
   tilerap_tile_matrix *Aloc = NULL, *Pfull = NULL, *Rloc = NULL, *Rt = NULL, *AP = NULL, *Call = NULL;
+  tilerap_tile_matrix *dA = NULL, *dP = NULL, *dR = NULL, *dC = NULL;
   tilerap_csr *C = NULL;
   int err = TILERAP_SUCCESS;
 
@@ -161,6 +357,7 @@ int tr_hypre_galerkin(hypre_ParCSRMatrix *RT, hypre_ParCSRMatrix *A, hypre_ParCS
     Pext = hypre_ParCSRMatrixExtractBExt(P, A, 1);
   }
   const HYPRE_Int ext_nnz = Pext ? hypre_CSRMatrixI(Pext)[hypre_CSRMatrixNumRows(Pext)] : 0;
+  PHASE(TR_PH_COMM);
   if (Pext && hypre_CSRMatrixNumRows(Pext) != nAo) { failed = 1; reason = TILERAP_HYPRE_FWD_SHAPE; goto sync; }
 
   /* ---- Q: P's offd columns and the off-rank columns of P_ext */
@@ -175,20 +372,25 @@ int tr_hypre_galerkin(hypre_ParCSRMatrix *RT, hypre_ParCSRMatrix *A, hypre_ParCS
   if ((int64_t)ncP + nQ > INT32_MAX) { failed = 1; reason = TILERAP_HYPRE_FWD_SIZE; goto sync; }
   mapPQ = malloc(((size_t)nPo + 1) * sizeof *mapPQ);
   pext_col = malloc(((size_t)ext_nnz + 1) * sizeof *pext_col);
-  if (!mapPQ || !pext_col) { err = TILERAP_ERR_NOMEM; goto engine_failed; }
+  rrow = malloc(((size_t)nRo + 1) * sizeof *rrow);
+  if (!mapPQ || !pext_col || !rrow) { err = TILERAP_ERR_NOMEM; goto engine_failed; }
   for (HYPRE_Int k = 0; k < nPo; k++) mapPQ[k] = (int32_t)big_find(colQ, nQ, cmapP[k]);
   if (Pext) {
     HYPRE_BigInt *bj = hypre_CSRMatrixBigJ(Pext);
+#pragma omp parallel for schedule(static) if (ext_nnz > 16 * TR_PAR_ROWS)
     for (HYPRE_Int k = 0; k < ext_nnz; k++)
       pext_col[k] = (bj[k] < firstP || bj[k] > lastP) ? (int32_t)(ncP + big_find(colQ, nQ, bj[k]))
                                                       : (int32_t)(bj[k] - firstP);
   }
+  /* galerkin: RT's offd columns are P's, their rows of C_all are Q rows */
+  for (HYPRE_Int k = 0; k < nRo; k++) rrow[k] = galerkin ? (int64_t)ncP + mapPQ[k] : (int64_t)ncR + k;
 
-  /* ---- local blocks -> tiles, two tile products */
+  /* ---- local blocks -> tiles */
   {
     tr_segment s = {0, (int32_t)nA, 1, {block_of(Ad, NULL, 0)}};
     if (nAo > 0 && has_entries(Ao)) s.b[s.nblocks++] = block_of(Ao, NULL, (int32_t)nAc);
-    err = tr_tiles_from_segments((int32_t)nA, (int32_t)(nAc + nAo), 1, &s, &Aloc);
+    int32_t rows = galerkin ? (int32_t)(nAc + nAo) : (int32_t)nA;
+    err = tr_tiles_from_segments(rows, (int32_t)(nAc + nAo), 1, &s, &Aloc);
     if (err) goto engine_failed;
   }
   {
@@ -203,18 +405,36 @@ int tr_hypre_galerkin(hypre_ParCSRMatrix *RT, hypre_ParCSRMatrix *A, hypre_ParCS
     err = tr_tiles_from_segments((int32_t)(nAc + nAo), (int32_t)(ncP + nQ), nseg, s, &Pfull);
     if (err) goto engine_failed;
   }
-  {
+  if (!galerkin) {
     tr_segment s = {0, (int32_t)nA, 1, {block_of(RTd, NULL, 0)}};
     if (nRo > 0 && has_entries(RTo)) s.b[s.nblocks++] = block_of(RTo, NULL, (int32_t)ncR);
     err = tr_tiles_from_segments((int32_t)nA, (int32_t)(ncR + nRo), 1, &s, &Rloc);
     if (err) goto engine_failed;
   }
+  PHASE(TR_PH_IN);
+
+  /* ---- tile products.  CUDA engine: operands go up once, AP stays on
+   * the device, only C comes down. */
   {
     tilerap_options opt;
     tilerap_options_default(&opt);
-    if ((err = tilerap_tile_transpose(Rloc, &Rt, NULL))) goto engine_failed;
-    if ((err = tilerap_spgemm(Aloc, Pfull, &opt, &AP))) goto engine_failed;
-    if ((err = tilerap_spgemm(Rt, AP, &opt, &Call))) goto engine_failed;
+    const int dev = tilerap_engine_resolve(opt.engine) == TILERAP_ENGINE_CUDA;
+    if (dev) {
+      if ((err = tilerap_tile_copy(Aloc, TILERAP_MEM_DEVICE, &dA))) goto engine_failed;
+      if ((err = tilerap_tile_copy(Pfull, TILERAP_MEM_DEVICE, &dP))) goto engine_failed;
+      if (Rloc && (err = tilerap_tile_copy(Rloc, TILERAP_MEM_DEVICE, &dR))) goto engine_failed;
+    }
+    const tilerap_tile_matrix *wA = dev ? dA : Aloc, *wP = dev ? dP : Pfull, *wR = dev ? dR : Rloc;
+    tilerap_tile_matrix **wC = dev ? &dC : &Call;
+    if (galerkin) {
+      if ((err = tilerap_ptap(wA, wP, &opt, wC))) goto engine_failed;
+    } else {
+      if ((err = tilerap_tile_transpose(wR, &Rt, NULL))) goto engine_failed;
+      if ((err = tilerap_spgemm(wA, wP, &opt, &AP))) goto engine_failed;
+      if ((err = tilerap_spgemm(Rt, AP, &opt, wC))) goto engine_failed;
+    }
+    if (dev && (err = tilerap_tile_copy(dC, TILERAP_MEM_HOST, &Call))) goto engine_failed;
+    PHASE(TR_PH_ENGINE);
     if ((err = tilerap_tile_to_csr_alloc(Call, &C))) goto engine_failed;
   }
   goto sync;
@@ -227,16 +447,20 @@ engine_failed:
 
 sync:
   /* ---- collective decision after the local work */
+  PHASE(TR_PH_OUT);
   if (any_failed(comm, nprocs, failed)) {
     result = 1 + (failed ? reason : TILERAP_HYPRE_FWD_PEER);
     goto cleanup;
   }
   tilerap_tile_destroy(&Aloc); tilerap_tile_destroy(&Pfull); tilerap_tile_destroy(&Rloc);
   tilerap_tile_destroy(&Rt); tilerap_tile_destroy(&AP); tilerap_tile_destroy(&Call);
+  tilerap_tile_destroy(&dA); tilerap_tile_destroy(&dP); tilerap_tile_destroy(&dR);
+  tilerap_tile_destroy(&dC);
 
   /* ---- communication 2: rows of C owned elsewhere go to their owners */
   if (nprocs > 1) {
-    const HYPRE_Int nint = C->rowptr[ncR + nRo] - C->rowptr[ncR];
+    HYPRE_Int nint = 0;
+    for (HYPRE_Int r = 0; r < nRo; r++) nint += (HYPRE_Int)(C->rowptr[rrow[r] + 1] - C->rowptr[rrow[r]]);
     C_int = hypre_CSRMatrixCreate(nRo, hypre_ParCSRMatrixGlobalNumCols(P), nint);
     hypre_CSRMatrixInitialize_v2(C_int, 1, HYPRE_MEMORY_HOST);
     HYPRE_Int *ii = hypre_CSRMatrixI(C_int);
@@ -245,7 +469,7 @@ sync:
     HYPRE_Int q = 0;
     ii[0] = 0;
     for (HYPRE_Int r = 0; r < nRo; r++) {
-      for (int64_t k = C->rowptr[ncR + r]; k < C->rowptr[ncR + r + 1]; k++, q++) {
+      for (int64_t k = C->rowptr[rrow[r]]; k < C->rowptr[rrow[r] + 1]; k++, q++) {
         int32_t c = C->colidx[k];
         bj[q] = c < ncP ? firstP + c : colQ[c - ncP];
         da[q] = C->val[k];
@@ -253,19 +477,24 @@ sync:
       ii[r + 1] = q;
     }
     void *request = NULL;
+    PHASE(TR_PH_OUT);
     hypre_ExchangeExternalRowsInit(C_int, pkgRT, &request);
     C_ext = hypre_ExchangeExternalRowsWait(request);
+    PHASE(TR_PH_COMM);
   }
 
   /* ---- offd columns of C: used Q columns and off-rank columns of C_ext */
   const HYPRE_Int next = C_ext ? hypre_CSRMatrixNumRows(C_ext) : 0;
   const HYPRE_Int next_nnz = C_ext ? hypre_CSRMatrixI(C_ext)[next] : 0;
   HYPRE_BigInt *ext_bj = C_ext ? hypre_CSRMatrixBigJ(C_ext) : NULL;
-  {
+  const HYPRE_Int *ext_i = C_ext ? hypre_CSRMatrixI(C_ext) : NULL;
+  const HYPRE_Complex *ext_a = C_ext ? hypre_CSRMatrixData(C_ext) : NULL;
+  if (nQ || next_nnz) {
     char *usedQ = calloc((size_t)nQ + 1, 1);
     colC = hypre_TAlloc(HYPRE_BigInt, nQ + next_nnz + 1, HYPRE_MEMORY_HOST);
-    for (int64_t k = 0; k < C->rowptr[ncR]; k++)
-      if (C->colidx[k] >= ncP) usedQ[C->colidx[k] - ncP] = 1;
+    if (nQ)
+      for (int64_t k = 0; k < C->rowptr[ncR]; k++)
+        if (C->colidx[k] >= ncP) usedQ[C->colidx[k] - ncP] = 1;
     for (HYPRE_Int q = 0; q < nQ; q++)
       if (usedQ[q]) colC[nC++] = colQ[q];
     for (HYPRE_Int k = 0; k < next_nnz; k++)
@@ -276,9 +505,9 @@ sync:
     free(usedQ);
   }
   /* received rows, by the local row they add to (send_map_elmts of RT) */
-  ext_ptr = hypre_CTAlloc(HYPRE_Int, ncR + 2, HYPRE_MEMORY_HOST);
   if (next > 0) {
     HYPRE_Int *elm = hypre_ParCSRCommPkgSendMapElmts(pkgRT);
+    ext_ptr = hypre_CTAlloc(HYPRE_Int, ncR + 2, HYPRE_MEMORY_HOST);
     ext_rows = hypre_TAlloc(HYPRE_Int, next, HYPRE_MEMORY_HOST);
     ext_loc = hypre_TAlloc(HYPRE_Int, next_nnz + 1, HYPRE_MEMORY_HOST);
     for (HYPRE_Int e = 0; e < next; e++) ext_ptr[elm[e] + 2]++;
@@ -289,38 +518,60 @@ sync:
                                                               : (HYPRE_Int)(ext_bj[k] - firstP);
   }
 
-  /* ---- assemble diag/offd: symbolic pass, then values */
+  /* ---- assemble diag/offd, rows in parallel: counts, scan, fill.  Rows of
+   * C are sorted and unique, so a row without received contributions maps
+   * straight through (diagonal moved first); rows with received ones merge
+   * them with a per-thread marker (positions grow within a thread's
+   * contiguous block of rows, so "marker < row start" means unseen). */
   {
     hypre_ParCSRMatrix *RAP = hypre_ParCSRMatrixCreate(
         comm, hypre_ParCSRMatrixGlobalNumCols(RT), hypre_ParCSRMatrixGlobalNumCols(P),
         hypre_ParCSRMatrixColStarts(RT), hypre_ParCSRMatrixColStarts(P), nC, 0, 0);
     hypre_CSRMatrix *Cd = hypre_ParCSRMatrixDiag(RAP), *Co = hypre_ParCSRMatrixOffd(RAP);
-    HYPRE_Int *di = hypre_CTAlloc(HYPRE_Int, ncR + 1, HYPRE_MEMORY_HOST);
-    HYPRE_Int *oi = hypre_CTAlloc(HYPRE_Int, ncR + 1, HYPRE_MEMORY_HOST);
-    marker = hypre_TAlloc(HYPRE_Int, ncP + nC + 1, HYPRE_MEMORY_HOST);
-    for (HYPRE_Int c = 0; c < ncP + nC; c++) marker[c] = -1;
+    HYPRE_Int *di = hypre_TAlloc(HYPRE_Int, ncR + 1, HYPRE_MEMORY_HOST);
+    HYPRE_Int *oi = hypre_TAlloc(HYPRE_Int, ncR + 1, HYPRE_MEMORY_HOST);
+    const int64_t *crp = C->rowptr;
+    const int32_t *ccol = C->colidx;
+    const double *cval = C->val;
+    const HYPRE_Int nmark = ncP + nC;
+    /* one marker per thread, only when rows receive contributions */
+    HYPRE_Int *marks = ext_ptr ? hypre_TAlloc(HYPRE_Int, (size_t)tr_max_threads() * ((size_t)nmark + 1),
+                                             HYPRE_MEMORY_HOST) : NULL;
+    di[0] = oi[0] = 0;
 
-#define TR_VISIT(col_expr)                                                   \
+#pragma omp parallel if (ncR > TR_PAR_ROWS)
+    {
+      HYPRE_Int *mk = marks ? marks + (size_t)tr_thread() * ((size_t)nmark + 1) : NULL;
+      if (mk) for (HYPRE_Int c = 0; c < nmark; c++) mk[c] = -1;
+#pragma omp for schedule(static)
+      for (HYPRE_Int r = 0; r < ncR; r++) {
+        HYPRE_Int nd = 0, no = 0;
+        if (ext_ptr && ext_ptr[r + 1] > ext_ptr[r]) {
+#define TR_VISIT(c_)                                                         \
   do {                                                                       \
-    HYPRE_Int c_ = (col_expr);                                               \
-    if (marker[c_] != r) { marker[c_] = r; if (c_ < ncP) nd++; else no++; }  \
+    HYPRE_Int cc_ = (c_);                                                    \
+    if (mk[cc_] != r) { mk[cc_] = r; if (cc_ < ncP) nd++; else no++; }       \
   } while (0)
-    HYPRE_Int nd = 0, no = 0;
-    for (HYPRE_Int r = 0; r < ncR; r++) {
-      if (square) TR_VISIT(r);
-      for (int64_t k = C->rowptr[r]; k < C->rowptr[r + 1]; k++) {
-        int32_t c = C->colidx[k];
-        TR_VISIT(c < ncP ? c : ncP + mapQC[c - ncP]);
-      }
-      for (HYPRE_Int t = ext_ptr[r]; t < ext_ptr[r + 1]; t++) {
-        HYPRE_Int e = ext_rows[t];
-        for (HYPRE_Int k = hypre_CSRMatrixI(C_ext)[e]; k < hypre_CSRMatrixI(C_ext)[e + 1]; k++)
-          TR_VISIT(ext_loc[k]);
-      }
-      di[r + 1] = nd;
-      oi[r + 1] = no;
-    }
+          if (square) TR_VISIT(r);
+          for (int64_t k = crp[r]; k < crp[r + 1]; k++)
+            TR_VISIT(ccol[k] < ncP ? ccol[k] : ncP + mapQC[ccol[k] - ncP]);
+          for (HYPRE_Int t = ext_ptr[r]; t < ext_ptr[r + 1]; t++)
+            for (HYPRE_Int k = ext_i[ext_rows[t]]; k < ext_i[ext_rows[t] + 1]; k++) TR_VISIT(ext_loc[k]);
 #undef TR_VISIT
+        } else {
+          int has_diag = 0;
+          for (int64_t k = crp[r]; k < crp[r + 1]; k++) {
+            if (ccol[k] < ncP) { nd++; has_diag |= ccol[k] == r; }
+            else no++;
+          }
+          if (square && !has_diag) nd++;
+        }
+        di[r + 1] = nd;
+        oi[r + 1] = no;
+      }
+    }
+    for (HYPRE_Int r = 0; r < ncR; r++) { di[r + 1] += di[r]; oi[r + 1] += oi[r]; }
+    const HYPRE_Int nd = di[ncR], no = oi[ncR];
 
     hypre_CSRMatrixNumNonzeros(Cd) = nd;
     hypre_CSRMatrixNumNonzeros(Co) = no;
@@ -328,48 +579,71 @@ sync:
     hypre_CSRMatrixI(Co) = oi;
     hypre_CSRMatrixMemoryLocation(Cd) = HYPRE_MEMORY_HOST;
     hypre_CSRMatrixMemoryLocation(Co) = HYPRE_MEMORY_HOST;
-    HYPRE_Int *dj = hypre_CTAlloc(HYPRE_Int, nd, HYPRE_MEMORY_HOST);
-    HYPRE_Complex *da = hypre_CTAlloc(HYPRE_Complex, nd, HYPRE_MEMORY_HOST);
-    HYPRE_Int *oj = nC ? hypre_CTAlloc(HYPRE_Int, no, HYPRE_MEMORY_HOST) : NULL;
-    HYPRE_Complex *oa = nC ? hypre_CTAlloc(HYPRE_Complex, no, HYPRE_MEMORY_HOST) : NULL;
+    HYPRE_Int *dj = hypre_TAlloc(HYPRE_Int, nd, HYPRE_MEMORY_HOST);
+    HYPRE_Complex *da = hypre_TAlloc(HYPRE_Complex, nd, HYPRE_MEMORY_HOST);
+    HYPRE_Int *oj = nC ? hypre_TAlloc(HYPRE_Int, no, HYPRE_MEMORY_HOST) : NULL;
+    HYPRE_Complex *oa = nC ? hypre_TAlloc(HYPRE_Complex, no, HYPRE_MEMORY_HOST) : NULL;
     hypre_CSRMatrixJ(Cd) = dj;
     hypre_CSRMatrixData(Cd) = da;
     hypre_CSRMatrixJ(Co) = oj;
     hypre_CSRMatrixData(Co) = oa;
 
-    for (HYPRE_Int c = 0; c < ncP + nC; c++) marker[c] = -1;
-#define TR_ADD(col_expr, value)                                              \
-  do {                                                                       \
-    HYPRE_Int c_ = (col_expr);                                               \
-    if (c_ < ncP) {                                                          \
-      if (marker[c_] < di[r]) { marker[c_] = pd; dj[pd] = c_; da[pd++] = (value); } \
-      else da[marker[c_]] += (value);                                        \
-    } else {                                                                 \
-      if (marker[c_] < oi[r]) { marker[c_] = po; oj[po] = c_ - ncP; oa[po++] = (value); } \
-      else oa[marker[c_]] += (value);                                        \
-    }                                                                        \
+#pragma omp parallel if (ncR > TR_PAR_ROWS)
+    {
+      HYPRE_Int *mk = marks ? marks + (size_t)tr_thread() * ((size_t)nmark + 1) : NULL;
+      if (mk) for (HYPRE_Int c = 0; c < nmark; c++) mk[c] = -1;
+#pragma omp for schedule(static)
+      for (HYPRE_Int r = 0; r < ncR; r++) {
+        HYPRE_Int pd = di[r], po = oi[r];
+        if (ext_ptr && ext_ptr[r + 1] > ext_ptr[r]) {
+#define TR_ADD(c_, value)                                                                    \
+  do {                                                                                       \
+    HYPRE_Int cc_ = (c_);                                                                    \
+    if (cc_ < ncP) {                                                                         \
+      if (mk[cc_] < di[r]) { mk[cc_] = pd; dj[pd] = cc_; da[pd++] = (value); }               \
+      else da[mk[cc_]] += (value);                                                           \
+    } else {                                                                                 \
+      if (mk[cc_] < oi[r]) { mk[cc_] = po; oj[po] = cc_ - ncP; oa[po++] = (value); }         \
+      else oa[mk[cc_]] += (value);                                                           \
+    }                                                                                        \
   } while (0)
-    HYPRE_Int pd = 0, po = 0;
-    for (HYPRE_Int r = 0; r < ncR; r++) {
-      if (square) TR_ADD(r, 0.0);
-      for (int64_t k = C->rowptr[r]; k < C->rowptr[r + 1]; k++) {
-        int32_t c = C->colidx[k];
-        TR_ADD(c < ncP ? c : ncP + mapQC[c - ncP], C->val[k]);
-      }
-      for (HYPRE_Int t = ext_ptr[r]; t < ext_ptr[r + 1]; t++) {
-        HYPRE_Int e = ext_rows[t];
-        for (HYPRE_Int k = hypre_CSRMatrixI(C_ext)[e]; k < hypre_CSRMatrixI(C_ext)[e + 1]; k++)
-          TR_ADD(ext_loc[k], hypre_CSRMatrixData(C_ext)[k]);
+          if (square) TR_ADD(r, 0.0);
+          for (int64_t k = crp[r]; k < crp[r + 1]; k++)
+            TR_ADD(ccol[k] < ncP ? ccol[k] : ncP + mapQC[ccol[k] - ncP], cval[k]);
+          for (HYPRE_Int t = ext_ptr[r]; t < ext_ptr[r + 1]; t++)
+            for (HYPRE_Int k = ext_i[ext_rows[t]]; k < ext_i[ext_rows[t] + 1]; k++)
+              TR_ADD(ext_loc[k], ext_a[k]);
+#undef TR_ADD
+        } else {
+          if (square) { dj[pd] = r; da[pd++] = 0.0; }
+          for (int64_t k = crp[r]; k < crp[r + 1]; k++) {
+            int32_t c = ccol[k];
+            if (c >= ncP) { oj[po] = mapQC[c - ncP]; oa[po++] = cval[k]; }
+            else if (square && c == r) da[di[r]] = cval[k];
+            else { dj[pd] = c; da[pd++] = cval[k]; }
+          }
+        }
       }
     }
-#undef TR_ADD
+    hypre_TFree(marks, HYPRE_MEMORY_HOST);
+    PHASE(TR_PH_OUT);
+
+    /* hypre's entry order (default; TILERAP_HYPRE_ORDER=sorted skips it) */
+    if (order_hypre && tr_hypre_order_hypre()) {
+      tr_order_ctx o = {ncR, ncP, nAc, nAo, square, RTd, Ad, Ao, Pd, Po, Pext, pext_col, mapPQ, mapQC,
+                        ext_ptr, ext_rows, ext_i, ext_loc, di, dj, da, oi, oj, oa, nmark};
+      tr_reorder_rows_hypre(&o);
+    }
+    PHASE(TR_PH_ORDER);
 
     if (nC) {
       HYPRE_BigInt *cm = hypre_ParCSRMatrixColMapOffd(RAP);
       if (!cm) cm = hypre_ParCSRMatrixColMapOffd(RAP) = hypre_TAlloc(HYPRE_BigInt, nC, HYPRE_MEMORY_HOST);
       memcpy(cm, colC, (size_t)nC * sizeof *cm);
     }
+    PHASE(TR_PH_OUT);
     if (nprocs > 1) hypre_MatvecCommPkgCreate(RAP);
+    PHASE(TR_PH_COMM);
 
     /* keep-transpose side effect of the original: RT's blocks transposed */
     if (keepT) {
@@ -385,10 +659,13 @@ sync:
     *RAP_out = RAP;
     result = 0;
   }
+  PHASE(TR_PH_OUT);
 
 cleanup:
   tilerap_tile_destroy(&Aloc); tilerap_tile_destroy(&Pfull); tilerap_tile_destroy(&Rloc);
   tilerap_tile_destroy(&Rt); tilerap_tile_destroy(&AP); tilerap_tile_destroy(&Call);
+  tilerap_tile_destroy(&dA); tilerap_tile_destroy(&dP); tilerap_tile_destroy(&dR);
+  tilerap_tile_destroy(&dC);
   tilerap_csr_destroy(&C);
   if (Pext) hypre_CSRMatrixDestroy(Pext);
   if (C_int) hypre_CSRMatrixDestroy(C_int);
@@ -399,14 +676,15 @@ cleanup:
   hypre_TFree(ext_loc, HYPRE_MEMORY_HOST);
   hypre_TFree(ext_ptr, HYPRE_MEMORY_HOST);
   hypre_TFree(ext_rows, HYPRE_MEMORY_HOST);
-  hypre_TFree(marker, HYPRE_MEMORY_HOST);
   free(mapPQ);
   free(pext_col);
+  free(rrow);
   return result;
+#undef PHASE
 }
 
 int TileRAP_HypreGalerkin(hypre_ParCSRMatrix *RT, hypre_ParCSRMatrix *A, hypre_ParCSRMatrix *P,
                           HYPRE_Int keepT, int force_diagonal, hypre_ParCSRMatrix **RAP)
 {
-  return tr_hypre_galerkin(RT, A, P, keepT, force_diagonal, -1, RAP);
+  return tr_hypre_galerkin(RT, A, P, keepT, force_diagonal, 1, -1, RAP);
 }

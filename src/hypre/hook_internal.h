@@ -56,6 +56,9 @@ double tr_hypre_wtime(void);
  * count), chosen once when the CUDA engine is active.  Collective on comm;
  * 0, or 1 with a note. */
 int tr_hypre_select_device(MPI_Comm comm);
+/* Time split of the computed products, printed with TILERAP_HYPRE_VERBOSE. */
+enum { TR_PH_IN, TR_PH_ENGINE, TR_PH_OUT, TR_PH_ORDER, TR_PH_COMM, TR_PH_N };
+void tr_hypre_add_phase(int phase, double seconds);
 
 typedef HYPRE_Int (*tr_build_coarse_fn)(hypre_ParCSRMatrix *, hypre_ParCSRMatrix *,
                                         hypre_ParCSRMatrix *, HYPRE_Int, hypre_ParCSRMatrix **);
@@ -95,10 +98,12 @@ int tr_tiles_from_segments(int32_t m, int32_t n, int nseg, const tr_segment *seg
                            tilerap_tile_matrix **T);
 
 /* ---- galerkin_parcsr.c ---- */
-/* RT^T A P; local_refusal >= 0 makes this rank refuse with that reason
- * (collective: every rank then forwards).  Returns 0, or 1 + reason. */
+/* RT^T A P; order_hypre: rows in the order of hypre_BoomerAMGBuildCoarseOperatorKT
+ * (unless TILERAP_HYPRE_ORDER=sorted), else sorted with the diagonal first;
+ * local_refusal >= 0 makes this rank refuse with that reason (collective:
+ * every rank then forwards).  Returns 0, or 1 + reason. */
 int tr_hypre_galerkin(hypre_ParCSRMatrix *RT, hypre_ParCSRMatrix *A, hypre_ParCSRMatrix *P,
-                      HYPRE_Int keepT, int force_diagonal, int local_refusal,
+                      HYPRE_Int keepT, int force_diagonal, int order_hypre, int local_refusal,
                       hypre_ParCSRMatrix **RAP);
 
 #pragma GCC visibility pop

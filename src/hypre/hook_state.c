@@ -23,6 +23,10 @@ static TileRAP_HypreStats g_stats;
 #define TR_MAX_NOTES 8
 static char g_notes[TR_MAX_NOTES][256];
 static int g_nnotes = 0, g_notes_dropped = 0;
+static double g_phase[TR_PH_N];
+static const char *const g_phase_text[TR_PH_N] = {
+  "stitch/convert in", "engine products", "convert out/assemble", "hypre order",
+  "communication"};
 
 static const char *const g_reason_text[TILERAP_HYPRE_FWD_NREASONS] = {
   "hook disabled (TileRAP_HypreDisable or TILERAP_HYPRE=0)",
@@ -88,7 +92,7 @@ int tr_hypre_test_refuse_rank(void)
 double tr_hypre_wtime(void)
 {
   struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
+  clock_gettime(getenv("TR_CPUTIME") ? CLOCK_PROCESS_CPUTIME_ID : CLOCK_MONOTONIC, &ts);
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
@@ -103,6 +107,11 @@ void tr_hypre_count_forwarded(int entry, int reason, double seconds)
   g_stats.forwarded[entry]++;
   if (reason >= 0 && reason < TILERAP_HYPRE_FWD_NREASONS) g_stats.reason[reason]++;
   g_stats.seconds_forwarded += seconds;
+}
+
+void tr_hypre_add_phase(int phase, double seconds)
+{
+  if (phase >= 0 && phase < TR_PH_N) g_phase[phase] += seconds;
 }
 
 void tr_hypre_note(const char *fmt, ...)
@@ -149,6 +158,7 @@ void TileRAP_HypreGetStats(TileRAP_HypreStats *stats)
 void TileRAP_HypreResetStats(void)
 {
   memset(&g_stats, 0, sizeof g_stats);
+  memset(g_phase, 0, sizeof g_phase);
   g_nnotes = g_notes_dropped = 0;
 }
 
@@ -181,6 +191,11 @@ void TileRAP_HyprePrintStats(void *stream)
              "%ld forwarded to hypre (%.3f s)\n",
           who, TileRAP_HypreComputed(), g_stats.seconds_tilerap, TileRAP_HypreForwarded(),
           g_stats.seconds_forwarded);
+  if (TileRAP_HypreComputed()) {
+    fprintf(f, "tilerap_hypre%s:   time split:", who);
+    for (int p = 0; p < TR_PH_N; p++) fprintf(f, "%s %s %.3f s", p ? "," : "", g_phase_text[p], g_phase[p]);
+    fprintf(f, "\n");
+  }
   for (int e = 0; e < TILERAP_HYPRE_EP_N; e++)
     if (g_stats.computed[e] || g_stats.forwarded[e])
       fprintf(f, "tilerap_hypre%s:   %s: %ld computed, %ld forwarded\n", who, g_entry_text[e],

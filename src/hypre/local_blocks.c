@@ -2,11 +2,39 @@
  * diagonal first in each row of a diag block and offd blocks index
  * col_map_offd, so rows are neither sorted nor in one column space: each
  * output row is stitched from side-by-side blocks with a column map and
- * offset, then sorted (duplicates summed) as the tile format requires. */
+ * offset.
+ *
+ * Rows need not be sorted to build tiles: inside a tile, an entry's slot
+ * is the number of mask bits below its column in its row, so tiles are
+ * built straight from the unsorted rows (per tile row: tile columns, masks,
+ * then every entry placed at its slot), in parallel over tile rows.  Only
+ * rows with a repeated column (which hypre's blocks do not have) take the
+ * slow path: rows sorted, duplicates summed, then tilerap_tile_from_csr. */
 #include "hook_internal.h"
 
 #include <stdlib.h>
 #include <string.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+/* Below this many rows the parallel regions cost more than they save. */
+#define TR_PAR_ROWS 4096
+
+/* Segment holding output row i (local row in *r), or NULL for an empty row. */
+static inline const tr_segment *seg_of(int nseg, const tr_segment *seg, int32_t i, int32_t *r)
+{
+  for (int s = 0; s < nseg; s++)
+    if (i >= seg[s].row0 && i < seg[s].row0 + seg[s].nrows) { *r = i - seg[s].row0; return &seg[s]; }
+  return NULL;
+}
+
+static inline int64_t blk_col(const tr_block *B, HYPRE_Int k)
+{
+  int64_t j = B->j32 ? (int64_t)B->j32[k] : (int64_t)B->j[k];
+  if (B->map) j = B->map[j];
+  return j + B->offset;
+}
 
 typedef struct {
   int32_t c;
@@ -43,8 +71,9 @@ static int64_t sort_row(int32_t *col, double *val, int64_t len, tr_pair *scratch
   return w;
 }
 
-int tr_tiles_from_segments(int32_t m, int32_t n, int nseg, const tr_segment *seg,
-                           tilerap_tile_matrix **T)
+/* Slow path for rows with repeated columns: sorted CSR, then tiles. */
+static int tiles_via_sorted_csr(int32_t m, int32_t n, int nseg, const tr_segment *seg,
+                                tilerap_tile_matrix **T)
 {
   int err = TILERAP_SUCCESS;
   int64_t *rowptr = calloc((size_t)m + 1, sizeof *rowptr);
@@ -52,60 +81,193 @@ int tr_tiles_from_segments(int32_t m, int32_t n, int nseg, const tr_segment *seg
   double *val = NULL;
   tr_pair *scratch = NULL;
   if (!rowptr) return TILERAP_ERR_NOMEM;
-
   int64_t maxlen = 0;
-  for (int s = 0; s < nseg; s++)
-    for (int32_t r = 0; r < seg[s].nrows; r++) {
-      int64_t len = 0;
-      for (int b = 0; b < seg[s].nblocks; b++) len += seg[s].b[b].i[r + 1] - seg[s].b[b].i[r];
-      rowptr[seg[s].row0 + r + 1] = len;
-      if (len > maxlen) maxlen = len;
-    }
-  for (int32_t r = 0; r < m; r++) rowptr[r + 1] += rowptr[r];
-
+  for (int32_t i = 0; i < m; i++) {
+    int32_t r;
+    const tr_segment *S = seg_of(nseg, seg, i, &r);
+    int64_t len = 0;
+    if (S)
+      for (int b = 0; b < S->nblocks; b++) len += S->b[b].i[r + 1] - S->b[b].i[r];
+    rowptr[i + 1] = rowptr[i] + len;
+    if (len > maxlen) maxlen = len;
+  }
   col = malloc(((size_t)rowptr[m] + 1) * sizeof *col);
   val = malloc(((size_t)rowptr[m] + 1) * sizeof *val);
   scratch = malloc(((size_t)maxlen + 1) * sizeof *scratch);
   if (!col || !val || !scratch) { err = TILERAP_ERR_NOMEM; goto done; }
-
-  for (int s = 0; s < nseg; s++)
-    for (int32_t r = 0; r < seg[s].nrows; r++) {
-      int64_t p = rowptr[seg[s].row0 + r];
-      for (int b = 0; b < seg[s].nblocks; b++) {
-        const tr_block *B = &seg[s].b[b];
+  int64_t w = 0;
+  for (int32_t i = 0; i < m; i++) {
+    int32_t r;
+    const tr_segment *S = seg_of(nseg, seg, i, &r);
+    int64_t start = w;
+    if (S)
+      for (int b = 0; b < S->nblocks; b++) {
+        const tr_block *B = &S->b[b];
         for (HYPRE_Int k = B->i[r]; k < B->i[r + 1]; k++) {
-          int64_t j = B->j32 ? (int64_t)B->j32[k] : (int64_t)B->j[k];
-          if (B->map) j = B->map[j];
-          j += B->offset;
-          if (j < 0 || j >= n) { err = TILERAP_ERR_RANGE; goto done; }
-          col[p] = (int32_t)j;
-          val[p] = (double)B->a[k];
-          p++;
+          col[w] = (int32_t)blk_col(B, k);
+          val[w++] = (double)B->a[k];
         }
       }
-    }
-
-  /* Sort each row and compact in place: rowptr[r] becomes the compacted start
-   * once row r is done (its end, rowptr[r+1], is read before it is rewritten). */
-  {
-    int64_t w = 0, start = 0;
-    for (int32_t r = 0; r < m; r++) {
-      int64_t end = rowptr[r + 1];
-      int64_t len = end - start;
-      if (w != start) {
-        memmove(col + w, col + start, (size_t)len * sizeof *col);
-        memmove(val + w, val + start, (size_t)len * sizeof *val);
-      }
-      len = sort_row(col + w, val + w, len, scratch);
-      rowptr[r] = w;
-      w += len;
-      start = end;
-    }
-    rowptr[m] = w;
+    w = start + sort_row(col + start, val + start, w - start, scratch);
+    rowptr[i] = start;
   }
+  rowptr[m] = w; /* rowptr[i] was rewritten to the compacted start of row i */
   err = tilerap_tile_from_csr(m, n, rowptr, col, val, T);
-
 done:
   free(rowptr); free(col); free(val); free(scratch);
   return err;
+}
+
+/* Bits set in a 16-bit mask (no popcnt instruction assumed). */
+static inline int pop16(unsigned x)
+{
+  x = x - ((x >> 1) & 0x5555u);
+  x = (x & 0x3333u) + ((x >> 2) & 0x3333u);
+  x = (x + (x >> 4)) & 0x0f0fu;
+  return (int)((x + (x >> 8)) & 0x1fu);
+}
+
+static int cmp_i32(const void *a, const void *b)
+{
+  int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+  return (x > y) - (x < y);
+}
+
+int tr_tiles_from_segments(int32_t m, int32_t n, int nseg, const tr_segment *seg,
+                           tilerap_tile_matrix **T)
+{
+  *T = NULL;
+  const int32_t TR = (m + 15) / 16, TC = (n + 15) / 16;
+  int64_t *tiles_in = calloc((size_t)TR + 1, sizeof *tiles_in);
+  int64_t *ents_in = calloc((size_t)TR + 1, sizeof *ents_in);
+  int failed = 0, range = 0, dup = 0;
+  if (!tiles_in || !ents_in) { free(tiles_in); free(ents_in); return TILERAP_ERR_NOMEM; }
+
+  /* pass 1: distinct tile columns and entries of every tile row */
+#pragma omp parallel reduction(| : failed, range) if (m > TR_PAR_ROWS)
+  {
+    int32_t *stamp = malloc(((size_t)TC + 1) * sizeof *stamp);
+    if (!stamp) failed = 1;
+    else {
+      for (int32_t J = 0; J <= TC; J++) stamp[J] = -1;
+#pragma omp for schedule(dynamic, 64)
+      for (int32_t I = 0; I < TR; I++) {
+        int64_t nt = 0, ne = 0;
+        for (int32_t i = 16 * I; i < m && i < 16 * I + 16; i++) {
+          int32_t r;
+          const tr_segment *S = seg_of(nseg, seg, i, &r);
+          if (!S) continue;
+          for (int b = 0; b < S->nblocks; b++) {
+            const tr_block *B = &S->b[b];
+            for (HYPRE_Int k = B->i[r]; k < B->i[r + 1]; k++) {
+              int64_t j = blk_col(B, k);
+              if (j < 0 || j >= n) { range = 1; continue; }
+              int32_t J = (int32_t)(j >> 4);
+              if (stamp[J] != I) { stamp[J] = I; nt++; }
+              ne++;
+            }
+          }
+        }
+        tiles_in[I + 1] = nt;
+        ents_in[I + 1] = ne;
+      }
+      free(stamp);
+    }
+  }
+  if (failed || range) {
+    free(tiles_in); free(ents_in);
+    return failed ? TILERAP_ERR_NOMEM : TILERAP_ERR_RANGE;
+  }
+  for (int32_t I = 0; I < TR; I++) {
+    tiles_in[I + 1] += tiles_in[I];
+    ents_in[I + 1] += ents_in[I];
+  }
+  tilerap_tile_matrix *M = NULL;
+  int err = tilerap_tile_create(m, n, tiles_in[TR], ents_in[TR], TILERAP_MEM_HOST, &M);
+  if (err) { free(tiles_in); free(ents_in); return err; }
+  memcpy(M->tile_ptr, tiles_in, ((size_t)TR + 1) * sizeof *tiles_in);
+
+  /* pass 2: tile columns, masks, offsets, entries at their mask slots */
+#pragma omp parallel reduction(| : failed, dup) if (m > TR_PAR_ROWS)
+  {
+    int32_t *slot = malloc(((size_t)TC + 1) * sizeof *slot);
+    if (!slot) failed = 1;
+    else {
+      for (int32_t J = 0; J <= TC; J++) slot[J] = -1;
+#pragma omp for schedule(dynamic, 64)
+      for (int32_t I = 0; I < TR; I++) {
+        const int32_t r0 = 16 * I, r1 = r0 + 16 < m ? r0 + 16 : m;
+        const int64_t t0 = M->tile_ptr[I], nt = M->tile_ptr[I + 1] - t0;
+        int32_t *cols = M->tile_col + t0;
+        int64_t k = 0;
+        for (int32_t i = r0; i < r1; i++) {
+          int32_t r;
+          const tr_segment *S = seg_of(nseg, seg, i, &r);
+          if (!S) continue;
+          for (int b = 0; b < S->nblocks; b++)
+            for (HYPRE_Int q = S->b[b].i[r]; q < S->b[b].i[r + 1]; q++) {
+              int32_t J = (int32_t)(blk_col(&S->b[b], q) >> 4);
+              if (slot[J] < 0) { slot[J] = 0; cols[k++] = J; }
+            }
+        }
+        if (nt > 1) qsort(cols, (size_t)nt, sizeof *cols, cmp_i32);
+        for (int64_t s = 0; s < nt; s++) slot[cols[s]] = (int32_t)s;
+        uint16_t *mask = M->row_mask + 16 * t0;
+        memset(mask, 0, 16 * (size_t)nt * sizeof *mask);
+        for (int32_t i = r0; i < r1; i++) {
+          int32_t r;
+          const tr_segment *S = seg_of(nseg, seg, i, &r);
+          if (!S) continue;
+          for (int b = 0; b < S->nblocks; b++)
+            for (HYPRE_Int q = S->b[b].i[r]; q < S->b[b].i[r + 1]; q++) {
+              int64_t j = blk_col(&S->b[b], q);
+              mask[16 * slot[j >> 4] + (i - r0)] |= (uint16_t)(1u << (j & 15));
+            }
+        }
+        /* local copies: stores into idx/val must not force reloads of M's fields */
+        uint8_t *restrict rptr = M->row_ptr;
+        int64_t *restrict toff = M->tile_off;
+        uint8_t *restrict idx = M->idx;
+        double *restrict val = M->val;
+        int64_t off = ents_in[I];
+        for (int64_t s = 0; s < nt; s++) {
+          int acc = 0;
+          for (int r = 0; r < 16; r++) {
+            rptr[16 * (t0 + s) + r] = (uint8_t)acc;
+            acc += pop16(mask[16 * s + r]);
+          }
+          toff[t0 + s] = off;
+          off += acc;
+        }
+        if (off != ents_in[I + 1]) dup = 1; /* a repeated column: masks hold fewer */
+        else
+          for (int32_t i = r0; i < r1; i++) {
+            int32_t r;
+            const tr_segment *S = seg_of(nseg, seg, i, &r);
+            if (!S) continue;
+            const int lr = i - r0;
+            for (int b = 0; b < S->nblocks; b++) {
+              const tr_block B = S->b[b];
+              for (HYPRE_Int q = B.i[r]; q < B.i[r + 1]; q++) {
+                int64_t j = blk_col(&B, q);
+                int64_t s = slot[j >> 4];
+                unsigned c = (unsigned)(j & 15);
+                int64_t p = toff[t0 + s] + rptr[16 * (t0 + s) + lr] +
+                            pop16(mask[16 * s + lr] & ((1u << c) - 1u));
+                idx[p] = (uint8_t)((lr << 4) | c);
+                val[p] = (double)B.a[q];
+              }
+            }
+          }
+        for (int64_t s = 0; s < nt; s++) slot[cols[s]] = -1;
+      }
+      free(slot);
+    }
+  }
+  M->tile_off[M->num_tiles] = ents_in[TR];
+  free(tiles_in); free(ents_in);
+  if (failed) { tilerap_tile_destroy(&M); return TILERAP_ERR_NOMEM; }
+  if (dup) { tilerap_tile_destroy(&M); return tiles_via_sorted_csr(m, n, nseg, seg, T); }
+  *T = M;
+  return TILERAP_SUCCESS;
 }
