@@ -21,7 +21,10 @@
  *   blk:N[:TD] = block-dense N x N A with tile density TD (default 0.03)
  *   and an N x N/4 block-dense P (tile density 4 TD), dense tiles;
  *   wide:N = p3d27:N with values of A scaled by 2^(-40..40) per row and
- *   column pair (many orders of magnitude, symmetric scaling). */
+ *   column pair (many orders of magnitude, symmetric scaling).
+ *   The fp64 tensor-core instruction shape follows TILERAP_TC_SHAPE
+ *   (m8n8k4 or m16n8k16, read at plan creation; run once per shape to
+ *   compare them). */
 #include "tilerap.h"
 #include "tilerap_model.h"
 #include "../test/ref_gustavson.h"

@@ -20,6 +20,15 @@
  * cost a block-wide loop. */
 #define TR_TC_WORK 64
 
+/* fp64 tensor-core instruction shape of a plan (TILERAP_TC_SHAPE, read at
+ * plan creation: "m8n8k4" or "m16n8k16"; m16n8k16 needs compute
+ * capability 9.0 and falls back to m8n8k4 below it).  The numeric kernel
+ * takes m16n8k16 fp64 as an internal precision value next to the public
+ * ones. */
+#define TR_TC_M8N8K4 0
+#define TR_TC_M16N8K16 1
+#define TR_PREC_FP64_K16 4
+
 /* ---------------------------------------------------------------- errors */
 /* Maps a CUDA error to TILERAP_ERR_CUDA / TILERAP_ERR_DEVICE_NOMEM with the
  * runtime's message, and clears the non-sticky error state. */
@@ -99,6 +108,7 @@ struct tr_cuda_spgemm {
   int dense_threshold;
   int tc_threshold;  /* < 0: no tensor-core pairs */
   int precision;     /* tilerap_precision of tensor-core pairs */
+  int tc_shape;      /* TR_TC_M8N8K4 / TR_TC_M16N8K16 (fp64 pairs) */
   int64_t c_tiles, c_nnz, nhits, nchunks, ntc;
   tr_hit *hits;      /* [nhits] grouped by chunk, tile, pair */
   tr_tc *tcs;        /* [ntc] grouped by chunk, tile */
