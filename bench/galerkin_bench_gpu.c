@@ -206,6 +206,7 @@ static void tc_level(const char *name, int n, int lvl, const tilerap_csr *A, con
   tilerap_options o;
   tilerap_options_default(&o);
   o.engine = TILERAP_ENGINE_CUDA;
+  o.tc_threshold = -1; /* the baseline: tensor cores off (the default is on) */
   tilerap_ptap_info i0, it;
   double e0, et, ms0 = tc_time(dA, dP, &o, R, &e0, &i0);
   printf("%s:%-6d %3d %8d %9lld %9lld %9lld %8.3f", name, n, lvl, A->m, (long long)A->nnz, (long long)P->nnz,
