@@ -11,7 +11,7 @@
 /* TILERAP_TC_SHAPE (unset: TR_TC_DEFAULT_SM90 on compute capability >= 9,
  * m8n8k4 below); an unknown name is an error, m16n8k16 below 9.0 falls
  * back to m8n8k4 (the instruction does not exist there). */
-/* m8n8k4 stays the default: m16n8k16 measured 3-11 % slower on the H100
+/* m8n8k4 stays the default: m16n8k16 measured 3-13 % slower on the H100
  * (BENCHMARKS.md section 5) */
 #define TR_TC_DEFAULT_SM90 TR_TC_M8N8K4
 static int tr_tc_shape(int *shape)
