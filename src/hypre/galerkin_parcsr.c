@@ -423,6 +423,7 @@ int tr_hypre_galerkin(hypre_ParCSRMatrix *RT, hypre_ParCSRMatrix *A, hypre_ParCS
       if ((err = tilerap_tile_copy(Aloc, TILERAP_MEM_DEVICE, &dA))) goto engine_failed;
       if ((err = tilerap_tile_copy(Pfull, TILERAP_MEM_DEVICE, &dP))) goto engine_failed;
       if (Rloc && (err = tilerap_tile_copy(Rloc, TILERAP_MEM_DEVICE, &dR))) goto engine_failed;
+      PHASE(TR_PH_UPLOAD);
     }
     const tilerap_tile_matrix *wA = dev ? dA : Aloc, *wP = dev ? dP : Pfull, *wR = dev ? dR : Rloc;
     tilerap_tile_matrix **wC = dev ? &dC : &Call;
@@ -433,8 +434,9 @@ int tr_hypre_galerkin(hypre_ParCSRMatrix *RT, hypre_ParCSRMatrix *A, hypre_ParCS
       if ((err = tilerap_spgemm(wA, wP, &opt, &AP))) goto engine_failed;
       if ((err = tilerap_spgemm(Rt, AP, &opt, wC))) goto engine_failed;
     }
-    if (dev && (err = tilerap_tile_copy(dC, TILERAP_MEM_HOST, &Call))) goto engine_failed;
     PHASE(TR_PH_ENGINE);
+    if (dev && (err = tilerap_tile_copy(dC, TILERAP_MEM_HOST, &Call))) goto engine_failed;
+    PHASE(TR_PH_DOWNLOAD);
     if ((err = tilerap_tile_to_csr_alloc(Call, &C))) goto engine_failed;
   }
   goto sync;

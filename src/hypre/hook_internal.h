@@ -57,7 +57,7 @@ double tr_hypre_wtime(void);
  * 0, or 1 with a note. */
 int tr_hypre_select_device(MPI_Comm comm);
 /* Time split of the computed products, printed with TILERAP_HYPRE_VERBOSE. */
-enum { TR_PH_IN, TR_PH_ENGINE, TR_PH_OUT, TR_PH_ORDER, TR_PH_COMM, TR_PH_N };
+enum { TR_PH_IN, TR_PH_UPLOAD, TR_PH_ENGINE, TR_PH_DOWNLOAD, TR_PH_OUT, TR_PH_ORDER, TR_PH_COMM, TR_PH_N };
 void tr_hypre_add_phase(int phase, double seconds);
 
 typedef HYPRE_Int (*tr_build_coarse_fn)(hypre_ParCSRMatrix *, hypre_ParCSRMatrix *,

@@ -18,6 +18,14 @@ NVCC_COMPILE = $(NVCC) $(NVCCFLAGS) -std=c++17 $(DEFS) $(DEFAULT_INCLUDES) -I$(t
 SUFFIXES = .cu
 .cu.lo:
 	$(AM_V_GEN)$(SHELL) $(top_srcdir)/build-aux/nvcc-lt.sh $@ $(NVCC_COMPILE) -c $<
+# The suffix rule has no dependency tracking: every CUDA object depends on
+# every header a .cu file includes, so that a changed struct layout can
+# never leave a stale object behind in an incremental build.
+cuda_headers = src/kernels/spgemm_cuda.cuh src/kernels/tile_lowprec.h src/kernels/tile_internal.h \
+	src/kernels/engine_cuda.h include/tilerap.h $(top_builddir)/tilerap_config.h
+src/kernels/tile_cuda_memory.lo src/kernels/tile_cuda_transpose.lo src/kernels/tile_cuda_from_csr.lo \
+src/kernels/tile_cuda_to_csr.lo src/kernels/spgemm_cuda_step1_structure.lo src/kernels/spgemm_cuda_step2_masks.lo \
+src/kernels/spgemm_cuda_step3_numeric.lo src/kernels/spgemm_cuda_plan.lo: $(cuda_headers)
 
 # GPU tests: the CUDA engine against the CPU engine and the Gustavson
 # reference.  Part of `make check` (they skip without a GPU); `make
