@@ -37,7 +37,13 @@
  *   TILERAP_HYPRE=1|0          enable (default) / disable the hook
  *   TILERAP_HYPRE_VERBOSE=1    print at exit how many Galerkin products
  *                              tilerap computed and how many it forwarded, and why
- *   TILERAP_ENGINE=cpu|cuda    engine of the tile products (see tilerap.h)
+ *   TILERAP_ENGINE=cpu|cuda    engine of the tile products (see tilerap.h).
+ *                              Without it the hook computes only where a GPU
+ *                              is present: on BoomerAMG's operators the CPU
+ *                              engine is slower than hypre's own RAP (see
+ *                              BENCHMARKS.md), so with no GPU the products are
+ *                              forwarded (reason "no GPU") unless
+ *                              TILERAP_ENGINE=cpu asks for the CPU engine.
  *   TILERAP_HYPRE_ORDER=sorted rows sorted (diagonal first) instead of hypre's order
  */
 #ifndef TILERAP_HYPRE_H
@@ -57,7 +63,8 @@ typedef enum {
   TILERAP_HYPRE_FWD_ENGINE = 5,    /* a tilerap call failed (message in the verbose log)  */
   TILERAP_HYPRE_FWD_PEER = 6,      /* another rank of the communicator could not compute  */
   TILERAP_HYPRE_FWD_TEST = 7,      /* refused on purpose (TILERAP_HYPRE_TEST_REFUSE_RANK) */
-  TILERAP_HYPRE_FWD_NREASONS = 8
+  TILERAP_HYPRE_FWD_NOGPU = 8,     /* no GPU and the CPU engine not asked for             */
+  TILERAP_HYPRE_FWD_NREASONS = 9
 } TileRAP_HypreForwardReason;
 
 /* Entry points that are counted separately. */

@@ -16,6 +16,7 @@
  *   - a non-Galerkin RT (other values than P) through TileRAP_HypreGalerkin. */
 #include "hypre_test_util.h"
 #include "tap.h"
+#include "tilerap.h"
 
 #include <stdio.h>
 
@@ -225,6 +226,28 @@ int main(int argc, char **argv)
   /* 1. Interposition is live: the library's definition is the one found. */
   TileRAP_HypreEnable(1);
   OK(TileRAP_HypreEnabled() == 1, "hook enabled by default / by API");
+
+  /* 2. Without a GPU the hook computes only with the CPU engine named in
+   *    TILERAP_ENGINE; unset, every level goes to hypre (reason "no GPU").
+   *    The rest of the test names the CPU engine there. */
+  if (!tilerap_engine_available(TILERAP_ENGINE_CUDA)) {
+    unsetenv("TILERAP_ENGINE");
+    th_problem pb;
+    th_poisson(g_comm, 2, 24, &pb);
+    th_amg_opts o = {0, 0};
+    TileRAP_HypreResetStats();
+    int it = 0;
+    HYPRE_Solver s = th_amg_run(&pb, o, &it, NULL);
+    TileRAP_HypreStats st;
+    TileRAP_HypreGetStats(&st);
+    const int L = th_num_levels(s), ep = TILERAP_HYPRE_EP_BUILD_COARSE_OPERATOR;
+    OK(L >= 2 && st.computed[ep] == 0 && st.forwarded[ep] == L - 1 && st.reason[TILERAP_HYPRE_FWD_NOGPU] == L - 1,
+       "no GPU, TILERAP_ENGINE unset: all %d coarse operators forwarded with reason 'no GPU' (computed %ld)", L - 1,
+       st.computed[ep]);
+    HYPRE_BoomerAMGDestroy(s);
+    th_problem_destroy(&pb);
+    setenv("TILERAP_ENGINE", "cpu", 1);
+  }
 
   for (int dim = 2; dim <= 3; dim++) {
     HYPRE_BigInt n = dim == 2 ? 48 : 14;

@@ -11,6 +11,9 @@ if [ "$(id -u)" = 0 ]; then
 fi
 OMPI_MCA_rmaps_base_oversubscribe=1; export OMPI_MCA_rmaps_base_oversubscribe
 unset TILERAP_HYPRE TILERAP_HYPRE_VERBOSE TILERAP_HYPRE_TEST_REFUSE_RANK
+# the hook uses the CPU engine only when it is named (without a GPU it
+# forwards otherwise; test/hypre_galerkin checks that): name it here
+TILERAP_ENGINE=${TILERAP_ENGINE:-cpu}; export TILERAP_ENGINE
 # one OpenMP thread per rank: several ranks share few cores here
 OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}; export OMP_NUM_THREADS
 bin=${top_builddir:-.}

@@ -45,6 +45,9 @@
 
 /* ---- hook_state.c ---- */
 int tr_hypre_enabled(void);            /* reads the environment once */
+/* Why an interposed call must forward before any work (disabled, or no GPU
+ * and the CPU engine not named in TILERAP_ENGINE), or -1. */
+int tr_hypre_refusal(void);
 void tr_hypre_count_computed(int entry, double seconds);
 void tr_hypre_count_forwarded(int entry, int reason, double seconds);
 /* Remembers a detailed message for the verbose report (first few kept). */

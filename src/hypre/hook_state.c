@@ -37,6 +37,7 @@ static const char *const g_reason_text[TILERAP_HYPRE_FWD_NREASONS] = {
   "tilerap engine error",
   "another rank could not compute",
   "refused for testing (TILERAP_HYPRE_TEST_REFUSE_RANK)",
+  "no GPU, CPU engine not asked for (slower than hypre's RAP; TILERAP_ENGINE=cpu forces it)",
 };
 static const char *const g_entry_text[TILERAP_HYPRE_EP_N] = {
   "hypre_BoomerAMGBuildCoarseOperatorKT", "hypre_ParCSRMatrixRAPKT"};
@@ -82,6 +83,18 @@ int TileRAP_HypreEnable(int on)
 }
 int TileRAP_HypreDisable(void) { return TileRAP_HypreEnable(0); }
 int TileRAP_HypreEnabled(void) { return tr_hypre_enabled(); }
+
+int tr_hypre_refusal(void)
+{
+  if (!tr_hypre_enabled()) return TILERAP_HYPRE_FWD_DISABLED;
+  /* the CPU engine only when asked for by name: on BoomerAMG's operators
+   * it is slower than hypre's own RAP (BENCHMARKS.md, hypre section) */
+  const char *s = getenv("TILERAP_ENGINE");
+  tilerap_engine e;
+  const int named_cpu = s && *s && tilerap_engine_parse(s, &e) == TILERAP_SUCCESS && e == TILERAP_ENGINE_CPU;
+  if (!named_cpu && tilerap_engine_resolve(TILERAP_ENGINE_AUTO) == TILERAP_ENGINE_CPU) return TILERAP_HYPRE_FWD_NOGPU;
+  return -1;
+}
 
 int tr_hypre_test_refuse_rank(void)
 {

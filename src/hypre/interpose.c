@@ -30,7 +30,7 @@ HYPRE_Int hypre_BoomerAMGBuildCoarseOperatorKT(hypre_ParCSRMatrix *RT, hypre_Par
   const int ep = TILERAP_HYPRE_EP_BUILD_COARSE_OPERATOR;
   hypre_ParCSRMatrix *RAP = NULL;
   double t0 = tr_hypre_wtime();
-  int refusal = tr_hypre_enabled() ? -1 : TILERAP_HYPRE_FWD_DISABLED;
+  int refusal = tr_hypre_refusal();
   int rc = tr_hypre_galerkin(RT, A, P, keepTranspose, 1, 1, refusal, &RAP);
   if (rc == 0) {
     *RAP_ptr = RAP;
@@ -59,7 +59,7 @@ hypre_ParCSRMatrix *hypre_ParCSRMatrixRAPKT(hypre_ParCSRMatrix *R, hypre_ParCSRM
   const int ep = TILERAP_HYPRE_EP_RAPKT;
   hypre_ParCSRMatrix *C = NULL;
   double t0 = tr_hypre_wtime();
-  int refusal = tr_hypre_enabled() ? -1 : TILERAP_HYPRE_FWD_DISABLED;
+  int refusal = tr_hypre_refusal();
   /* sorted rows here: hypre's order below made hypre's own RAPKT differ
    * in structure on a deeper level at 4 ranks (not understood yet) */
   int rc = tr_hypre_galerkin(R, A, P, keep_transpose, has_diagonal != 0, 0, refusal, &C);
