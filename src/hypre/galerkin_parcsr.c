@@ -225,29 +225,28 @@ static void tr_reorder_rows_hypre(const tr_order_ctx *o)
   const HYPRE_Int *poi = has_po ? hypre_CSRMatrixI(o->Po) : NULL, *poj = has_po ? hypre_CSRMatrixJ(o->Po) : NULL;
   const HYPRE_Int *xi = o->Pext ? hypre_CSRMatrixI(o->Pext) : NULL;
 
+  /* Markers hold row + 1 (0: never seen) and come from calloc: a thread
+   * touches only the pages of the columns its rows meet, where filling
+   * full-length markers with -1 in every thread cost more than the pass. */
 #pragma omp parallel if (ncR > TR_PAR_ROWS)
   {
     double *vv = malloc(((size_t)nmark + 1) * sizeof *vv);
-    HYPRE_Int *have = malloc(((size_t)nmark + 1) * sizeof *have);
-    HYPRE_Int *emit = malloc(((size_t)nmark + 1) * sizeof *emit);
-    HYPRE_Int *amark = malloc(((size_t)nAc + o->nAo + 1) * sizeof *amark);
+    HYPRE_Int *have = calloc((size_t)nmark + 1, sizeof *have);
+    HYPRE_Int *emit = calloc((size_t)nmark + 1, sizeof *emit);
+    HYPRE_Int *amark = calloc((size_t)nAc + o->nAo + 1, sizeof *amark);
     HYPRE_Int *tj = malloc(((size_t)maxd + maxo + 1) * sizeof *tj);
     HYPRE_Complex *ta = malloc(((size_t)maxd + maxo + 1) * sizeof *ta);
     const int ok = vv && have && emit && amark && tj && ta;
-    if (ok) {
-      for (HYPRE_Int c = 0; c < nmark; c++) have[c] = emit[c] = -1;
-      for (HYPRE_Int c = 0; c < nAc + o->nAo; c++) amark[c] = -1;
-    }
 #pragma omp for schedule(dynamic, 256)
     for (HYPRE_Int r = 0; r < ncR; r++) {
       if (!ok) continue;
-      const HYPRE_Int d0 = o->di[r], d1 = o->di[r + 1], f0 = o->oi[r], f1 = o->oi[r + 1];
-      for (HYPRE_Int k = d0; k < d1; k++) { vv[o->dj[k]] = o->da[k]; have[o->dj[k]] = r; }
-      for (HYPRE_Int k = f0; k < f1; k++) { vv[ncP + o->oj[k]] = o->oa[k]; have[ncP + o->oj[k]] = r; }
+      const HYPRE_Int d0 = o->di[r], d1 = o->di[r + 1], f0 = o->oi[r], f1 = o->oi[r + 1], r1 = r + 1;
+      for (HYPRE_Int k = d0; k < d1; k++) { vv[o->dj[k]] = o->da[k]; have[o->dj[k]] = r1; }
+      for (HYPRE_Int k = f0; k < f1; k++) { vv[ncP + o->oj[k]] = o->oa[k]; have[ncP + o->oj[k]] = r1; }
       HYPRE_Int nd = 0, no = 0, *toj = tj + (d1 - d0);
       HYPRE_Complex *toa = ta + (d1 - d0);
       int bad = 0;
-#define EMIT(c_)                                                                    do {                                                                                HYPRE_Int cc_ = (c_);                                                             if (cc_ < 0 || have[cc_] != r) bad = 1;                                           else if (emit[cc_] != r) {                                                          emit[cc_] = r;                                                                    if (cc_ < ncP) { tj[nd] = cc_; ta[nd++] = vv[cc_]; }                              else { toj[no] = cc_ - ncP; toa[no++] = vv[cc_]; }                              }                                                                               } while (0)
+#define EMIT(c_)                                                                    do {                                                                                HYPRE_Int cc_ = (c_);                                                             if (cc_ < 0 || have[cc_] != r1) bad = 1;                                           else if (emit[cc_] != r1) {                                                          emit[cc_] = r1;                                                                    if (cc_ < ncP) { tj[nd] = cc_; ta[nd++] = vv[cc_]; }                              else { toj[no] = cc_ - ncP; toa[no++] = vv[cc_]; }                              }                                                                               } while (0)
       if (o->square) EMIT(r);
       if (o->ext_ptr)
         for (HYPRE_Int t = o->ext_ptr[r]; t < o->ext_ptr[r + 1]; t++)
@@ -258,8 +257,8 @@ static void tr_reorder_rows_hypre(const tr_order_ctx *o)
         if (aoi)
           for (HYPRE_Int k = aoi[i1]; k < aoi[i1 + 1]; k++) {
             const HYPRE_Int i2 = aoj[k];
-            if (amark[nAc + i2] == r) continue;
-            amark[nAc + i2] = r;
+            if (amark[nAc + i2] == r1) continue;
+            amark[nAc + i2] = r1;
             if (!xi) { bad = 1; break; }
             /* P_ext's local columns first, then the others (hypre splits them) */
             for (HYPRE_Int q = xi[i2]; q < xi[i2 + 1]; q++)
@@ -272,8 +271,8 @@ static void tr_reorder_rows_hypre(const tr_order_ctx *o)
           }
         for (HYPRE_Int k = adi[i1]; k < adi[i1 + 1]; k++) {
           const HYPRE_Int i2 = adj[k];
-          if (amark[i2] == r) continue;
-          amark[i2] = r;
+          if (amark[i2] == r1) continue;
+          amark[i2] = r1;
           for (HYPRE_Int q = pdi[i2]; q < pdi[i2 + 1]; q++) EMIT(pdj[q]);
           if (poi)
             for (HYPRE_Int q = poi[i2]; q < poi[i2 + 1]; q++) {
@@ -435,9 +434,12 @@ int tr_hypre_galerkin(hypre_ParCSRMatrix *RT, hypre_ParCSRMatrix *A, hypre_ParCS
       if ((err = tilerap_spgemm(Rt, AP, &opt, wC))) goto engine_failed;
     }
     PHASE(TR_PH_ENGINE);
-    if (dev && (err = tilerap_tile_copy(dC, TILERAP_MEM_HOST, &Call))) goto engine_failed;
-    PHASE(TR_PH_DOWNLOAD);
-    if ((err = tilerap_tile_to_csr_alloc(Call, &C))) goto engine_failed;
+    if (dev) { /* CSR made on the device, written straight into host arrays */
+      if ((err = tilerap_csr_create(dC->m, dC->n, dC->nnz, &C)) ||
+          (err = tilerap_tile_to_csr_device(dC, C->rowptr, C->colidx, C->val, TILERAP_MEM_HOST)))
+        goto engine_failed;
+      PHASE(TR_PH_DOWNLOAD);
+    } else if ((err = tilerap_tile_to_csr_alloc(Call, &C))) goto engine_failed;
   }
   goto sync;
 

@@ -210,7 +210,14 @@ int tr_tiles_from_segments(int32_t m, int32_t n, int nseg, const tr_segment *seg
               if (slot[J] < 0) { slot[J] = 0; cols[k++] = J; }
             }
         }
-        if (nt > 1) qsort(cols, (size_t)nt, sizeof *cols, cmp_i32);
+        if (nt > 32) qsort(cols, (size_t)nt, sizeof *cols, cmp_i32);
+        else /* the usual few tiles per tile row: qsort's calls cost more */
+          for (int64_t a = 1; a < nt; a++) {
+            int32_t v = cols[a];
+            int64_t q = a - 1;
+            while (q >= 0 && cols[q] > v) { cols[q + 1] = cols[q]; q--; }
+            cols[q + 1] = v;
+          }
         for (int64_t s = 0; s < nt; s++) slot[cols[s]] = (int32_t)s;
         uint16_t *mask = M->row_mask + 16 * t0;
         memset(mask, 0, 16 * (size_t)nt * sizeof *mask);
