@@ -238,6 +238,18 @@ int tilerap_tile_from_csr_device(int32_t m, int32_t n, const int64_t *rowptr,
 int tilerap_tile_from_csr_device_i32(int32_t m, int32_t n, const int32_t *rowptr,
                                      const int32_t *colidx, const double *val,
                                      tilerap_memtype csr_mem, tilerap_tile_matrix **T);
+/* The same with rows in any column order (hypre's diag blocks keep the
+ * diagonal first): row pointers and column ranges are checked, each row is
+ * sorted on the device (CUB segmented sort), then converted as above.
+ * Repeated columns in a row give TILERAP_ERR_UNSORTED; at most 2^31 - 1
+ * entries (TILERAP_ERR_OVERFLOW).  The input order is not kept: the
+ * values-only calls below do not apply to the result. */
+int tilerap_tile_from_unsorted_csr_device(int32_t m, int32_t n, const int64_t *rowptr,
+                                          const int32_t *colidx, const double *val,
+                                          tilerap_memtype csr_mem, tilerap_tile_matrix **T);
+int tilerap_tile_from_unsorted_csr_device_i32(int32_t m, int32_t n, const int32_t *rowptr,
+                                              const int32_t *colidx, const double *val,
+                                              tilerap_memtype csr_mem, tilerap_tile_matrix **T);
 /* Values-only refresh of a device tile matrix from the values (CSR order)
  * of a CSR with exactly the structure T was built from; val in memory
  * val_mem.  No allocation (see above), no structure check. */

@@ -147,6 +147,12 @@ int main(void)
     EXPECT(tilerap_tile_from_csr_device_i32(3, 3, rp32, sorted, v, TILERAP_MEM_HOST, &dT), TILERAP_ERR_ENGINE,
            "CSR (int32) -> device tiles without the CUDA engine");
     tap_ok(strstr(tilerap_last_error(), "CUDA") != NULL, "... the message names CUDA (%s)", tilerap_last_error());
+    dT = (tilerap_tile_matrix *)1;
+    EXPECT(tilerap_tile_from_unsorted_csr_device(3, 3, rp, sorted, v, TILERAP_MEM_HOST, &dT), TILERAP_ERR_ENGINE,
+           "unsorted CSR -> device tiles without the CUDA engine");
+    EXPECT(tilerap_tile_from_unsorted_csr_device_i32(3, 3, rp32, sorted, v, TILERAP_MEM_HOST, &dT), TILERAP_ERR_ENGINE,
+           "unsorted CSR (int32) -> device tiles without the CUDA engine");
+    tap_ok(dT == NULL, "... no matrix left behind");
     memset(&fake, 0, sizeof fake);
     fake.memtype = TILERAP_MEM_DEVICE;
     int64_t out[4];

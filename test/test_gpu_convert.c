@@ -168,6 +168,45 @@ static void check_matrix(const tilerap_csr *A, const char *what, uint64_t *seed)
   tap_ok(!err && same_exact(Dh, H), "%s: device CSR (int32), no values -> identical, zeros", what);
   tilerap_tile_destroy(&Dh);
   tilerap_tile_destroy(&D);
+  tilerap_tile_destroy(&H);
+
+  /* rows shuffled (hypre-like order): the unsorted conversion sorts them */
+  tilerap_tile_from_csr(A->m, A->n, A->rowptr, A->colidx, A->val, &H);
+  int32_t *scol = malloc((nz ? nz : 1) * sizeof *scol);
+  double *sval = malloc((nz ? nz : 1) * sizeof *sval);
+  if (nz) { memcpy(scol, A->colidx, nz * sizeof *scol); memcpy(sval, A->val, nz * sizeof *sval); }
+  for (int32_t i = 0; i < A->m; i++)
+    for (int64_t k = A->rowptr[i + 1] - 1; k > A->rowptr[i]; k--) {
+      *seed ^= *seed << 13; *seed ^= *seed >> 7; *seed ^= *seed << 17;
+      int64_t q = A->rowptr[i] + (int64_t)(*seed % (uint64_t)(k - A->rowptr[i] + 1));
+      int32_t tc = scol[k]; scol[k] = scol[q]; scol[q] = tc;
+      double tv = sval[k]; sval[k] = sval[q]; sval[q] = tv;
+    }
+  err = tilerap_tile_from_unsorted_csr_device(A->m, A->n, A->rowptr, scol, sval, TILERAP_MEM_HOST, &D);
+  if (!err) Dh = gpu_to_host(D);
+  tap_ok(!err && tilerap_tile_check(Dh) == 0 && same_exact(Dh, H),
+         "%s: host CSR, shuffled rows (int64) -> device tiles identical to the sorted conversion (%s)", what,
+         err ? tilerap_last_error() : "ok");
+  tilerap_tile_destroy(&Dh);
+  tilerap_tile_destroy(&D);
+  int32_t *dscol = dup_to_device(scol, nz * sizeof(int32_t));
+  double *dsval = dup_to_device(sval, nz * sizeof(double));
+  err = tilerap_tile_from_unsorted_csr_device_i32(A->m, A->n, drp32, dscol, dsval, TILERAP_MEM_DEVICE, &D);
+  if (!err) Dh = gpu_to_host(D);
+  tap_ok(!err && same_exact(Dh, H), "%s: device CSR, shuffled rows (int32) -> identical (%s)", what,
+         err ? tilerap_last_error() : "ok");
+  tilerap_tile_destroy(&Dh);
+  tilerap_tile_destroy(&D);
+  tilerap_tile_destroy(&H);
+  tilerap_tile_from_csr(A->m, A->n, A->rowptr, A->colidx, NULL, &H);
+  err = tilerap_tile_from_unsorted_csr_device_i32(A->m, A->n, rp32, scol, NULL, TILERAP_MEM_HOST, &D);
+  if (!err) Dh = gpu_to_host(D);
+  tap_ok(!err && same_exact(Dh, H), "%s: host CSR, shuffled rows, no values -> identical, zeros", what);
+  tilerap_tile_destroy(&Dh);
+  tilerap_tile_destroy(&D);
+  cudaFree(dscol); cudaFree(dsval);
+  free(scol); free(sval);
+
   cudaFree(drp); cudaFree(drp32); cudaFree(dcol); cudaFree(dval);
   free(rp32);
   tilerap_tile_destroy(&H);
@@ -390,6 +429,33 @@ int main(void)
     check_matrix(P, "its SA prolongator", &seed);
     tilerap_csr_destroy(&A);
     tilerap_csr_destroy(&P);
+  }
+  { /* unsorted conversion: what it refuses */
+    int64_t rp[4] = {0, 2, 3, 5};
+    int32_t dup[5] = {3, 1, 4, 2, 2}, rng[5] = {3, 1, 4, 9, 2}, ok5[5] = {3, 1, 4, 2, 0};
+    int64_t down[4] = {0, 2, 1, 5};
+    double v[5] = {1, 2, 3, 4, 5};
+    tilerap_tile_matrix *D = NULL;
+    EXPECT(tilerap_tile_from_unsorted_csr_device(3, 5, rp, dup, v, TILERAP_MEM_HOST, &D), TILERAP_ERR_UNSORTED,
+           "unsorted conversion, row 2 holds column 2 twice");
+    tap_ok(D == NULL && strstr(tilerap_last_error(), "repeated column"), "  ... no matrix, message names the repeat (%s)",
+           tilerap_last_error());
+    EXPECT(tilerap_tile_from_unsorted_csr_device(3, 5, rp, rng, v, TILERAP_MEM_HOST, &D), TILERAP_ERR_RANGE,
+           "unsorted conversion, column 9 of 5");
+    EXPECT(tilerap_tile_from_unsorted_csr_device(3, 5, down, ok5, v, TILERAP_MEM_HOST, &D), TILERAP_ERR_INVALID,
+           "unsorted conversion, row pointers decrease");
+    EXPECT(tilerap_tile_from_unsorted_csr_device_i32(3, 5, NULL, ok5, v, TILERAP_MEM_HOST, &D), TILERAP_ERR_NULL,
+           "unsorted conversion, NULL row pointers");
+    EXPECT(tilerap_tile_from_unsorted_csr_device(3, 5, rp, ok5, v, TILERAP_MEM_HOST, &D), TILERAP_SUCCESS,
+           "unsorted conversion, valid 3 x 5");
+    tilerap_tile_matrix *H = NULL;
+    int64_t srp[4] = {0, 2, 3, 5};
+    int32_t sc[5] = {1, 3, 4, 0, 2};
+    double sv[5] = {2, 1, 3, 5, 4};
+    tilerap_tile_from_csr(3, 5, srp, sc, sv, &H);
+    tilerap_tile_matrix *Dh = D ? gpu_to_host(D) : NULL;
+    tap_ok(Dh && same_exact(Dh, H), "  ... equals the conversion of the sorted rows");
+    tilerap_tile_destroy(&Dh); tilerap_tile_destroy(&D); tilerap_tile_destroy(&H);
   }
   check_product_structure(&seed);
   check_galerkin_flow();

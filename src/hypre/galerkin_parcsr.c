@@ -384,46 +384,62 @@ int tr_hypre_galerkin(hypre_ParCSRMatrix *RT, hypre_ParCSRMatrix *A, hypre_ParCS
   /* galerkin: RT's offd columns are P's, their rows of C_all are Q rows */
   for (HYPRE_Int k = 0; k < nRo; k++) rrow[k] = galerkin ? (int64_t)ncP + mapPQ[k] : (int64_t)ncR + k;
 
-  /* ---- local blocks -> tiles */
-  {
-    tr_segment s = {0, (int32_t)nA, 1, {block_of(Ad, NULL, 0)}};
-    if (nAo > 0 && has_entries(Ao)) s.b[s.nblocks++] = block_of(Ao, NULL, (int32_t)nAc);
-    int32_t rows = galerkin ? (int32_t)(nAc + nAo) : (int32_t)nA;
-    err = tr_tiles_from_segments(rows, (int32_t)(nAc + nAo), 1, &s, &Aloc);
-    if (err) goto engine_failed;
-  }
-  {
-    tr_segment s[2] = {{0, (int32_t)nAc, 1, {block_of(Pd, NULL, 0)}}, {0}};
-    int nseg = 1;
-    if (nPo > 0 && has_entries(Po)) s[0].b[s[0].nblocks++] = block_of(Po, mapPQ, (int32_t)ncP);
-    if (Pext && nAo > 0) {
-      tr_block b = {hypre_CSRMatrixI(Pext), NULL, pext_col, hypre_CSRMatrixData(Pext), NULL, 0};
-      s[1].row0 = (int32_t)nAc; s[1].nrows = (int32_t)nAo; s[1].nblocks = 1; s[1].b[0] = b;
-      nseg = 2;
+  /* ---- local blocks -> tiles.  CUDA engine, one block each (one rank,
+   * or no off-rank couplings) and RT = P: hypre's diag blocks go up as
+   * they are and become tiles on the device (rows sorted there); otherwise
+   * the blocks are stitched into host tiles and uploaded. */
+  tilerap_options opt;
+  tilerap_options_default(&opt);
+  const int dev = tilerap_engine_resolve(opt.engine) == TILERAP_ENGINE_CUDA;
+  const int direct = dev && galerkin && nAo == 0 && nQ == 0 && !Pext && sizeof(HYPRE_Int) == sizeof(int32_t) &&
+                     hypre_CSRMatrixI(Ad) && hypre_CSRMatrixI(Pd);
+  if (direct) {
+    if ((err = tilerap_tile_from_unsorted_csr_device_i32(
+             (int32_t)nA, (int32_t)nAc, (const int32_t *)hypre_CSRMatrixI(Ad), (const int32_t *)hypre_CSRMatrixJ(Ad),
+             hypre_CSRMatrixData(Ad), TILERAP_MEM_HOST, &dA)) ||
+        (err = tilerap_tile_from_unsorted_csr_device_i32(
+             (int32_t)nAc, (int32_t)ncP, (const int32_t *)hypre_CSRMatrixI(Pd), (const int32_t *)hypre_CSRMatrixJ(Pd),
+             hypre_CSRMatrixData(Pd), TILERAP_MEM_HOST, &dP)))
+      goto engine_failed;
+    PHASE(TR_PH_UPLOAD);
+  } else {
+    {
+      tr_segment s = {0, (int32_t)nA, 1, {block_of(Ad, NULL, 0)}};
+      if (nAo > 0 && has_entries(Ao)) s.b[s.nblocks++] = block_of(Ao, NULL, (int32_t)nAc);
+      int32_t rows = galerkin ? (int32_t)(nAc + nAo) : (int32_t)nA;
+      err = tr_tiles_from_segments(rows, (int32_t)(nAc + nAo), 1, &s, &Aloc);
+      if (err) goto engine_failed;
     }
-    err = tr_tiles_from_segments((int32_t)(nAc + nAo), (int32_t)(ncP + nQ), nseg, s, &Pfull);
-    if (err) goto engine_failed;
-  }
-  if (!galerkin) {
-    tr_segment s = {0, (int32_t)nA, 1, {block_of(RTd, NULL, 0)}};
-    if (nRo > 0 && has_entries(RTo)) s.b[s.nblocks++] = block_of(RTo, NULL, (int32_t)ncR);
-    err = tr_tiles_from_segments((int32_t)nA, (int32_t)(ncR + nRo), 1, &s, &Rloc);
-    if (err) goto engine_failed;
-  }
-  PHASE(TR_PH_IN);
-
-  /* ---- tile products.  CUDA engine: operands go up once, AP stays on
-   * the device, only C comes down. */
-  {
-    tilerap_options opt;
-    tilerap_options_default(&opt);
-    const int dev = tilerap_engine_resolve(opt.engine) == TILERAP_ENGINE_CUDA;
+    {
+      tr_segment s[2] = {{0, (int32_t)nAc, 1, {block_of(Pd, NULL, 0)}}, {0}};
+      int nseg = 1;
+      if (nPo > 0 && has_entries(Po)) s[0].b[s[0].nblocks++] = block_of(Po, mapPQ, (int32_t)ncP);
+      if (Pext && nAo > 0) {
+        tr_block b = {hypre_CSRMatrixI(Pext), NULL, pext_col, hypre_CSRMatrixData(Pext), NULL, 0};
+        s[1].row0 = (int32_t)nAc; s[1].nrows = (int32_t)nAo; s[1].nblocks = 1; s[1].b[0] = b;
+        nseg = 2;
+      }
+      err = tr_tiles_from_segments((int32_t)(nAc + nAo), (int32_t)(ncP + nQ), nseg, s, &Pfull);
+      if (err) goto engine_failed;
+    }
+    if (!galerkin) {
+      tr_segment s = {0, (int32_t)nA, 1, {block_of(RTd, NULL, 0)}};
+      if (nRo > 0 && has_entries(RTo)) s.b[s.nblocks++] = block_of(RTo, NULL, (int32_t)ncR);
+      err = tr_tiles_from_segments((int32_t)nA, (int32_t)(ncR + nRo), 1, &s, &Rloc);
+      if (err) goto engine_failed;
+    }
+    PHASE(TR_PH_IN);
     if (dev) {
       if ((err = tilerap_tile_copy(Aloc, TILERAP_MEM_DEVICE, &dA))) goto engine_failed;
       if ((err = tilerap_tile_copy(Pfull, TILERAP_MEM_DEVICE, &dP))) goto engine_failed;
       if (Rloc && (err = tilerap_tile_copy(Rloc, TILERAP_MEM_DEVICE, &dR))) goto engine_failed;
       PHASE(TR_PH_UPLOAD);
     }
+  }
+
+  /* ---- tile products.  CUDA engine: operands go up once, AP stays on
+   * the device, only C comes down. */
+  {
     const tilerap_tile_matrix *wA = dev ? dA : Aloc, *wP = dev ? dP : Pfull, *wR = dev ? dR : Rloc;
     tilerap_tile_matrix **wC = dev ? &dC : &Call;
     if (galerkin) {

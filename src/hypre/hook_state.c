@@ -25,7 +25,7 @@ static char g_notes[TR_MAX_NOTES][256];
 static int g_nnotes = 0, g_notes_dropped = 0;
 static double g_phase[TR_PH_N];
 static const char *const g_phase_text[TR_PH_N] = {
-  "stitch/convert in", "upload", "engine products", "download", "convert out/assemble",
+  "stitch/convert in", "upload (+ tiles on the device)", "engine products", "download", "convert out/assemble",
   "hypre order", "communication"};
 
 static const char *const g_reason_text[TILERAP_HYPRE_FWD_NREASONS] = {

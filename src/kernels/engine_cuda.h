@@ -40,6 +40,9 @@ int tr_cuda_stream_sync(void *stream);
  * One of rp64 / rp32 is non-NULL (or, for output, any of them may be). */
 int tr_cuda_tile_from_csr(int32_t m, int32_t n, const int64_t *rp64, const int32_t *rp32, const int32_t *colidx,
                           const double *val, tilerap_memtype csr_mem, tilerap_tile_matrix **T);
+int tr_cuda_tile_from_unsorted_csr(int32_t m, int32_t n, const int64_t *rp64, const int32_t *rp32,
+                                   const int32_t *colidx, const double *val, tilerap_memtype csr_mem,
+                                   tilerap_tile_matrix **T);
 int tr_cuda_tile_to_csr(const tilerap_tile_matrix *T, int64_t *rp64, int32_t *rp32, int32_t *colidx, double *val,
                         tilerap_memtype csr_mem);
 int tr_cuda_tile_values_to_csr(const tilerap_tile_matrix *T, double *val, tilerap_memtype val_mem);

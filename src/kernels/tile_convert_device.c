@@ -32,7 +32,7 @@ static int tr_require_device(const tilerap_tile_matrix *T, const char *what)
 }
 
 static int tr_from_csr_device(int32_t m, int32_t n, const int64_t *rp64, const int32_t *rp32, const int32_t *colidx,
-                              const double *val, tilerap_memtype mem, tilerap_tile_matrix **T)
+                              const double *val, tilerap_memtype mem, int unsorted, tilerap_tile_matrix **T)
 {
   static const char what[] = "tile conversion on the device";
   if (!T) return tilerap_set_error(TILERAP_ERR_NULL, "%s: NULL output", what);
@@ -43,9 +43,10 @@ static int tr_from_csr_device(int32_t m, int32_t n, const int64_t *rp64, const i
   if (!rp64 && !rp32) return tilerap_set_error(TILERAP_ERR_NULL, "%s: CSR row pointers are NULL", what);
   if ((err = tr_device_engine(what))) return err;
 #ifdef TILERAP_HAVE_CUDA
-  return tr_cuda_tile_from_csr(m, n, rp64, rp32, colidx, val, mem, T);
+  return unsorted ? tr_cuda_tile_from_unsorted_csr(m, n, rp64, rp32, colidx, val, mem, T)
+                  : tr_cuda_tile_from_csr(m, n, rp64, rp32, colidx, val, mem, T);
 #else
-  (void)colidx; (void)val;
+  (void)colidx; (void)val; (void)unsorted;
   return TILERAP_ERR_ENGINE;
 #endif
 }
@@ -57,7 +58,7 @@ int tilerap_tile_from_csr_device(int32_t m, int32_t n, const int64_t *rowptr, co
     if (T) *T = NULL;
     return tilerap_set_error(TILERAP_ERR_NULL, "tile conversion: CSR row pointers are NULL");
   }
-  return tr_from_csr_device(m, n, rowptr, NULL, colidx, val, csr_mem, T);
+  return tr_from_csr_device(m, n, rowptr, NULL, colidx, val, csr_mem, 0, T);
 }
 
 int tilerap_tile_from_csr_device_i32(int32_t m, int32_t n, const int32_t *rowptr, const int32_t *colidx,
@@ -67,7 +68,27 @@ int tilerap_tile_from_csr_device_i32(int32_t m, int32_t n, const int32_t *rowptr
     if (T) *T = NULL;
     return tilerap_set_error(TILERAP_ERR_NULL, "tile conversion: CSR row pointers are NULL");
   }
-  return tr_from_csr_device(m, n, NULL, rowptr, colidx, val, csr_mem, T);
+  return tr_from_csr_device(m, n, NULL, rowptr, colidx, val, csr_mem, 0, T);
+}
+
+int tilerap_tile_from_unsorted_csr_device(int32_t m, int32_t n, const int64_t *rowptr, const int32_t *colidx,
+                                          const double *val, tilerap_memtype csr_mem, tilerap_tile_matrix **T)
+{
+  if (!rowptr) {
+    if (T) *T = NULL;
+    return tilerap_set_error(TILERAP_ERR_NULL, "tile conversion: CSR row pointers are NULL");
+  }
+  return tr_from_csr_device(m, n, rowptr, NULL, colidx, val, csr_mem, 1, T);
+}
+
+int tilerap_tile_from_unsorted_csr_device_i32(int32_t m, int32_t n, const int32_t *rowptr, const int32_t *colidx,
+                                              const double *val, tilerap_memtype csr_mem, tilerap_tile_matrix **T)
+{
+  if (!rowptr) {
+    if (T) *T = NULL;
+    return tilerap_set_error(TILERAP_ERR_NULL, "tile conversion: CSR row pointers are NULL");
+  }
+  return tr_from_csr_device(m, n, NULL, rowptr, colidx, val, csr_mem, 1, T);
 }
 
 int tilerap_tile_update_values_from_csr_device(tilerap_tile_matrix *T, const double *val, tilerap_memtype val_mem)

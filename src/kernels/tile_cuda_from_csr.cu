@@ -20,6 +20,7 @@
 #include "spgemm_cuda.cuh"
 #include <cub/cub.cuh>
 #include <limits.h>
+#include <stdio.h>
 
 #define TRY_CU(call, what)                                       \
   do {                                                           \
@@ -33,7 +34,7 @@
 
 template <typename RP>
 static __global__ void k_csr_validate(int32_t m, int32_t n, int64_t nnz, const RP *__restrict__ rp,
-                                      const int32_t *__restrict__ col, int *bad)
+                                      const int32_t *__restrict__ col, int ordered, int *bad)
 {
   int32_t i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= m) return;
@@ -43,7 +44,7 @@ static __global__ void k_csr_validate(int32_t m, int32_t n, int64_t nnz, const R
   int32_t prev = INT_MIN;
   for (int64_t p = b; p < e; p++) {
     int32_t c = col[p];
-    if (c < 0 || c >= n || (p > b && c <= prev)) { atomicMin(&bad[1], i); return; }
+    if (c < 0 || c >= n || (ordered && p > b && c <= prev)) { atomicMin(&bad[1], i); return; }
     prev = c;
   }
 }
@@ -133,7 +134,7 @@ static int tr_rp_get(const RP *rp, int64_t i, int on_device, int64_t *v)
 
 /* The host conversion's message for the first bad entry of row i (device CSR). */
 template <typename RP>
-static int tr_row_error(int32_t n, const RP *drp, const int32_t *dcol, int32_t i)
+static int tr_row_error(int32_t n, const RP *drp, const int32_t *dcol, int32_t i, int ordered)
 {
   int64_t b = 0, e = 0;
   int err;
@@ -147,7 +148,7 @@ static int tr_row_error(int32_t n, const RP *drp, const int32_t *dcol, int32_t i
       err = tilerap_set_error(TILERAP_ERR_RANGE, "CSR column index %d out of range [0,%d) in row %d", c[p], n, i);
       break;
     }
-    if (p > 0 && c[p] <= c[p - 1]) {
+    if (ordered && p > 0 && c[p] <= c[p - 1]) {
       err = tilerap_set_error(TILERAP_ERR_UNSORTED, "CSR row %d: column indices not strictly increasing (%d after %d)", i,
                               c[p], c[p - 1]);
       break;
@@ -195,14 +196,14 @@ static int tr_from_csr(int32_t m, int32_t n, const RP *rp, const int32_t *col, c
   TRY(tr_dalloc((void **)&bad, 2 * sizeof(int), s, "validation flags"));
   TRY_CU(cudaMemsetAsync(bad, 0x7f, 2 * sizeof(int), s), "validation flags");
   if (m > 0) {
-    k_csr_validate<RP><<<tr_blocks(m, 256), 256, 0, s>>>(m, n, nnz, drp, dcol, bad);
+    k_csr_validate<RP><<<tr_blocks(m, 256), 256, 0, s>>>(m, n, nnz, drp, dcol, 1, bad);
     TRY(tr_cuda_check_launch("CSR validation"));
   }
   TRY_CU(cudaMemcpyAsync(hbad, bad, sizeof hbad, cudaMemcpyDeviceToHost, s), "CSR validation");
   TRY_CU(cudaStreamSynchronize(s), "CSR validation");
   if (hbad[0] < m) { err = tilerap_set_error(TILERAP_ERR_INVALID, "CSR row pointers decrease at row %d", hbad[0]); goto done; }
   if (nnz < 0) { err = tilerap_set_error(TILERAP_ERR_INVALID, "CSR has %lld entries", (long long)nnz); goto done; }
-  if (hbad[1] < m) { err = tr_row_error<RP>(n, drp, dcol, hbad[1]); goto done; }
+  if (hbad[1] < m) { err = tr_row_error<RP>(n, drp, dcol, hbad[1], 1); goto done; }
 
   if (!on_device && val && nnz > 0) { /* values go up only once the CSR is known to be valid */
     TRY(tr_dalloc((void **)&dval, (size_t)nnz * sizeof(double), s, "CSR values"));
@@ -257,4 +258,98 @@ extern "C" int tr_cuda_tile_from_csr(int32_t m, int32_t n, const int64_t *rp64, 
   int on_device = csr_mem == TILERAP_MEM_DEVICE;
   return rp64 ? tr_from_csr<int64_t>(m, n, rp64, colidx, val, on_device, T)
               : tr_from_csr<int32_t>(m, n, rp32, colidx, val, on_device, T);
+}
+
+/* Rows in any column order (hypre keeps the diagonal first): row pointers
+ * and column ranges checked, then each row's (column, value) pairs sorted
+ * on the device by a CUB segmented sort, then the conversion above on the
+ * sorted device copy (its strict-order check now finds repeated columns).
+ * Nothing of the input order is kept, so no staging buffer either. */
+template <typename RP>
+static int tr_from_unsorted_csr(int32_t m, int32_t n, const RP *rp, const int32_t *col, const double *val,
+                                int on_device, tilerap_tile_matrix **out)
+{
+  const cudaStream_t s = cudaStreamLegacy;
+  RP *drp = NULL;
+  int32_t *dcol = NULL, *scol = NULL;
+  double *dval = NULL, *sval = NULL;
+  int *bad = NULL;
+  void *tmp = NULL;
+  size_t tmp_bytes = 0;
+  int64_t rp0 = 0, nnz = 0;
+  int hbad[2];
+  int err = TILERAP_SUCCESS;
+  *out = NULL;
+
+  TRY(tr_rp_get(rp, 0, on_device, &rp0));
+  TRY(tr_rp_get(rp, m, on_device, &nnz));
+  /* nothing to sort, or an error the sorted path reports as well */
+  if (m == 0 || nnz <= 0 || rp0 != 0 || !col) return tr_from_csr<RP>(m, n, rp, col, val, on_device, out);
+  if (nnz > INT_MAX) {
+    err = tilerap_set_error(TILERAP_ERR_OVERFLOW, "unsorted CSR conversion: %lld entries (the device sort takes < 2^31)",
+                            (long long)nnz);
+    goto done;
+  }
+  if (on_device) {
+    drp = (RP *)rp; dcol = (int32_t *)col; dval = (double *)val;
+  } else {
+    TRY(tr_dalloc((void **)&drp, ((size_t)m + 1) * sizeof(RP), s, "CSR row pointers"));
+    TRY_CU(cudaMemcpyAsync(drp, rp, ((size_t)m + 1) * sizeof(RP), cudaMemcpyHostToDevice, s), "CSR upload");
+    TRY(tr_dalloc((void **)&dcol, (size_t)nnz * sizeof(int32_t), s, "CSR column indices"));
+    TRY_CU(cudaMemcpyAsync(dcol, col, (size_t)nnz * sizeof(int32_t), cudaMemcpyHostToDevice, s), "CSR upload");
+  }
+  /* row pointers and column ranges before the sort trusts them */
+  TRY(tr_dalloc((void **)&bad, 2 * sizeof(int), s, "validation flags"));
+  TRY_CU(cudaMemsetAsync(bad, 0x7f, 2 * sizeof(int), s), "validation flags");
+  k_csr_validate<RP><<<tr_blocks(m, 256), 256, 0, s>>>(m, n, nnz, drp, dcol, 0, bad);
+  TRY(tr_cuda_check_launch("CSR validation"));
+  TRY_CU(cudaMemcpyAsync(hbad, bad, sizeof hbad, cudaMemcpyDeviceToHost, s), "CSR validation");
+  TRY_CU(cudaStreamSynchronize(s), "CSR validation");
+  if (hbad[0] < m) { err = tilerap_set_error(TILERAP_ERR_INVALID, "CSR row pointers decrease at row %d", hbad[0]); goto done; }
+  if (hbad[1] < m) { err = tr_row_error<RP>(n, drp, dcol, hbad[1], 0); goto done; }
+  if (!on_device && val) {
+    TRY(tr_dalloc((void **)&dval, (size_t)nnz * sizeof(double), s, "CSR values"));
+    TRY_CU(cudaMemcpyAsync(dval, val, (size_t)nnz * sizeof(double), cudaMemcpyHostToDevice, s), "CSR upload");
+  }
+  TRY(tr_dalloc((void **)&scol, (size_t)nnz * sizeof(int32_t), s, "sorted columns"));
+  if (dval) {
+    TRY(tr_dalloc((void **)&sval, (size_t)nnz * sizeof(double), s, "sorted values"));
+    TRY_CU(cub::DeviceSegmentedSort::SortPairs(NULL, tmp_bytes, dcol, scol, dval, sval, (int)nnz, (int)m, drp, drp + 1, s),
+           "row sort");
+    TRY(tr_dalloc(&tmp, tmp_bytes, s, "row sort storage"));
+    TRY_CU(cub::DeviceSegmentedSort::SortPairs(tmp, tmp_bytes, dcol, scol, dval, sval, (int)nnz, (int)m, drp, drp + 1, s),
+           "row sort");
+  } else {
+    TRY_CU(cub::DeviceSegmentedSort::SortKeys(NULL, tmp_bytes, dcol, scol, (int)nnz, (int)m, drp, drp + 1, s), "row sort");
+    TRY(tr_dalloc(&tmp, tmp_bytes, s, "row sort storage"));
+    TRY_CU(cub::DeviceSegmentedSort::SortKeys(tmp, tmp_bytes, dcol, scol, (int)nnz, (int)m, drp, drp + 1, s), "row sort");
+  }
+  err = tr_from_csr<RP>(m, n, drp, scol, sval, 1, out);
+  if (err == TILERAP_ERR_UNSORTED) { /* sorted rows fail the strict order only on a repeated column */
+    char msg[256];
+    snprintf(msg, sizeof msg, "%s", tilerap_last_error());
+    tilerap_set_error(TILERAP_ERR_UNSORTED, "unsorted CSR conversion: repeated column index (sorted: %s)", msg);
+  }
+
+done:
+  if (!on_device) {
+    tr_dfree(drp, s);
+    tr_dfree(dcol, s);
+    tr_dfree(dval, s);
+  }
+  tr_dfree(bad, s);
+  tr_dfree(scol, s);
+  tr_dfree(sval, s);
+  tr_dfree(tmp, s);
+  if (err) tilerap_tile_destroy(out);
+  return err;
+}
+
+extern "C" int tr_cuda_tile_from_unsorted_csr(int32_t m, int32_t n, const int64_t *rp64, const int32_t *rp32,
+                                              const int32_t *colidx, const double *val, tilerap_memtype csr_mem,
+                                              tilerap_tile_matrix **T)
+{
+  int on_device = csr_mem == TILERAP_MEM_DEVICE;
+  return rp64 ? tr_from_unsorted_csr<int64_t>(m, n, rp64, colidx, val, on_device, T)
+              : tr_from_unsorted_csr<int32_t>(m, n, rp32, colidx, val, on_device, T);
 }
