@@ -27,6 +27,16 @@ log=$(mktemp); trap 'rm -f "$log"' EXIT
 
 if ! command -v "$MPIEXEC" >/dev/null 2>&1; then echo "1..0 # SKIP no $MPIEXEC"; exit 0; fi
 
+# the row order computed on a thread of its own (the CUDA engine's way)
+# while the CPU engine computes C: same checks on one rank
+TILERAP_HYPRE_TEST_ORDER_THREAD=1 "$bin/test/hypre_galerkin" >"$log" 2>&1
+rc=$?
+if [ $rc = 0 ] && ! grep -q "^not ok" "$log"; then
+  tap ok "hypre_galerkin with the row order on its own thread ($(grep -c '^ok' "$log") checks)"
+else
+  tap fail "hypre_galerkin with the row order on its own thread (rc=$rc)" "$log"
+fi
+
 for np in 2 4; do
   $MPIEXEC --oversubscribe -n $np "$bin/test/hypre_galerkin" >"$log" 2>&1
   rc=$?

@@ -25,6 +25,7 @@
 #include "hook_internal.h"
 
 #include <mpi.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -149,6 +150,15 @@ static int tr_max_threads(void)
 {
 #ifdef _OPENMP
   return omp_get_max_threads();
+#else
+  return 1;
+#endif
+}
+
+static int tr_team_size(void)
+{
+#ifdef _OPENMP
+  return omp_get_num_threads();
 #else
   return 1;
 #endif
@@ -296,12 +306,154 @@ static void tr_reorder_rows_hypre(const tr_order_ctx *o)
   hypre_TFree(tr, HYPRE_MEMORY_HOST);
 }
 
+/* ---- hypre's order computed ahead (one rank, RT = P, no off-rank blocks).
+ * The traversal above needs only the structures of P and A, not C, so it
+ * can run while the engine computes C (with the CUDA engine on a host
+ * thread of its own, overlapping the device work); afterwards only the
+ * values are placed (tr_apply_order).  Each thread walks a contiguous block
+ * of rows into its own growing buffer; the buffers are joined at the end. */
+typedef struct {
+  HYPRE_Int ncR, ncP, nAc;
+  int square, nthreads;
+  hypre_CSRMatrix *Pd, *Ad;
+  int64_t *ptr;     /* [ncR+1] */
+  HYPRE_Int *col;   /* columns of every row, hypre's order */
+  int ok;
+} tr_trav;
+
+static void tr_trav_compute(tr_trav *t)
+{
+  const HYPRE_Int ncR = t->ncR, ncP = t->ncP, nAc = t->nAc;
+  const HYPRE_Int nf = hypre_CSRMatrixNumRows(t->Pd);
+  const HYPRE_Int *pi = hypre_CSRMatrixI(t->Pd), *pj = hypre_CSRMatrixJ(t->Pd);
+  const HYPRE_Int *ai = hypre_CSRMatrixI(t->Ad), *aj = hypre_CSRMatrixJ(t->Ad);
+  const HYPRE_Int pnz = pi[nf];
+  t->ok = 0;
+  t->ptr = calloc((size_t)ncR + 2, sizeof *t->ptr);
+  int64_t *tp = calloc((size_t)ncR + 2, sizeof *tp);
+  HYPRE_Int *tr = malloc(((size_t)pnz + 1) * sizeof *tr);
+  const int nth = t->nthreads > 0 ? t->nthreads : 1;
+  HYPRE_Int **buf = calloc((size_t)nth, sizeof *buf);
+  int64_t *blen = calloc((size_t)nth + 1, sizeof *blen);
+  int bad = !t->ptr || !tp || !tr || !buf || !blen;
+  if (!bad) { /* columns of P (= RT) as rows, fine rows ascending */
+    for (HYPRE_Int k = 0; k < pnz; k++) tp[pj[k] + 2]++;
+    for (HYPRE_Int c = 0; c < ncR; c++) tp[c + 2] += tp[c + 1];
+    for (HYPRE_Int i = 0; i < nf; i++)
+      for (HYPRE_Int k = pi[i]; k < pi[i + 1]; k++) tr[tp[pj[k] + 1]++] = i;
+  }
+  int team = 1;
+#pragma omp parallel num_threads(nth) reduction(| : bad) if (!bad && ncR > TR_PAR_ROWS)
+  {
+    const int id = tr_thread(), nt = tr_team_size();
+    if (id == 0) team = nt;
+    const HYPRE_Int r0 = (HYPRE_Int)((int64_t)ncR * id / nt), r1 = (HYPRE_Int)((int64_t)ncR * (id + 1) / nt);
+    HYPRE_Int *amark = calloc((size_t)nAc + 1, sizeof *amark), *emit = calloc((size_t)ncP + 1, sizeof *emit);
+    size_t cap = 1024, n = 0;
+    HYPRE_Int *b = malloc(cap * sizeof *b);
+    if (bad || !amark || !emit || !b) bad = 1;
+    for (HYPRE_Int r = r0; r < r1 && !bad; r++) {
+      const HYPRE_Int st = r + 1;
+      const size_t n0 = n;
+#define TR_EMIT(c_)                                                              \
+  do {                                                                           \
+    HYPRE_Int cc_ = (c_);                                                        \
+    if (cc_ < 0 || cc_ >= ncP) { bad = 1; break; }                               \
+    if (emit[cc_] != st) {                                                       \
+      emit[cc_] = st;                                                            \
+      if (n == cap) {                                                            \
+        HYPRE_Int *nb_ = realloc(b, 2 * cap * sizeof *b);                        \
+        if (!nb_) { bad = 1; break; }                                            \
+        b = nb_; cap *= 2;                                                       \
+      }                                                                          \
+      b[n++] = cc_;                                                              \
+    }                                                                            \
+  } while (0)
+      if (t->square) do { TR_EMIT(r); } while (0);
+      for (int64_t q = tp[r]; q < tp[r + 1] && !bad; q++) {
+        const HYPRE_Int i1 = tr[q];
+        for (HYPRE_Int k = ai[i1]; k < ai[i1 + 1] && !bad; k++) {
+          const HYPRE_Int i2 = aj[k];
+          if (i2 < 0 || i2 >= nAc) { bad = 1; break; }
+          if (amark[i2] == st) continue;
+          amark[i2] = st;
+          for (HYPRE_Int x = pi[i2]; x < pi[i2 + 1]; x++) TR_EMIT(pj[x]);
+        }
+      }
+#undef TR_EMIT
+      t->ptr[r + 1] = (int64_t)(n - n0);
+    }
+    buf[id] = b;
+    blen[id] = (int64_t)n;
+    free(amark); free(emit);
+  }
+  if (!bad) {
+    for (HYPRE_Int r = 0; r < ncR; r++) t->ptr[r + 1] += t->ptr[r];
+    t->col = malloc(((size_t)t->ptr[ncR] + 1) * sizeof *t->col);
+    if (!t->col) bad = 1;
+  }
+  if (!bad) {
+    int64_t off = 0;
+    for (int id = 0; id < team; id++) {
+      if (blen[id]) memcpy(t->col + off, buf[id], (size_t)blen[id] * sizeof *t->col);
+      off += blen[id];
+    }
+    bad = off != t->ptr[ncR];
+  }
+  for (int id = 0; id < nth; id++) free(buf[id]);
+  free(buf); free(blen); free(tp); free(tr);
+  if (bad) { free(t->ptr); free(t->col); t->ptr = NULL; t->col = NULL; }
+  t->ok = !bad;
+}
+
+static void *tr_trav_thread(void *arg)
+{
+  tr_trav_compute((tr_trav *)arg);
+  return NULL;
+}
+
+/* Rows of the assembled diag block (sorted, diagonal first) rewritten in
+ * the precomputed order; 0 if a row's columns differ (then nothing of that
+ * row was changed and the caller runs the full pass instead). */
+static int tr_apply_order(const tr_trav *t, HYPRE_Int ncR, HYPRE_Int ncP, const HYPRE_Int *di, HYPRE_Int *dj,
+                          HYPRE_Complex *da)
+{
+  int bad = 0;
+#pragma omp parallel reduction(| : bad) if (ncR > TR_PAR_ROWS)
+  {
+    HYPRE_Int *have = calloc((size_t)ncP + 1, sizeof *have);
+    HYPRE_Complex *vv = malloc(((size_t)ncP + 1) * sizeof *vv);
+    if (!have || !vv) bad = 1;
+#pragma omp for schedule(static)
+    for (HYPRE_Int r = 0; r < ncR; r++) {
+      if (bad) continue;
+      const HYPRE_Int d0 = di[r], d1 = di[r + 1], st = r + 1;
+      const int64_t t0 = t->ptr[r];
+      if ((int64_t)(d1 - d0) != t->ptr[r + 1] - t0) { bad = 1; continue; }
+      for (HYPRE_Int k = d0; k < d1; k++) { have[dj[k]] = st; vv[dj[k]] = da[k]; }
+      for (int64_t q = 0; q < d1 - d0; q++)
+        if (have[t->col[t0 + q]] != st) { bad = 1; break; }
+      if (bad) continue;
+      for (int64_t q = 0; q < d1 - d0; q++) {
+        dj[d0 + q] = t->col[t0 + q];
+        da[d0 + q] = vv[t->col[t0 + q]];
+      }
+    }
+    free(have); free(vv);
+  }
+  return !bad;
+}
+
 int tr_hypre_galerkin(hypre_ParCSRMatrix *RT, hypre_ParCSRMatrix *A, hypre_ParCSRMatrix *P,
                       HYPRE_Int keepT, int force_diagonal, int order_hypre, int local_refusal,
                       hypre_ParCSRMatrix **RAP_out)
 {
   MPI_Comm comm;
   int nprocs = 1, rank = 0, reason, failed = 0, result = 0;
+  tr_trav trav;
+  pthread_t trav_th;
+  int trav_on = 0, fast_order = 0;
+  memset(&trav, 0, sizeof trav);
   *RAP_out = NULL;
   if (!A) return 1 + TILERAP_HYPRE_FWD_SHAPE;
   double tp = tr_hypre_wtime();
@@ -393,6 +545,24 @@ int tr_hypre_galerkin(hypre_ParCSRMatrix *RT, hypre_ParCSRMatrix *A, hypre_ParCS
   const int dev = tilerap_engine_resolve(opt.engine) == TILERAP_ENGINE_CUDA;
   const int direct = dev && galerkin && nAo == 0 && nQ == 0 && !Pext && sizeof(HYPRE_Int) == sizeof(int32_t) &&
                      hypre_CSRMatrixI(Ad) && hypre_CSRMatrixI(Pd);
+  /* hypre's row order ahead of C (one rank, RT = P): on a thread of its own
+   * with the CUDA engine, so that it overlaps the device work */
+  fast_order = order_hypre && tr_hypre_order_hypre() && nprocs == 1 && galerkin && nAo == 0 && nQ == 0 && !Pext &&
+               hypre_CSRMatrixI(Ad) && hypre_CSRMatrixI(Pd);
+  if (fast_order) {
+    trav.ncR = ncR; trav.ncP = ncP; trav.nAc = nAc; trav.square = square;
+    trav.Pd = Pd; trav.Ad = Ad;
+    /* TILERAP_HYPRE_TEST_ORDER_THREAD=1: the threaded variant with the CPU
+     * engine too (tests) */
+    const char *tt = getenv("TILERAP_HYPRE_TEST_ORDER_THREAD");
+    const int threaded = dev || (tt && !strcmp(tt, "1"));
+    trav.nthreads = tr_max_threads() > 1 && threaded ? tr_max_threads() - 1 : tr_max_threads();
+    if (threaded && pthread_create(&trav_th, NULL, tr_trav_thread, &trav) == 0) trav_on = 1;
+    else {
+      tr_trav_compute(&trav);
+      PHASE(TR_PH_ORDER);
+    }
+  }
   if (direct) {
     if ((err = tilerap_tile_from_unsorted_csr_device_i32(
              (int32_t)nA, (int32_t)nAc, (const int32_t *)hypre_CSRMatrixI(Ad), (const int32_t *)hypre_CSRMatrixJ(Ad),
@@ -466,6 +636,11 @@ engine_failed:
                 tilerap_last_error());
 
 sync:
+  if (trav_on) { /* every path passes here: the thread never outlives the call */
+    pthread_join(trav_th, NULL);
+    trav_on = 0;
+    PHASE(TR_PH_ORDER);
+  }
   /* ---- collective decision after the local work */
   PHASE(TR_PH_OUT);
   if (any_failed(comm, nprocs, failed)) {
@@ -649,7 +824,13 @@ sync:
     PHASE(TR_PH_OUT);
 
     /* hypre's entry order (default; TILERAP_HYPRE_ORDER=sorted skips it) */
-    if (order_hypre && tr_hypre_order_hypre()) {
+    int applied = fast_order && trav.ok && tr_apply_order(&trav, ncR, ncP, di, dj, da);
+    if (fast_order && !applied) /* not expected: the full pass below does it */
+      tr_hypre_note("rank %d: row order computed ahead did not fit C (%s); recomputed", rank,
+                    trav.ok ? "other columns" : "traversal failed");
+    if (applied) {
+      /* done: the order was computed while C was */
+    } else if (order_hypre && tr_hypre_order_hypre()) {
       tr_order_ctx o = {ncR, ncP, nAc, nAo, square, RTd, Ad, Ao, Pd, Po, Pext, pext_col, mapPQ, mapQC,
                         ext_ptr, ext_rows, ext_i, ext_loc, di, dj, da, oi, oj, oa, nmark};
       tr_reorder_rows_hypre(&o);
@@ -699,6 +880,8 @@ cleanup:
   free(mapPQ);
   free(pext_col);
   free(rrow);
+  free(trav.ptr);
+  free(trav.col);
   return result;
 #undef PHASE
 }

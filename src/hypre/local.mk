@@ -13,7 +13,7 @@ libtilerap_hypre_la_SOURCES = \
 	src/hypre/galerkin_parcsr.c \
 	src/hypre/interpose.c
 libtilerap_hypre_la_CPPFLAGS = $(AM_CPPFLAGS) $(HYPRE_CPPFLAGS)
-libtilerap_hypre_la_LIBADD = libtilerap.la $(HYPRE_LIBS) -ldl
+libtilerap_hypre_la_LIBADD = libtilerap.la $(HYPRE_LIBS) -ldl -lpthread
 libtilerap_hypre_la_LDFLAGS = -version-info 0:0:0 -no-undefined
 
 # libtilerap_hypre must precede -lHYPRE so that its definitions win.
