@@ -28,10 +28,10 @@
  * BoomerAMG's coarsening (the Ruge-Stueben pass of HMIS) and interpolation
  * truncation break ties by the order of entries in a row, so on the default
  * path (hypre_BoomerAMGBuildCoarseOperatorKT) rows are returned in hypre's
- * own traversal order: the hierarchy is hypre's (tested on 1 and 2 ranks;
- * on more ranks rows received from other ranks may still be ordered
- * otherwise).  hypre_ParCSRMatrixRAPKT and TILERAP_HYPRE_ORDER=sorted give
- * rows sorted by column with the diagonal first.
+ * own traversal order, rows sent to other ranks included: the hierarchy is
+ * hypre's (tested on 1, 2 and 4 ranks).  hypre_ParCSRMatrixRAPKT and
+ * TILERAP_HYPRE_ORDER=sorted give rows sorted by column with the diagonal
+ * first.
  *
  * Environment (read at the first call):
  *   TILERAP_HYPRE=1|0          enable (default) / disable the hook

@@ -176,11 +176,13 @@ static int tr_thread(void)
 /* ---- hypre's order of the entries in a row of C.
  * hypre_BoomerAMGBuildCoarseOperatorKT emits row ic of each block (diag,
  * offd) in first-encounter order of its traversal: the diagonal, the
- * received rows (ascending position in RT's send map), then for each fine
- * row i1 of column ic of RT_diag (ascending), each i2 of A_offd's row i1
- * (stored order; P_ext's row i2, local columns then others) and each i2
- * of A_diag's row i1 (stored order; P_diag's row i2, then P_offd's), every
- * i2 once per row.  BoomerAMG's coarsening and interpolation break ties by
+ * received rows (ascending position in RT's send map, each in the order
+ * its sender stored it: see tr_order_send_rows), then the row of R*A is
+ * listed first (fine rows i1 of column ic of RT_diag ascending; the new
+ * i2 of A_offd's row i1 into one list, of A_diag's row i1 into another),
+ * and the products follow list by list: the A_offd list (P_ext's row i2,
+ * local columns then others), then the A_diag list (P_diag's row i2, then
+ * P_offd's).  BoomerAMG's coarsening and interpolation break ties by
  * that order, so sorted rows give other (equally valid) hierarchies; with
  * this order they are hypre's own (values agree to round-off, which was
  * seen not to matter).  Rows are rewritten in place after assembly: values
@@ -244,9 +246,10 @@ static void tr_reorder_rows_hypre(const tr_order_ctx *o)
     HYPRE_Int *have = calloc((size_t)nmark + 1, sizeof *have);
     HYPRE_Int *emit = calloc((size_t)nmark + 1, sizeof *emit);
     HYPRE_Int *amark = calloc((size_t)nAc + o->nAo + 1, sizeof *amark);
+    HYPRE_Int *ra_d = malloc(((size_t)nAc + 1) * sizeof *ra_d), *ra_o = malloc(((size_t)o->nAo + 1) * sizeof *ra_o);
     HYPRE_Int *tj = malloc(((size_t)maxd + maxo + 1) * sizeof *tj);
     HYPRE_Complex *ta = malloc(((size_t)maxd + maxo + 1) * sizeof *ta);
-    const int ok = vv && have && emit && amark && tj && ta;
+    const int ok = vv && have && emit && amark && tj && ta && ra_d && ra_o;
 #pragma omp for schedule(dynamic, 256)
     for (HYPRE_Int r = 0; r < ncR; r++) {
       if (!ok) continue;
@@ -262,34 +265,46 @@ static void tr_reorder_rows_hypre(const tr_order_ctx *o)
         for (HYPRE_Int t = o->ext_ptr[r]; t < o->ext_ptr[r + 1]; t++)
           for (HYPRE_Int k = o->ext_i[o->ext_rows[t]]; k < o->ext_i[o->ext_rows[t] + 1]; k++)
             EMIT(o->ext_loc[k]);
-      for (HYPRE_Int t = tp[r]; t < tp[r + 1] && !bad; t++) {
+      /* R*A row first (i1 ascending; A_offd's then A_diag's new i2 into two
+       * lists), then the A_offd-driven products, then the A_diag-driven
+       * ones: hypre's numeric pass does not interleave them per i1 */
+      HYPRE_Int nro = 0, nrd = 0;
+      for (HYPRE_Int t = tp[r]; t < tp[r + 1]; t++) {
         const HYPRE_Int i1 = tr[t];
         if (aoi)
           for (HYPRE_Int k = aoi[i1]; k < aoi[i1 + 1]; k++) {
             const HYPRE_Int i2 = aoj[k];
             if (amark[nAc + i2] == r1) continue;
             amark[nAc + i2] = r1;
-            if (!xi) { bad = 1; break; }
-            /* P_ext's local columns first, then the others (hypre splits them) */
-            for (HYPRE_Int q = xi[i2]; q < xi[i2 + 1]; q++)
-              if (o->pext_col[q] < ncP) EMIT(o->pext_col[q]);
-            for (HYPRE_Int q = xi[i2]; q < xi[i2 + 1]; q++)
-              if (o->pext_col[q] >= ncP) {
-                HYPRE_Int m = o->mapQC ? o->mapQC[o->pext_col[q] - ncP] : -1;
-                EMIT(m < 0 ? -1 : ncP + m);
-              }
+            ra_o[nro++] = i2;
           }
         for (HYPRE_Int k = adi[i1]; k < adi[i1 + 1]; k++) {
           const HYPRE_Int i2 = adj[k];
           if (amark[i2] == r1) continue;
           amark[i2] = r1;
-          for (HYPRE_Int q = pdi[i2]; q < pdi[i2 + 1]; q++) EMIT(pdj[q]);
-          if (poi)
-            for (HYPRE_Int q = poi[i2]; q < poi[i2 + 1]; q++) {
-              HYPRE_Int m = o->mapQC ? o->mapQC[o->mapPQ[poj[q]]] : -1;
-              EMIT(m < 0 ? -1 : ncP + m);
-            }
+          ra_d[nrd++] = i2;
         }
+      }
+      if (nro && !xi) bad = 1;
+      for (HYPRE_Int u = 0; u < nro && !bad; u++) {
+        const HYPRE_Int i2 = ra_o[u];
+        /* P_ext's local columns first, then the others (hypre splits them) */
+        for (HYPRE_Int q = xi[i2]; q < xi[i2 + 1]; q++)
+          if (o->pext_col[q] < ncP) EMIT(o->pext_col[q]);
+        for (HYPRE_Int q = xi[i2]; q < xi[i2 + 1]; q++)
+          if (o->pext_col[q] >= ncP) {
+            HYPRE_Int m = o->mapQC ? o->mapQC[o->pext_col[q] - ncP] : -1;
+            EMIT(m < 0 ? -1 : ncP + m);
+          }
+      }
+      for (HYPRE_Int u = 0; u < nrd && !bad; u++) {
+        const HYPRE_Int i2 = ra_d[u];
+        for (HYPRE_Int q = pdi[i2]; q < pdi[i2 + 1]; q++) EMIT(pdj[q]);
+        if (poi)
+          for (HYPRE_Int q = poi[i2]; q < poi[i2 + 1]; q++) {
+            HYPRE_Int m = o->mapQC ? o->mapQC[o->mapPQ[poj[q]]] : -1;
+            EMIT(m < 0 ? -1 : ncP + m);
+          }
       }
 #undef EMIT
       if (bad || nd != d1 - d0 || no != f1 - f0) { continue; }
@@ -300,10 +315,100 @@ static void tr_reorder_rows_hypre(const tr_order_ctx *o)
         memcpy(o->oa + f0, toa, (size_t)no * sizeof *toa);
       }
     }
-    free(vv); free(have); free(emit); free(amark); free(tj); free(ta);
+    free(vv); free(have); free(emit); free(amark); free(tj); free(ta); free(ra_d); free(ra_o);
   }
   hypre_TFree(tp, HYPRE_MEMORY_HOST);
   hypre_TFree(tr, HYPRE_MEMORY_HOST);
+}
+
+/* ---- order of the rows sent to other ranks.  hypre's owner walks a
+ * received row in its stored order, and the sender stores its rows (RAP_int)
+ * in first-encounter order of: each fine row i1 of column r of RT_offd
+ * (ascending), then A_offd's row i1 (each new i2: P_ext's row, this rank's
+ * columns first, then the others) and A_diag's row i1 (each new i2: P_diag's
+ * row, then P_offd's), interleaved per i1.  Rows whose walk does not give
+ * exactly their entries stay sorted. */
+typedef struct {
+  hypre_CSRMatrix *RTo, *Ad, *Ao, *Pd, *Po, *Pext;
+  const int32_t *pext_col, *mapPQ;
+  HYPRE_Int ncP, nAc, nAo, nQ;
+} tr_send_order_ctx;
+
+static void tr_order_send_rows(const tr_send_order_ctx *o, const tilerap_csr *C, const int64_t *rrow, HYPRE_Int nRo,
+                               const HYPRE_Int *ii, HYPRE_BigInt *bj, HYPRE_Complex *da, HYPRE_BigInt firstP,
+                               const HYPRE_BigInt *colQ)
+{
+  const HYPRE_Int ncP = o->ncP, nAc = o->nAc, nAo = o->nAo, ncol = ncP + o->nQ;
+  const HYPRE_Int nf = hypre_CSRMatrixNumRows(o->RTo);
+  const HYPRE_Int *ri = hypre_CSRMatrixI(o->RTo), *rj = hypre_CSRMatrixJ(o->RTo);
+  if (nRo <= 0 || !ri) return;
+  const HYPRE_Int rnz = ri[nf];
+  const HYPRE_Int *adi = hypre_CSRMatrixI(o->Ad), *adj = hypre_CSRMatrixJ(o->Ad);
+  const HYPRE_Int *aoi = nAo ? hypre_CSRMatrixI(o->Ao) : NULL, *aoj = nAo ? hypre_CSRMatrixJ(o->Ao) : NULL;
+  const HYPRE_Int *pdi = hypre_CSRMatrixI(o->Pd), *pdj = hypre_CSRMatrixJ(o->Pd);
+  const int has_po = hypre_CSRMatrixNumCols(o->Po) > 0 && hypre_CSRMatrixI(o->Po);
+  const HYPRE_Int *poi = has_po ? hypre_CSRMatrixI(o->Po) : NULL, *poj = has_po ? hypre_CSRMatrixJ(o->Po) : NULL;
+  const HYPRE_Int *xi = o->Pext ? hypre_CSRMatrixI(o->Pext) : NULL;
+  HYPRE_Int *tp = calloc((size_t)nRo + 2, sizeof *tp), *tr = malloc(((size_t)rnz + 1) * sizeof *tr);
+  HYPRE_Int *amark = calloc((size_t)nAc + nAo + 1, sizeof *amark), *have = calloc((size_t)ncol + 1, sizeof *have);
+  HYPRE_Int *emit = calloc((size_t)ncol + 1, sizeof *emit), *ord = NULL;
+  HYPRE_Complex *vv = malloc(((size_t)ncol + 1) * sizeof *vv);
+  HYPRE_Int maxlen = 0;
+  for (HYPRE_Int r = 0; r < nRo; r++) maxlen = ii[r + 1] - ii[r] > maxlen ? ii[r + 1] - ii[r] : maxlen;
+  ord = malloc(((size_t)maxlen + 1) * sizeof *ord);
+  if (!tp || !tr || !amark || !have || !emit || !vv || !ord) goto done;
+  for (HYPRE_Int k = 0; k < rnz; k++) tp[rj[k] + 2]++;
+  for (HYPRE_Int c = 0; c < nRo; c++) tp[c + 2] += tp[c + 1];
+  for (HYPRE_Int i = 0; i < nf; i++)
+    for (HYPRE_Int k = ri[i]; k < ri[i + 1]; k++) tr[tp[rj[k] + 1]++] = i;
+  for (HYPRE_Int r = 0; r < nRo; r++) {
+    const HYPRE_Int st = r + 1, len = ii[r + 1] - ii[r];
+    const int64_t c0 = C->rowptr[rrow[r]];
+    for (HYPRE_Int k = 0; k < len; k++) { have[C->colidx[c0 + k]] = st; vv[C->colidx[c0 + k]] = C->val[c0 + k]; }
+    HYPRE_Int n = 0;
+    int bad = 0;
+#define TR_SEND_EMIT(c_)                                                  \
+  do {                                                                    \
+    HYPRE_Int cc_ = (c_);                                                 \
+    if (cc_ < 0 || cc_ >= ncol || have[cc_] != st) bad = 1;               \
+    else if (emit[cc_] != st) {                                           \
+      emit[cc_] = st;                                                     \
+      if (n < len) ord[n] = cc_;                                          \
+      n++;                                                                \
+    }                                                                     \
+  } while (0)
+    for (HYPRE_Int t = tp[r]; t < tp[r + 1] && !bad; t++) {
+      const HYPRE_Int i1 = tr[t];
+      if (aoi)
+        for (HYPRE_Int k = aoi[i1]; k < aoi[i1 + 1] && !bad; k++) {
+          const HYPRE_Int i2 = aoj[k];
+          if (amark[nAc + i2] == st) continue;
+          amark[nAc + i2] = st;
+          if (!xi) { bad = 1; break; }
+          for (HYPRE_Int x = xi[i2]; x < xi[i2 + 1]; x++)
+            if (o->pext_col[x] < ncP) TR_SEND_EMIT(o->pext_col[x]);
+          for (HYPRE_Int x = xi[i2]; x < xi[i2 + 1]; x++)
+            if (o->pext_col[x] >= ncP) TR_SEND_EMIT(o->pext_col[x]);
+        }
+      for (HYPRE_Int k = adi[i1]; k < adi[i1 + 1] && !bad; k++) {
+        const HYPRE_Int i2 = adj[k];
+        if (amark[i2] == st) continue;
+        amark[i2] = st;
+        for (HYPRE_Int x = pdi[i2]; x < pdi[i2 + 1]; x++) TR_SEND_EMIT(pdj[x]);
+        if (poi)
+          for (HYPRE_Int x = poi[i2]; x < poi[i2 + 1]; x++) TR_SEND_EMIT(ncP + o->mapPQ[poj[x]]);
+      }
+    }
+#undef TR_SEND_EMIT
+    if (bad || n != len) continue; /* stays sorted */
+    for (HYPRE_Int k = 0; k < len; k++) {
+      const HYPRE_Int c = ord[k];
+      bj[ii[r] + k] = c < ncP ? firstP + c : colQ[c - ncP];
+      da[ii[r] + k] = vv[c];
+    }
+  }
+done:
+  free(tp); free(tr); free(amark); free(have); free(emit); free(vv); free(ord);
 }
 
 /* ---- hypre's order computed ahead (one rank, RT = P, no off-rank blocks).
@@ -670,6 +775,11 @@ sync:
         da[q] = C->val[k];
       }
       ii[r + 1] = q;
+    }
+    /* the owners emit received rows in stored order: send them in hypre's */
+    if (order_hypre && tr_hypre_order_hypre()) {
+      tr_send_order_ctx so = {RTo, Ad, Ao, Pd, Po, Pext, pext_col, mapPQ, ncP, nAc, nAo, nQ};
+      tr_order_send_rows(&so, C, rrow, nRo, ii, bj, da, firstP, colQ);
     }
     void *request = NULL;
     PHASE(TR_PH_OUT);
