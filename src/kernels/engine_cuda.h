@@ -38,11 +38,9 @@ int tr_cuda_stream_sync(void *stream);
 /* CSR <-> tile with the tile matrix on the device (tile_cuda_from_csr.cu,
  * tile_cuda_to_csr.cu); arguments checked by tile_convert_device.c.
  * One of rp64 / rp32 is non-NULL (or, for output, any of them may be). */
+/* unsorted != 0: rows in any column order, sorted on the device first */
 int tr_cuda_tile_from_csr(int32_t m, int32_t n, const int64_t *rp64, const int32_t *rp32, const int32_t *colidx,
-                          const double *val, tilerap_memtype csr_mem, tilerap_tile_matrix **T);
-int tr_cuda_tile_from_unsorted_csr(int32_t m, int32_t n, const int64_t *rp64, const int32_t *rp32,
-                                   const int32_t *colidx, const double *val, tilerap_memtype csr_mem,
-                                   tilerap_tile_matrix **T);
+                          const double *val, tilerap_memtype csr_mem, int unsorted, tilerap_tile_matrix **T);
 int tr_cuda_tile_to_csr(const tilerap_tile_matrix *T, int64_t *rp64, int32_t *rp32, int32_t *colidx, double *val,
                         tilerap_memtype csr_mem);
 int tr_cuda_tile_values_to_csr(const tilerap_tile_matrix *T, double *val, tilerap_memtype val_mem);

@@ -35,16 +35,18 @@ static int tr_from_csr_device(int32_t m, int32_t n, const int64_t *rp64, const i
                               const double *val, tilerap_memtype mem, int unsorted, tilerap_tile_matrix **T)
 {
   static const char what[] = "tile conversion on the device";
+  if (!rp64 && !rp32) { /* first, with the host conversion's message */
+    if (T) *T = NULL;
+    return tilerap_set_error(TILERAP_ERR_NULL, "tile conversion: CSR row pointers are NULL");
+  }
   if (!T) return tilerap_set_error(TILERAP_ERR_NULL, "%s: NULL output", what);
   *T = NULL;
   int err = tr_check_mem(mem, what);
   if (err) return err;
   if (m < 0 || n < 0) return tilerap_set_error(TILERAP_ERR_SIZE, "CSR with negative size %d x %d", m, n);
-  if (!rp64 && !rp32) return tilerap_set_error(TILERAP_ERR_NULL, "%s: CSR row pointers are NULL", what);
   if ((err = tr_device_engine(what))) return err;
 #ifdef TILERAP_HAVE_CUDA
-  return unsorted ? tr_cuda_tile_from_unsorted_csr(m, n, rp64, rp32, colidx, val, mem, T)
-                  : tr_cuda_tile_from_csr(m, n, rp64, rp32, colidx, val, mem, T);
+  return tr_cuda_tile_from_csr(m, n, rp64, rp32, colidx, val, mem, unsorted, T);
 #else
   (void)colidx; (void)val; (void)unsorted;
   return TILERAP_ERR_ENGINE;
@@ -54,40 +56,24 @@ static int tr_from_csr_device(int32_t m, int32_t n, const int64_t *rp64, const i
 int tilerap_tile_from_csr_device(int32_t m, int32_t n, const int64_t *rowptr, const int32_t *colidx,
                                  const double *val, tilerap_memtype csr_mem, tilerap_tile_matrix **T)
 {
-  if (!rowptr) {
-    if (T) *T = NULL;
-    return tilerap_set_error(TILERAP_ERR_NULL, "tile conversion: CSR row pointers are NULL");
-  }
   return tr_from_csr_device(m, n, rowptr, NULL, colidx, val, csr_mem, 0, T);
 }
 
 int tilerap_tile_from_csr_device_i32(int32_t m, int32_t n, const int32_t *rowptr, const int32_t *colidx,
                                      const double *val, tilerap_memtype csr_mem, tilerap_tile_matrix **T)
 {
-  if (!rowptr) {
-    if (T) *T = NULL;
-    return tilerap_set_error(TILERAP_ERR_NULL, "tile conversion: CSR row pointers are NULL");
-  }
   return tr_from_csr_device(m, n, NULL, rowptr, colidx, val, csr_mem, 0, T);
 }
 
 int tilerap_tile_from_unsorted_csr_device(int32_t m, int32_t n, const int64_t *rowptr, const int32_t *colidx,
                                           const double *val, tilerap_memtype csr_mem, tilerap_tile_matrix **T)
 {
-  if (!rowptr) {
-    if (T) *T = NULL;
-    return tilerap_set_error(TILERAP_ERR_NULL, "tile conversion: CSR row pointers are NULL");
-  }
   return tr_from_csr_device(m, n, rowptr, NULL, colidx, val, csr_mem, 1, T);
 }
 
 int tilerap_tile_from_unsorted_csr_device_i32(int32_t m, int32_t n, const int32_t *rowptr, const int32_t *colidx,
                                               const double *val, tilerap_memtype csr_mem, tilerap_tile_matrix **T)
 {
-  if (!rowptr) {
-    if (T) *T = NULL;
-    return tilerap_set_error(TILERAP_ERR_NULL, "tile conversion: CSR row pointers are NULL");
-  }
   return tr_from_csr_device(m, n, NULL, rowptr, colidx, val, csr_mem, 1, T);
 }
 

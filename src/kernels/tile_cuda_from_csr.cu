@@ -251,14 +251,6 @@ done:
   return err;
 }
 
-extern "C" int tr_cuda_tile_from_csr(int32_t m, int32_t n, const int64_t *rp64, const int32_t *rp32,
-                                     const int32_t *colidx, const double *val, tilerap_memtype csr_mem,
-                                     tilerap_tile_matrix **T)
-{
-  int on_device = csr_mem == TILERAP_MEM_DEVICE;
-  return rp64 ? tr_from_csr<int64_t>(m, n, rp64, colidx, val, on_device, T)
-              : tr_from_csr<int32_t>(m, n, rp32, colidx, val, on_device, T);
-}
 
 /* Rows in any column order (hypre keeps the diagonal first): row pointers
  * and column ranges checked, then each row's (column, value) pairs sorted
@@ -345,11 +337,14 @@ done:
   return err;
 }
 
-extern "C" int tr_cuda_tile_from_unsorted_csr(int32_t m, int32_t n, const int64_t *rp64, const int32_t *rp32,
-                                              const int32_t *colidx, const double *val, tilerap_memtype csr_mem,
-                                              tilerap_tile_matrix **T)
+extern "C" int tr_cuda_tile_from_csr(int32_t m, int32_t n, const int64_t *rp64, const int32_t *rp32,
+                                     const int32_t *colidx, const double *val, tilerap_memtype csr_mem, int unsorted,
+                                     tilerap_tile_matrix **T)
 {
   int on_device = csr_mem == TILERAP_MEM_DEVICE;
-  return rp64 ? tr_from_unsorted_csr<int64_t>(m, n, rp64, colidx, val, on_device, T)
-              : tr_from_unsorted_csr<int32_t>(m, n, rp32, colidx, val, on_device, T);
+  if (unsorted)
+    return rp64 ? tr_from_unsorted_csr<int64_t>(m, n, rp64, colidx, val, on_device, T)
+                : tr_from_unsorted_csr<int32_t>(m, n, rp32, colidx, val, on_device, T);
+  return rp64 ? tr_from_csr<int64_t>(m, n, rp64, colidx, val, on_device, T)
+              : tr_from_csr<int32_t>(m, n, rp32, colidx, val, on_device, T);
 }
