@@ -448,7 +448,8 @@ static void tr_trav_compute(tr_trav *t)
       for (HYPRE_Int k = pi[i]; k < pi[i + 1]; k++) tr[tp[pj[k] + 1]++] = i;
   }
   int team = 1;
-#pragma omp parallel num_threads(nth) reduction(| : bad) if (!bad && ncR > TR_PAR_ROWS)
+  if (!bad)
+#pragma omp parallel num_threads(nth) reduction(| : bad) if (ncR > TR_PAR_ROWS)
   {
     const int id = tr_thread(), nt = tr_team_size();
     if (id == 0) team = nt;
