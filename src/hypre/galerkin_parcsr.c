@@ -211,20 +211,30 @@ static int tr_hypre_order_hypre(void)
   return v;
 }
 
+/* Columns of block M (ncols of them) as lists of its rows, rows ascending
+ * (a counting sort): column c holds rows (*rows)[(*ptr)[c] .. (*ptr)[c+1]).
+ * The walks below visit column ic of RT this way.  0, or 1 out of memory. */
+static int tr_columns_as_rows(hypre_CSRMatrix *M, HYPRE_Int ncols, HYPRE_Int **ptr, HYPRE_Int **rows)
+{
+  const HYPRE_Int nf = hypre_CSRMatrixNumRows(M);
+  const HYPRE_Int *mi = hypre_CSRMatrixI(M), *mj = hypre_CSRMatrixJ(M);
+  const HYPRE_Int nz = mi ? mi[nf] : 0;
+  HYPRE_Int *tp = calloc((size_t)ncols + 2, sizeof *tp), *tr = malloc(((size_t)nz + 1) * sizeof *tr);
+  *ptr = tp;
+  *rows = tr;
+  if (!tp || !tr) return 1;
+  for (HYPRE_Int k = 0; k < nz; k++) tp[mj[k] + 2]++;
+  for (HYPRE_Int c = 0; c < ncols; c++) tp[c + 2] += tp[c + 1];
+  for (HYPRE_Int i = 0; i < nf && nz; i++)
+    for (HYPRE_Int k = mi[i]; k < mi[i + 1]; k++) tr[tp[mj[k] + 1]++] = i;
+  return 0;
+}
+
 static void tr_reorder_rows_hypre(const tr_order_ctx *o)
 {
   const HYPRE_Int ncR = o->ncR, ncP = o->ncP, nAc = o->nAc, nmark = o->nmark;
-  /* columns ic of RT_diag as rows (fine rows ascending): counting sort */
-  hypre_CSRMatrix *RTd = o->RTd;
-  const HYPRE_Int nf = hypre_CSRMatrixNumRows(RTd);
-  const HYPRE_Int *ri = hypre_CSRMatrixI(RTd), *rj = hypre_CSRMatrixJ(RTd);
-  const HYPRE_Int rnz = ri ? ri[nf] : 0;
-  HYPRE_Int *tp = hypre_CTAlloc(HYPRE_Int, ncR + 2, HYPRE_MEMORY_HOST);
-  HYPRE_Int *tr = hypre_TAlloc(HYPRE_Int, rnz + 1, HYPRE_MEMORY_HOST);
-  for (HYPRE_Int k = 0; k < rnz; k++) tp[rj[k] + 2]++;
-  for (HYPRE_Int c = 0; c < ncR; c++) tp[c + 2] += tp[c + 1];
-  for (HYPRE_Int i = 0; i < nf; i++)
-    for (HYPRE_Int k = ri[i]; k < ri[i + 1]; k++) tr[tp[rj[k] + 1]++] = i;
+  HYPRE_Int *tp, *tr;
+  if (tr_columns_as_rows(o->RTd, ncR, &tp, &tr)) { free(tp); free(tr); return; } /* rows stay sorted */
   HYPRE_Int maxd = 0, maxo = 0;
   for (HYPRE_Int r = 0; r < ncR; r++) {
     if (o->di[r + 1] - o->di[r] > maxd) maxd = o->di[r + 1] - o->di[r];
@@ -317,8 +327,8 @@ static void tr_reorder_rows_hypre(const tr_order_ctx *o)
     }
     free(vv); free(have); free(emit); free(amark); free(tj); free(ta); free(ra_d); free(ra_o);
   }
-  hypre_TFree(tp, HYPRE_MEMORY_HOST);
-  hypre_TFree(tr, HYPRE_MEMORY_HOST);
+  free(tp);
+  free(tr);
 }
 
 /* ---- order of the rows sent to other ranks.  hypre's owner walks a
@@ -339,28 +349,22 @@ static void tr_order_send_rows(const tr_send_order_ctx *o, const tilerap_csr *C,
                                const HYPRE_BigInt *colQ)
 {
   const HYPRE_Int ncP = o->ncP, nAc = o->nAc, nAo = o->nAo, ncol = ncP + o->nQ;
-  const HYPRE_Int nf = hypre_CSRMatrixNumRows(o->RTo);
-  const HYPRE_Int *ri = hypre_CSRMatrixI(o->RTo), *rj = hypre_CSRMatrixJ(o->RTo);
-  if (nRo <= 0 || !ri) return;
-  const HYPRE_Int rnz = ri[nf];
+  if (nRo <= 0 || !hypre_CSRMatrixI(o->RTo)) return;
   const HYPRE_Int *adi = hypre_CSRMatrixI(o->Ad), *adj = hypre_CSRMatrixJ(o->Ad);
   const HYPRE_Int *aoi = nAo ? hypre_CSRMatrixI(o->Ao) : NULL, *aoj = nAo ? hypre_CSRMatrixJ(o->Ao) : NULL;
   const HYPRE_Int *pdi = hypre_CSRMatrixI(o->Pd), *pdj = hypre_CSRMatrixJ(o->Pd);
   const int has_po = hypre_CSRMatrixNumCols(o->Po) > 0 && hypre_CSRMatrixI(o->Po);
   const HYPRE_Int *poi = has_po ? hypre_CSRMatrixI(o->Po) : NULL, *poj = has_po ? hypre_CSRMatrixJ(o->Po) : NULL;
   const HYPRE_Int *xi = o->Pext ? hypre_CSRMatrixI(o->Pext) : NULL;
-  HYPRE_Int *tp = calloc((size_t)nRo + 2, sizeof *tp), *tr = malloc(((size_t)rnz + 1) * sizeof *tr);
+  HYPRE_Int *tp, *tr;
+  const int nomem = tr_columns_as_rows(o->RTo, nRo, &tp, &tr);
   HYPRE_Int *amark = calloc((size_t)nAc + nAo + 1, sizeof *amark), *have = calloc((size_t)ncol + 1, sizeof *have);
   HYPRE_Int *emit = calloc((size_t)ncol + 1, sizeof *emit), *ord = NULL;
   HYPRE_Complex *vv = malloc(((size_t)ncol + 1) * sizeof *vv);
   HYPRE_Int maxlen = 0;
   for (HYPRE_Int r = 0; r < nRo; r++) maxlen = ii[r + 1] - ii[r] > maxlen ? ii[r + 1] - ii[r] : maxlen;
   ord = malloc(((size_t)maxlen + 1) * sizeof *ord);
-  if (!tp || !tr || !amark || !have || !emit || !vv || !ord) goto done;
-  for (HYPRE_Int k = 0; k < rnz; k++) tp[rj[k] + 2]++;
-  for (HYPRE_Int c = 0; c < nRo; c++) tp[c + 2] += tp[c + 1];
-  for (HYPRE_Int i = 0; i < nf; i++)
-    for (HYPRE_Int k = ri[i]; k < ri[i + 1]; k++) tr[tp[rj[k] + 1]++] = i;
+  if (nomem || !amark || !have || !emit || !vv || !ord) goto done;
   for (HYPRE_Int r = 0; r < nRo; r++) {
     const HYPRE_Int st = r + 1, len = ii[r + 1] - ii[r];
     const int64_t c0 = C->rowptr[rrow[r]];
@@ -429,24 +433,16 @@ typedef struct {
 static void tr_trav_compute(tr_trav *t)
 {
   const HYPRE_Int ncR = t->ncR, ncP = t->ncP, nAc = t->nAc;
-  const HYPRE_Int nf = hypre_CSRMatrixNumRows(t->Pd);
   const HYPRE_Int *pi = hypre_CSRMatrixI(t->Pd), *pj = hypre_CSRMatrixJ(t->Pd);
   const HYPRE_Int *ai = hypre_CSRMatrixI(t->Ad), *aj = hypre_CSRMatrixJ(t->Ad);
-  const HYPRE_Int pnz = pi[nf];
   t->ok = 0;
   t->ptr = calloc((size_t)ncR + 2, sizeof *t->ptr);
-  int64_t *tp = calloc((size_t)ncR + 2, sizeof *tp);
-  HYPRE_Int *tr = malloc(((size_t)pnz + 1) * sizeof *tr);
+  HYPRE_Int *tp, *tr; /* columns of P (= RT) as rows */
+  const int nomem = tr_columns_as_rows(t->Pd, ncR, &tp, &tr);
   const int nth = t->nthreads > 0 ? t->nthreads : 1;
   HYPRE_Int **buf = calloc((size_t)nth, sizeof *buf);
   int64_t *blen = calloc((size_t)nth + 1, sizeof *blen);
-  int bad = !t->ptr || !tp || !tr || !buf || !blen;
-  if (!bad) { /* columns of P (= RT) as rows, fine rows ascending */
-    for (HYPRE_Int k = 0; k < pnz; k++) tp[pj[k] + 2]++;
-    for (HYPRE_Int c = 0; c < ncR; c++) tp[c + 2] += tp[c + 1];
-    for (HYPRE_Int i = 0; i < nf; i++)
-      for (HYPRE_Int k = pi[i]; k < pi[i + 1]; k++) tr[tp[pj[k] + 1]++] = i;
-  }
+  int bad = nomem || !t->ptr || !buf || !blen;
   int team = 1;
   if (!bad)
 #pragma omp parallel num_threads(nth) reduction(| : bad) if (ncR > TR_PAR_ROWS)
