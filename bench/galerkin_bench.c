@@ -5,8 +5,14 @@
  * same run.  Medians of -reps runs after one warm-up; every tilerap result
  * is checked against the plain CSR reference before its time counts.
  *
- *   galerkin-bench [-reps N] [-engine cpu|cuda|auto] [-no-petsc] [case ...]
+ *   galerkin-bench [-reps N] [-engine cpu|cuda|auto] [-cpu-kernel auto|tiles|recorded]
+ *                  [-no-petsc] [case ...]
  *   case = p2d5:N | p2d9:N | p3d7:N | p3d27:N   (default: p3d7:64 p3d7:101)
+ *
+ * Columns: tr_first = plan + numeric of a fresh plan; tr_num1 = that
+ * plan's first re-run (where the CPU engine's AUTO kernel records the
+ * products); tr_num = steady re-runs of one plan, interleaved with
+ * PETSc's MAT_REUSE_MATRIX (petsc_re); x* = PETSc time / tilerap time.
  */
 #ifdef HAVE_CONFIG_H
 #include "tilerap_config.h"
@@ -28,8 +34,10 @@
 
 #define MAXREPS 101
 
+static tilerap_cpu_kernel g_cpu_kernel = TILERAP_CPU_KERNEL_AUTO; /* -cpu-kernel */
+
 typedef struct {
-  double conv, first, numeric, petsc_first, petsc_reuse, relerr, petsc_relerr;
+  double conv, first, rerun1, numeric, petsc_first, petsc_reuse, relerr, petsc_relerr;
 } level_times;
 
 #ifdef TILERAP_HAVE_PETSC
@@ -89,6 +97,7 @@ static int run_case(const char *spec, int reps, tilerap_engine engine, int with_
   tilerap_options opt;
   tilerap_options_default(&opt);
   opt.engine = engine;
+  opt.cpu_kernel = g_cpu_kernel;
 
   double tb = bench_now();
   tilerap_csr *Al[5] = {0}, *Pl[4] = {0};
@@ -126,6 +135,9 @@ static int run_case(const char *spec, int reps, tilerap_engine engine, int with_
     Mat pA = NULL, pP = NULL, pC = NULL;
     if (with_petsc) { pA = petsc_from_csr(Al[l]); pP = petsc_from_csr(Pl[l]); }
 #endif
+    /* fresh plans: first time, and the plan's first re-run (the CPU
+     * engine's AUTO kernel records its products there) */
+    double t1r[MAXREPS];
     for (int r = 0; r <= reps; r++) {
       tilerap_ptap_plan_destroy(&plan); tilerap_tile_destroy(&tC);
       double t0 = bench_now();
@@ -140,19 +152,33 @@ static int run_case(const char *spec, int reps, tilerap_engine engine, int with_
       double t2 = bench_now();
       tilerap_ptap_numeric(plan, tA, tP, tC);
       double t3 = bench_now();
-      if (r) { tf[r - 1] = t1 - t0; tn[r - 1] = t3 - t2; }
+      if (r) { tf[r - 1] = t1 - t0; t1r[r - 1] = t3 - t2; }
 #ifdef TILERAP_HAVE_PETSC
       if (with_petsc) {
         if (pC) MatDestroy(&pC);
         t0 = bench_now();
         MatPtAP(pA, pP, MAT_INITIAL_MATRIX, 2.0, &pC);
         t1 = bench_now();
-        MatPtAP(pA, pP, MAT_REUSE_MATRIX, 2.0, &pC);
-        t2 = bench_now();
-        if (r) { pf[r - 1] = t1 - t0; pn[r - 1] = t2 - t1; }
+        if (r) pf[r - 1] = t1 - t0;
       }
 #endif
     }
+    /* steady re-runs of the last plan, interleaved with PETSc's reuse */
+    for (int r = 0; r <= reps; r++) {
+      double t0 = bench_now();
+      tilerap_ptap_numeric(plan, tA, tP, tC);
+      double t1 = bench_now();
+      if (r) tn[r - 1] = t1 - t0;
+#ifdef TILERAP_HAVE_PETSC
+      if (with_petsc) {
+        t0 = bench_now();
+        MatPtAP(pA, pP, MAT_REUSE_MATRIX, 2.0, &pC);
+        t1 = bench_now();
+        if (r) pn[r - 1] = t1 - t0;
+      }
+#endif
+    }
+    t.rerun1 = bench_median(t1r, reps);
     t.first = bench_median(tf, reps);
     t.numeric = bench_median(tn, reps);
     if (!(bench_tile_relerr(tC, Al[l + 1]) <= 1e-14)) { fprintf(stderr, "level %d: WRONG RESULT after re-run\n", l); bad = 1; }
@@ -169,23 +195,23 @@ static int run_case(const char *spec, int reps, tilerap_engine engine, int with_
 #else
     (void)pf; (void)pn;
 #endif
-    printf("%-10s %3d %9d %10lld %9lld %9lld %11lld %9.3f %9.3f %9.3f", spec, l, Al[l]->m, (long long)Al[l]->nnz,
+    printf("%-10s %3d %9d %10lld %9lld %9lld %11lld %9.3f %9.3f %9.3f %9.3f", spec, l, Al[l]->m, (long long)Al[l]->nnz,
            (long long)Pl[l]->nnz, (long long)Al[l + 1]->nnz, (long long)(info.ap.flops + info.ptap.flops),
-           1e3 * t.conv, 1e3 * t.first, 1e3 * t.numeric);
+           1e3 * t.conv, 1e3 * t.first, 1e3 * t.rerun1, 1e3 * t.numeric);
     if (with_petsc)
-      printf(" %9.3f %9.3f %6.2f %6.2f", 1e3 * t.petsc_first, 1e3 * t.petsc_reuse, t.petsc_first / t.first,
-             t.petsc_reuse / t.numeric);
+      printf(" %9.3f %9.3f %6.2f %6.2f %6.2f", 1e3 * t.petsc_first, 1e3 * t.petsc_reuse, t.petsc_first / t.first,
+             t.petsc_reuse / t.rerun1, t.petsc_reuse / t.numeric);
     printf(" %8.1e\n", t.relerr);
-    tot.conv += t.conv; tot.first += t.first; tot.numeric += t.numeric;
+    tot.conv += t.conv; tot.first += t.first; tot.rerun1 += t.rerun1; tot.numeric += t.numeric;
     tot.petsc_first += t.petsc_first; tot.petsc_reuse += t.petsc_reuse;
     tilerap_ptap_plan_destroy(&plan);
     tilerap_tile_destroy(&tA); tilerap_tile_destroy(&tP); tilerap_tile_destroy(&tC);
   }
-  printf("%-10s all %9s %10s %9s %9s %11s %9.3f %9.3f %9.3f", spec, "", "", "", "", "", 1e3 * tot.conv, 1e3 * tot.first,
-         1e3 * tot.numeric);
+  printf("%-10s all %9s %10s %9s %9s %11s %9.3f %9.3f %9.3f %9.3f", spec, "", "", "", "", "", 1e3 * tot.conv,
+         1e3 * tot.first, 1e3 * tot.rerun1, 1e3 * tot.numeric);
   if (with_petsc)
-    printf(" %9.3f %9.3f %6.2f %6.2f", 1e3 * tot.petsc_first, 1e3 * tot.petsc_reuse, tot.petsc_first / tot.first,
-           tot.petsc_reuse / tot.numeric);
+    printf(" %9.3f %9.3f %6.2f %6.2f %6.2f", 1e3 * tot.petsc_first, 1e3 * tot.petsc_reuse, tot.petsc_first / tot.first,
+           tot.petsc_reuse / tot.rerun1, tot.petsc_reuse / tot.numeric);
   printf("\n");
   for (int l = 0; l <= L; l++) tilerap_csr_destroy(&Al[l]);
   for (int l = 0; l < L; l++) tilerap_csr_destroy(&Pl[l]);
@@ -204,8 +230,13 @@ int main(int argc, char **argv)
     if (!strcmp(argv[i], "-reps") && i + 1 < argc) reps = atoi(argv[++i]);
     else if (!strcmp(argv[i], "-engine") && i + 1 < argc) {
       if (tilerap_engine_parse(argv[++i], &engine)) { fprintf(stderr, "%s\n", tilerap_last_error()); return 2; }
+    } else if (!strcmp(argv[i], "-cpu-kernel") && i + 1 < argc) {
+      if (tilerap_cpu_kernel_parse(argv[++i], &g_cpu_kernel)) { fprintf(stderr, "%s\n", tilerap_last_error()); return 2; }
     } else if (!strcmp(argv[i], "-no-petsc")) with_petsc = 0;
-    else if (argv[i][0] == '-') { fprintf(stderr, "usage: %s [-reps N] [-engine cpu|cuda|auto] [-no-petsc] [case ...]\n", argv[0]); return 2; }
+    else if (argv[i][0] == '-') {
+      fprintf(stderr, "usage: %s [-reps N] [-engine cpu|cuda|auto] [-cpu-kernel auto|tiles|recorded] [-no-petsc] [case ...]\n", argv[0]);
+      return 2;
+    }
     else if (ncases < 32) cases[ncases++] = argv[i];
   }
   if (reps < 1 || reps > MAXREPS - 1) reps = 7;
@@ -220,11 +251,12 @@ int main(int argc, char **argv)
   threads = omp_get_max_threads();
 #endif
   engine = tilerap_engine_resolve(engine);
-  printf("# galerkin-bench: engine %s, %d OpenMP threads, median of %d after warm-up, times in ms%s\n",
-         tilerap_engine_name(engine), threads, reps, with_petsc ? "; PETSc MatPtAP on SEQAIJ (1 thread)" : "");
-  printf("%-10s %3s %9s %10s %9s %9s %11s %9s %9s %9s", "case", "lvl", "n", "nnzA", "nnzP", "nnzC", "flops", "csr2tile",
-         "tr_first", "tr_num");
-  if (with_petsc) printf(" %9s %9s %6s %6s", "petsc_1st", "petsc_re", "x1st", "xnum");
+  printf("# galerkin-bench: engine %s (CPU kernel %s), %d OpenMP threads, median of %d after warm-up, times in ms%s\n",
+         tilerap_engine_name(engine), tilerap_cpu_kernel_name(g_cpu_kernel), threads, reps,
+         with_petsc ? "; PETSc MatPtAP on SEQAIJ (1 thread)" : "");
+  printf("%-10s %3s %9s %10s %9s %9s %11s %9s %9s %9s %9s", "case", "lvl", "n", "nnzA", "nnzP", "nnzC", "flops",
+         "csr2tile", "tr_first", "tr_num1", "tr_num");
+  if (with_petsc) printf(" %9s %9s %6s %6s %6s", "petsc_1st", "petsc_re", "x1st", "xnum1", "xnum");
   printf(" %8s\n", "relerr");
   int bad = 0;
   for (int c = 0; c < ncases; c++) bad |= run_case(cases[c], reps, engine, with_petsc);

@@ -84,6 +84,25 @@ typedef enum {
   TILERAP_PRECISION_FP16 = 3  /* 11-bit significand, 5-bit exponent */
 } tilerap_precision;
 
+/* Numeric kernel of the CPU engine.  Both sum every entry's products in
+ * the same order, so they give identical results; they differ in speed
+ * and plan memory (BENCHMARKS.md section 6). */
+typedef enum {
+  TILERAP_CPU_KERNEL_AUTO = 0,    /* environment TILERAP_CPU_KERNEL=tiles|recorded, else
+                                     RECORDED when its records take at most twice the
+                                     memory of the values of A, B and C (4 bytes per
+                                     multiply-add, 8 per entry), else TILES */
+  TILERAP_CPU_KERNEL_TILES = 1,   /* per C tile, each (A tile, B tile) pair walks A's
+                                     entries and B's rows into a sparse or dense 16x16
+                                     accumulator; nothing stored beyond the pair lists */
+  TILERAP_CPU_KERNEL_RECORDED = 2 /* a numeric run records every scalar product as
+                                     its three positions (A, B, C entry inside their
+                                     tiles, one byte each); later runs are a straight
+                                     stream, 1.5-2x faster on AMG products, at 4 bytes
+                                     per multiply-add of plan memory.  AUTO records
+                                     on a plan's second run, RECORDED on its first */
+} tilerap_cpu_kernel;
+
 typedef struct {
   tilerap_engine engine; /* AUTO: environment TILERAP_ENGINE=cpu|cuda|auto, then probe */
   int dense_threshold;   /* C tiles with more entries use the dense 16x16
@@ -98,6 +117,7 @@ typedef struct {
                             levels (to 1.4x) and dense-tile products (24-50x).
                             The CPU engine ignores it (always fp64). */
   tilerap_precision precision; /* operands of tensor-core pairs; default FP64 */
+  tilerap_cpu_kernel cpu_kernel; /* CPU engine's numeric kernel; default AUTO */
 } tilerap_options;
 
 /* Fills *opt with the defaults (AUTO engine, threshold 192, tensor cores
@@ -114,6 +134,9 @@ int tilerap_engine_available(tilerap_engine engine);
 const char *tilerap_engine_name(tilerap_engine engine);
 /* Parses "auto", "cpu", "cuda"; returns TILERAP_ERR_INVALID otherwise. */
 int tilerap_engine_parse(const char *name, tilerap_engine *engine);
+/* Parses "auto", "tiles", "recorded"; returns TILERAP_ERR_INVALID otherwise. */
+int tilerap_cpu_kernel_parse(const char *name, tilerap_cpu_kernel *kernel);
+const char *tilerap_cpu_kernel_name(tilerap_cpu_kernel kernel);
 
 /* ------------------------------------------------------------------ */
 /* Devices of the CUDA engine                                          */
@@ -310,6 +333,10 @@ typedef struct {
   int64_t flops;          /* 2 * scalar multiply-adds of numeric     */
   int64_t dense_tiles;    /* C tiles using the dense accumulator     */
   int64_t tc_pairs;       /* pairs multiplied on tensor cores (CUDA) */
+  int64_t recorded;       /* CPU: scalar products the plan records (RECORDED
+                             kernel, filled by a numeric run: the first if
+                             RECORDED was asked for, the second under AUTO);
+                             0: tile kernel */
 } tilerap_spgemm_info;
 int tilerap_spgemm_plan_info(tilerap_spgemm_plan plan, tilerap_spgemm_info *info);
 

@@ -304,6 +304,34 @@ int main(int argc, char **argv)
     PetscCall(PetscOptionsClearValue(NULL, "-tc_mat_tile_precision"));
   }
 
+  /* CPU kernel option: read by MatSetFromOptions, shown by MatView, bad
+   * values rejected */
+  {
+    Mat            E;
+    PetscErrorCode ierr;
+    char           fname[] = "petsc_seqtile_basic_kernel.txt", line[512];
+    FILE          *f;
+    PetscBool      found = PETSC_FALSE;
+    PetscCall(PetscOptionsSetValue(NULL, "-kn_mat_tile_cpu_kernel", "recorded"));
+    PetscCall(MatDuplicate(A, MAT_COPY_VALUES, &E));
+    PetscCall(MatSetOptionsPrefix(E, "kn_"));
+    PetscCall(MatSetFromOptions(E));
+    PetscCall(view_info(E, fname));
+    f = fopen(fname, "r");
+    while (f && fgets(line, sizeof line, f))
+      if (strstr(line, "CPU kernel recorded")) found = PETSC_TRUE;
+    if (f) fclose(f);
+    remove(fname);
+    tap_ok(found, "-mat_tile_cpu_kernel recorded read and shown by MatView");
+    PetscCall(PetscOptionsSetValue(NULL, "-kn_mat_tile_cpu_kernel", "fastest"));
+    PetscCall(PetscPushErrorHandler(PetscReturnErrorHandler, NULL));
+    ierr = MatSetFromOptions(E);
+    PetscCall(PetscPopErrorHandler());
+    tap_ok(ierr == PETSC_ERR_ARG_OUTOFRANGE, "-mat_tile_cpu_kernel fastest is rejected with PETSC_ERR_ARG_OUTOFRANGE (%d)", (int)ierr);
+    PetscCall(MatDestroy(&E));
+    PetscCall(PetscOptionsClearValue(NULL, "-kn_mat_tile_cpu_kernel"));
+  }
+
   PetscCall(VecDestroy(&x));
   PetscCall(VecDestroy(&y));
   PetscCall(VecDestroy(&yref));

@@ -126,6 +126,18 @@ int main(int argc, char **argv)
       tap_ok(st.rebuilds == 1 && st.value_refreshes >= 1, "A's tile copy: values refreshed, never rebuilt (rebuilds %d, refreshes %d)", (int)st.rebuilds, (int)st.value_refreshes);
     }
     PetscCall(check_tile_sync(C, "PtAP reuse"));
+    /* three more re-runs with new values: the CPU engine's default (AUTO)
+     * kernel records the products on the second run and replays them
+     * afterwards; every run must equal AIJ's */
+    for (int round = 2; round <= 4; round++) {
+      PetscCall(new_values(A, Aaij, 600 + 10 * s + round));
+      PetscCall(new_values(P, Paij, 700 + 10 * s + round));
+      PetscCall(MatPtAP(A, P, MAT_REUSE_MATRIX, 2.0, &C));
+      PetscCall(MatDestroy(&Cref));
+      PetscCall(MatPtAP(Aaij, Paij, MAT_INITIAL_MATRIX, 2.0, &Cref));
+      PetscCall(PetscSNPrintf(what, sizeof what, "PtAP MAT_REUSE_MATRIX run %d with new values", round));
+      PetscCall(check(C, Cref, what));
+    }
 
     /* next level from C without conversion: C2 = P2^T C P2 */
     {

@@ -59,6 +59,16 @@ int main(void)
     tap_ok(p == TILERAP_PRECISION_BF16 && !strcmp(tilerap_precision_name(p), "bf16"), "precision name round trip");
     EXPECT(tilerap_precision_parse("fp8", &p), TILERAP_ERR_INVALID, "precision 'fp8'");
   }
+  o.cpu_kernel = (tilerap_cpu_kernel)9;
+  EXPECT(tilerap_spgemm_plan_create(T, T, &o, &plan, &C), TILERAP_ERR_INVALID, "CPU kernel 9");
+  o.cpu_kernel = TILERAP_CPU_KERNEL_AUTO;
+  {
+    tilerap_cpu_kernel k = TILERAP_CPU_KERNEL_AUTO;
+    EXPECT(tilerap_cpu_kernel_parse("Recorded", &k), TILERAP_SUCCESS, "CPU kernel 'Recorded' parsed");
+    tap_ok(k == TILERAP_CPU_KERNEL_RECORDED && !strcmp(tilerap_cpu_kernel_name(k), "recorded"), "CPU kernel name round trip");
+    EXPECT(tilerap_cpu_kernel_parse("rows", &k), TILERAP_ERR_INVALID, "CPU kernel 'rows'");
+    EXPECT(tilerap_cpu_kernel_parse(NULL, &k), TILERAP_ERR_NULL, "CPU kernel NULL name");
+  }
 
   /* numeric with another structure than the plan's */
   tilerap_csr *bt = ref_transpose(b);

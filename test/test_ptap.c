@@ -8,11 +8,15 @@
 #include <math.h>
 #include <stdlib.h>
 
+/* CPU kernel of the plans: the hierarchies run with each */
+static tilerap_cpu_kernel g_kernel = TILERAP_CPU_KERNEL_AUTO;
+
 static tilerap_options cpu_opts(void)
 {
   tilerap_options o;
   tilerap_options_default(&o);
   o.engine = TILERAP_ENGINE_CPU;
+  o.cpu_kernel = g_kernel;
   return o;
 }
 
@@ -49,27 +53,33 @@ static void check_hierarchy(tilerap_stencil s, int32_t n)
     if (!err) err = tilerap_ptap_numeric(plans[L], lvlA, tP[L], tC[L]);
     Al[L + 1] = ref_ptap(Al[L], Pl[L]);
     double e = err ? INFINITY : compare(tC[L], Al[L + 1]);
-    tap_ok(e <= 1e-14, "%s n=%d level %d: %d -> %d, nnz(C) %lld, relerr %.2e %s", tilerap_stencil_name(s), n, L,
-           Al[L]->m, Al[L + 1]->m, (long long)Al[L + 1]->nnz, e, err ? tilerap_last_error() : "");
+    tap_ok(e <= 1e-14, "%s n=%d [%s] level %d: %d -> %d, nnz(C) %lld, relerr %.2e %s", tilerap_stencil_name(s), n,
+           tilerap_cpu_kernel_name(g_kernel), L, Al[L]->m, Al[L + 1]->m, (long long)Al[L + 1]->nnz, e,
+           err ? tilerap_last_error() : "");
     dims[0] = cd[0]; dims[1] = cd[1]; dims[2] = cd[2];
   }
   tap_ok(L >= 2, "%s n=%d: hierarchy has %d levels", tilerap_stencil_name(s), n, L);
 
-  /* reuse down the hierarchy: scale A by 2 and change P's values; the
-   * numeric re-runs chain through the tile outputs. */
+  /* reuse down the hierarchy, three rounds (the RECORDED kernel records
+   * on a plan's first run, AUTO on its second, both replay afterwards):
+   * scale A by 2 and change P's values; the numeric re-runs chain through
+   * the tile outputs. */
   uint64_t seed = 31;
-  for (int64_t q = 0; q < tA->nnz; q++) tA->val[q] *= 2.0;
-  for (int64_t q = 0; q < A->nnz; q++) A->val[q] *= 2.0;
-  for (int l = 0; l < L; l++) {
-    ref_randomize_values(Pl[l], &seed);
-    tilerap_tile_update_values_from_csr(tP[l], Pl[l]->rowptr, Pl[l]->val);
-    for (int64_t q = 0; q < tC[l]->nnz; q++) tC[l]->val[q] = NAN;
-    int err = tilerap_ptap_numeric(plans[l], l == 0 ? tA : tC[l - 1], tP[l], tC[l]);
-    tilerap_csr *R = ref_ptap(Al[l], Pl[l]);
-    tilerap_csr_destroy(&Al[l + 1]);
-    Al[l + 1] = R;
-    double e = err ? INFINITY : compare(tC[l], R);
-    tap_ok(e <= 1e-14, "%s n=%d level %d: numeric re-run after new values, relerr %.2e", tilerap_stencil_name(s), n, l, e);
+  for (int round = 1; round <= 3; round++) {
+    for (int64_t q = 0; q < tA->nnz; q++) tA->val[q] *= 2.0;
+    for (int64_t q = 0; q < A->nnz; q++) A->val[q] *= 2.0;
+    for (int l = 0; l < L; l++) {
+      ref_randomize_values(Pl[l], &seed);
+      tilerap_tile_update_values_from_csr(tP[l], Pl[l]->rowptr, Pl[l]->val);
+      for (int64_t q = 0; q < tC[l]->nnz; q++) tC[l]->val[q] = NAN;
+      int err = tilerap_ptap_numeric(plans[l], l == 0 ? tA : tC[l - 1], tP[l], tC[l]);
+      tilerap_csr *R = ref_ptap(Al[l], Pl[l]);
+      tilerap_csr_destroy(&Al[l + 1]);
+      Al[l + 1] = R;
+      double e = err ? INFINITY : compare(tC[l], R);
+      tap_ok(e <= 1e-14, "%s n=%d [%s] level %d: numeric re-run %d after new values, relerr %.2e", tilerap_stencil_name(s),
+             n, tilerap_cpu_kernel_name(g_kernel), l, round, e);
+    }
   }
   for (int l = 0; l < L; l++) {
     tilerap_ptap_plan_destroy(&plans[l]);
@@ -96,10 +106,15 @@ static void check_random(int32_t n, int32_t nc, double dA, double dP, int empty,
 
 int main(void)
 {
-  check_hierarchy(TILERAP_P2D5, 100);
-  check_hierarchy(TILERAP_P2D9, 80);
-  check_hierarchy(TILERAP_P3D7, 23);
-  check_hierarchy(TILERAP_P3D27, 25);
+  const tilerap_cpu_kernel kernels[] = {TILERAP_CPU_KERNEL_AUTO, TILERAP_CPU_KERNEL_TILES, TILERAP_CPU_KERNEL_RECORDED};
+  for (int k = 0; k < 3; k++) {
+    g_kernel = kernels[k];
+    check_hierarchy(TILERAP_P2D5, 100);
+    check_hierarchy(TILERAP_P2D9, 80);
+    check_hierarchy(TILERAP_P3D7, 23);
+    check_hierarchy(TILERAP_P3D27, 25);
+  }
+  g_kernel = TILERAP_CPU_KERNEL_AUTO;
   uint64_t seed = 4711;
   check_random(0, 0, 0, 0, 0, &seed, "empty 0x0");
   check_random(1, 1, 1, 1, 0, &seed, "1x1");

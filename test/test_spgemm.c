@@ -5,11 +5,15 @@
 #include "tilerap_model.h"
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 /* Internal entry of the CPU engine (src/kernels/spgemm_cpu.h): C = A^T*B
  * planned without forming A^T; the CPU PtAP plan uses it for P^T (AP). */
-int tr_cpu_spgemm_plan_create_atb(const tilerap_tile_matrix *A, const tilerap_tile_matrix *B, int dense_threshold,
+int tr_cpu_spgemm_plan_create_atb(const tilerap_tile_matrix *A, const tilerap_tile_matrix *B, const tilerap_options *opt,
                                   tilerap_spgemm_plan *plan, tilerap_tile_matrix **C);
+
+/* CPU kernel of the plans made by opts(): every case runs with each */
+static tilerap_cpu_kernel g_kernel = TILERAP_CPU_KERNEL_AUTO;
 
 static tilerap_options opts(int threshold)
 {
@@ -17,7 +21,60 @@ static tilerap_options opts(int threshold)
   tilerap_options_default(&o);
   o.engine = TILERAP_ENGINE_CPU;
   o.dense_threshold = threshold;
+  o.cpu_kernel = g_kernel;
   return o;
+}
+
+/* Plan of A*B (at = 0) or A^T*B (at = 1). */
+static int plan_create(int at, const tilerap_tile_matrix *tA, const tilerap_tile_matrix *tB, const tilerap_options *o,
+                       tilerap_spgemm_plan *plan, tilerap_tile_matrix **tC)
+{
+  return at ? tr_cpu_spgemm_plan_create_atb(tA, tB, o, plan, tC) : tilerap_spgemm_plan_create(tA, tB, o, plan, tC);
+}
+
+/* Numeric runs 2, 3 and 4 of a plan, each with new values (the RECORDED
+ * kernel records on run 1, AUTO on run 2, and both replay the records
+ * afterwards): every run equals the reference, and equals bit for bit
+ * what a fresh tile-kernel plan computes from the same values (both
+ * kernels sum in the same order). */
+static void check_reruns(tilerap_spgemm_plan plan, int at, tilerap_tile_matrix *tA, tilerap_tile_matrix *tB,
+                         tilerap_tile_matrix *tC, const tilerap_csr *A, const tilerap_csr *B, int threshold, const char *what)
+{
+  uint64_t seed = 7 + (uint64_t)at;
+  tilerap_csr *A2 = ref_copy(A), *B2 = ref_copy(B);
+  for (int run = 2; run <= 4; run++) {
+    ref_randomize_values(A2, &seed);
+    ref_randomize_values(B2, &seed);
+    tilerap_tile_update_values_from_csr(tA, A2->rowptr, A2->val);
+    tilerap_tile_update_values_from_csr(tB, B2->rowptr, B2->val);
+    for (int64_t q = 0; q < tC->nnz; q++) tC->val[q] = NAN; /* every entry must be rewritten */
+    int err = tilerap_spgemm_numeric(plan, tA, tB, tC);
+    tilerap_csr *At2 = at ? ref_transpose(A2) : NULL;
+    tilerap_csr *R2 = ref_spgemm(at ? At2 : A2, B2), *C2 = ref_tile_to_csr(tC);
+    double e = ref_same_structure(C2, R2) ? ref_relerr(C2, R2) : INFINITY;
+    tilerap_options o = opts(threshold);
+    o.cpu_kernel = TILERAP_CPU_KERNEL_TILES;
+    tilerap_spgemm_plan twin = NULL;
+    tilerap_tile_matrix *tT = NULL;
+    int same = !plan_create(at, tA, tB, &o, &twin, &tT) && !tilerap_spgemm_numeric(twin, tA, tB, tT) &&
+               tT->nnz == tC->nnz && (tC->nnz == 0 || !memcmp(tT->val, tC->val, (size_t)tC->nnz * sizeof(double)));
+    tap_ok(!err && e <= 1e-14 && same, "%s%s [%s, thr %d]: run %d with new values (relerr %.2e, %s the tile kernel's bits)",
+           at ? "A^T*B " : "", what, tilerap_cpu_kernel_name(g_kernel), threshold, run, e, same ? "equals" : "DIFFERS from");
+    tilerap_spgemm_plan_destroy(&twin);
+    tilerap_tile_destroy(&tT);
+    tilerap_csr_destroy(&At2); tilerap_csr_destroy(&R2); tilerap_csr_destroy(&C2);
+  }
+  tilerap_csr_destroy(&A2); tilerap_csr_destroy(&B2);
+}
+
+#define KN tilerap_cpu_kernel_name(g_kernel)
+
+/* Plan info's record count: all products with RECORDED, none with TILES. */
+static int recorded_ok(const tilerap_spgemm_info *info)
+{
+  if (g_kernel == TILERAP_CPU_KERNEL_RECORDED) return info->recorded == info->flops / 2;
+  if (g_kernel == TILERAP_CPU_KERNEL_TILES) return info->recorded == 0;
+  return info->recorded == 0 || info->recorded == info->flops / 2;
 }
 
 /* Plans C = A*B, runs numeric, compares; then new values + numeric re-run
@@ -28,13 +85,13 @@ static void check_product(const tilerap_csr *A, const tilerap_csr *B, int thresh
   tilerap_options o = opts(threshold);
   tilerap_spgemm_plan plan = NULL;
   int err = tilerap_spgemm_plan_create(tA, tB, &o, &plan, &tC);
-  if (!tap_ok(!err, "%s [thr %d]: plan (%s)", what, threshold, err ? tilerap_last_error() : "ok")) goto out;
+  if (!tap_ok(!err, "%s [%s, thr %d]: plan (%s)", what, KN, threshold, err ? tilerap_last_error() : "ok")) goto out;
   err = tilerap_spgemm_numeric(plan, tA, tB, tC);
-  tap_ok(!err, "%s [thr %d]: numeric", what, threshold);
-  tap_ok(tilerap_tile_check(tC) == 0, "%s [thr %d]: C consistent (no empty tiles) %s", what, threshold, tilerap_last_error());
+  tap_ok(!err, "%s [%s, thr %d]: numeric", what, KN, threshold);
+  tap_ok(tilerap_tile_check(tC) == 0, "%s [%s, thr %d]: C consistent (no empty tiles) %s", what, KN, threshold, tilerap_last_error());
   tilerap_csr *R = ref_spgemm(A, B), *C = ref_tile_to_csr(tC);
   double e = ref_same_structure(C, R) ? ref_relerr(C, R) : INFINITY;
-  tap_ok(e <= 1e-14, "%s [thr %d]: equals reference (relerr %.2e, nnz %lld)", what, threshold, e, (long long)R->nnz);
+  tap_ok(e <= 1e-14, "%s [%s, thr %d]: equals reference (relerr %.2e, nnz %lld)", what, KN, threshold, e, (long long)R->nnz);
   tilerap_spgemm_info info;
   tilerap_spgemm_plan_info(plan, &info);
   int64_t ref_flops = 0;
@@ -42,23 +99,13 @@ static void check_product(const tilerap_csr *A, const tilerap_csr *B, int thresh
     for (int64_t p = A->rowptr[i]; p < A->rowptr[i + 1]; p++)
       ref_flops += 2 * (B->rowptr[A->colidx[p] + 1] - B->rowptr[A->colidx[p]]);
   tap_ok(info.flops == ref_flops && info.c_nnz == R->nnz && info.c_tiles <= info.c_tiles_step1,
-         "%s [thr %d]: plan info (flops %lld, tiles %lld of %lld candidates)", what, threshold, (long long)info.flops,
+         "%s [%s, thr %d]: plan info (flops %lld, tiles %lld of %lld candidates)", what, KN, threshold, (long long)info.flops,
          (long long)info.c_tiles, (long long)info.c_tiles_step1);
 
-  /* reuse: new values in A and B, numeric only */
-  uint64_t seed = 7;
-  tilerap_csr *A2 = ref_copy(A), *B2 = ref_copy(B);
-  ref_randomize_values(A2, &seed);
-  ref_randomize_values(B2, &seed);
-  tilerap_tile_update_values_from_csr(tA, A2->rowptr, A2->val);
-  tilerap_tile_update_values_from_csr(tB, B2->rowptr, B2->val);
-  for (int64_t q = 0; q < tC->nnz; q++) tC->val[q] = NAN; /* every entry must be rewritten */
-  err = tilerap_spgemm_numeric(plan, tA, tB, tC);
-  tilerap_csr *R2 = ref_spgemm(A2, B2), *C2 = ref_tile_to_csr(tC);
-  e = ref_same_structure(C2, R2) ? ref_relerr(C2, R2) : INFINITY;
-  tap_ok(!err && e <= 1e-14, "%s [thr %d]: reuse with new values (relerr %.2e)", what, threshold, e);
-  tilerap_csr_destroy(&R); tilerap_csr_destroy(&C); tilerap_csr_destroy(&A2); tilerap_csr_destroy(&B2);
-  tilerap_csr_destroy(&R2); tilerap_csr_destroy(&C2);
+  tap_ok(recorded_ok(&info), "%s [%s, thr %d]: %lld products recorded", what, tilerap_cpu_kernel_name(g_kernel),
+         threshold, (long long)info.recorded);
+  check_reruns(plan, 0, tA, tB, tC, A, B, threshold, what);
+  tilerap_csr_destroy(&R); tilerap_csr_destroy(&C);
 out:
   tilerap_spgemm_plan_destroy(&plan);
   tilerap_tile_destroy(&tA); tilerap_tile_destroy(&tB); tilerap_tile_destroy(&tC);
@@ -70,8 +117,9 @@ static void check_atb(const tilerap_csr *A, const tilerap_csr *B, int threshold,
 {
   tilerap_tile_matrix *tA = ref_csr_to_tile(A), *tB = ref_csr_to_tile(B), *tC = NULL;
   tilerap_spgemm_plan plan = NULL;
-  int err = tr_cpu_spgemm_plan_create_atb(tA, tB, threshold, &plan, &tC);
-  if (!tap_ok(!err, "A^T*B %s [thr %d]: plan (%s)", what, threshold, err ? tilerap_last_error() : "ok")) goto out;
+  tilerap_options o = opts(threshold);
+  int err = tr_cpu_spgemm_plan_create_atb(tA, tB, &o, &plan, &tC);
+  if (!tap_ok(!err, "A^T*B %s [%s, thr %d]: plan (%s)", what, KN, threshold, err ? tilerap_last_error() : "ok")) goto out;
   err = tilerap_spgemm_numeric(plan, tA, tB, tC);
   tilerap_csr *At = ref_transpose(A), *R = ref_spgemm(At, B), *C = ref_tile_to_csr(tC);
   double e = ref_same_structure(C, R) ? ref_relerr(C, R) : INFINITY;
@@ -82,25 +130,15 @@ static void check_atb(const tilerap_csr *A, const tilerap_csr *B, int threshold,
     for (int64_t p = At->rowptr[i]; p < At->rowptr[i + 1]; p++)
       ref_flops += 2 * (B->rowptr[At->colidx[p] + 1] - B->rowptr[At->colidx[p]]);
   tap_ok(!err && tilerap_tile_check(tC) == 0 && e <= 1e-14 && info.flops == ref_flops && info.c_nnz == R->nnz,
-         "A^T*B %s [thr %d]: equals reference on explicit A^T (relerr %.2e, nnz %lld, flops %lld/%lld)", what, threshold,
+         "A^T*B %s [%s, thr %d]: equals reference on explicit A^T (relerr %.2e, nnz %lld, flops %lld/%lld)", what, KN, threshold,
          e, (long long)R->nnz, (long long)info.flops, (long long)ref_flops);
-  uint64_t seed = 11;
-  tilerap_csr *A2 = ref_copy(A), *B2 = ref_copy(B);
-  ref_randomize_values(A2, &seed);
-  ref_randomize_values(B2, &seed);
-  tilerap_tile_update_values_from_csr(tA, A2->rowptr, A2->val);
-  tilerap_tile_update_values_from_csr(tB, B2->rowptr, B2->val);
-  for (int64_t q = 0; q < tC->nnz; q++) tC->val[q] = NAN;
-  err = tilerap_spgemm_numeric(plan, tA, tB, tC);
-  tilerap_csr *At2 = ref_transpose(A2), *R2 = ref_spgemm(At2, B2), *C2 = ref_tile_to_csr(tC);
-  e = ref_same_structure(C2, R2) ? ref_relerr(C2, R2) : INFINITY;
-  tap_ok(!err && e <= 1e-14, "A^T*B %s [thr %d]: reuse with new values (relerr %.2e)", what, threshold, e);
+  tap_ok(recorded_ok(&info), "A^T*B %s [%s, thr %d]: %lld products recorded", what, tilerap_cpu_kernel_name(g_kernel),
+         threshold, (long long)info.recorded);
+  check_reruns(plan, 1, tA, tB, tC, A, B, threshold, what);
   /* a B of another structure is refused */
   tap_ok(tilerap_spgemm_numeric(plan, tA, tA, tC) == TILERAP_ERR_STRUCTURE || (A->n == B->n && A->nnz == B->nnz),
          "A^T*B %s: numeric refuses another B", what);
   tilerap_csr_destroy(&At); tilerap_csr_destroy(&R); tilerap_csr_destroy(&C);
-  tilerap_csr_destroy(&A2); tilerap_csr_destroy(&B2); tilerap_csr_destroy(&At2);
-  tilerap_csr_destroy(&R2); tilerap_csr_destroy(&C2);
 out:
   tilerap_spgemm_plan_destroy(&plan);
   tilerap_tile_destroy(&tA); tilerap_tile_destroy(&tB); tilerap_tile_destroy(&tC);
@@ -121,12 +159,19 @@ int main(void)
       {513, 257, 129, 0.004, 0.02, 0, "very sparse odd sizes"},
   };
   int thresholds[] = {0, 192, 256};
+  /* the tile kernel with each accumulator choice; the recorded kernel
+   * (threshold unused) asked for and chosen by AUTO */
+  const tilerap_cpu_kernel kernels[] = {TILERAP_CPU_KERNEL_TILES, TILERAP_CPU_KERNEL_RECORDED, TILERAP_CPU_KERNEL_AUTO};
   for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
     tilerap_csr *A = ref_random(cases[c].m, cases[c].k, cases[c].da, cases[c].empty, &seed);
     tilerap_csr *B = ref_random(cases[c].k, cases[c].n, cases[c].db, 0, &seed);
-    for (int t = 0; t < 3; t++) check_product(A, B, thresholds[t], cases[c].name);
+    for (int k = 0; k < 3; k++) {
+      g_kernel = kernels[k];
+      for (int t = k ? 1 : 0; t < (k ? 2 : 3); t++) check_product(A, B, thresholds[t], cases[c].name);
+    }
     tilerap_csr_destroy(&A); tilerap_csr_destroy(&B);
   }
+  g_kernel = TILERAP_CPU_KERNEL_AUTO;
   /* A*A and A*A^T of a model problem */
   {
     tilerap_csr *A = NULL;
@@ -134,8 +179,12 @@ int main(void)
     int nd;
     tilerap_model_poisson(TILERAP_P2D9, 30, &A, dims, &nd);
     tilerap_csr *At = ref_transpose(A);
-    check_product(A, A, 192, "p2d9 A*A");
-    check_product(A, At, 192, "p2d9 A*A^T");
+    for (int k = 0; k < 3; k++) {
+      g_kernel = kernels[k];
+      check_product(A, A, 192, "p2d9 A*A");
+      check_product(A, At, 192, "p2d9 A*A^T");
+    }
+    g_kernel = TILERAP_CPU_KERNEL_AUTO;
     tilerap_csr_destroy(&A); tilerap_csr_destroy(&At);
   }
   /* a candidate tile whose product is empty: A(0,0) has only column 3,
@@ -185,16 +234,26 @@ int main(void)
     };
     for (size_t c = 0; c < sizeof at / sizeof at[0]; c++) {
       tilerap_csr *A = ref_random(at[c].m, at[c].k, at[c].da, 0, &seed), *B = ref_random(at[c].m, at[c].n, at[c].db, 0, &seed);
-      for (int t = 0; t < 3; t++) check_atb(A, B, thresholds[t], at[c].name);
+      for (int k = 0; k < 3; k++) {
+        g_kernel = kernels[k];
+        for (int t = k ? 1 : 0; t < (k ? 2 : 3); t++) check_atb(A, B, thresholds[t], at[c].name);
+      }
+      g_kernel = TILERAP_CPU_KERNEL_AUTO;
       tilerap_csr_destroy(&A); tilerap_csr_destroy(&B);
     }
     tilerap_csr *A = ref_random(40, 20, 0.2, 0, &seed), *B = ref_random(41, 20, 0.2, 0, &seed);
     tilerap_tile_matrix *tA = ref_csr_to_tile(A), *tB = ref_csr_to_tile(B), *tC = NULL;
     tilerap_spgemm_plan plan = NULL;
-    tap_ok(tr_cpu_spgemm_plan_create_atb(tA, tB, 192, &plan, &tC) == TILERAP_ERR_SIZE && !plan && !tC,
+    tilerap_options o = opts(192);
+    tap_ok(tr_cpu_spgemm_plan_create_atb(tA, tB, &o, &plan, &tC) == TILERAP_ERR_SIZE && !plan && !tC,
            "A^T*B plan refuses A and B with different row counts");
-    tap_ok(tr_cpu_spgemm_plan_create_atb(tA, tA, 300, &plan, &tC) == TILERAP_ERR_INVALID && !plan,
+    o.dense_threshold = 300;
+    tap_ok(tr_cpu_spgemm_plan_create_atb(tA, tA, &o, &plan, &tC) == TILERAP_ERR_INVALID && !plan,
            "A^T*B plan refuses a dense threshold outside [0,256]");
+    o = opts(192);
+    o.cpu_kernel = (tilerap_cpu_kernel)7;
+    tap_ok(tr_cpu_spgemm_plan_create_atb(tA, tA, &o, &plan, &tC) == TILERAP_ERR_INVALID && !plan,
+           "A^T*B plan refuses an unknown CPU kernel");
     tilerap_tile_destroy(&tA); tilerap_tile_destroy(&tB);
     tilerap_csr_destroy(&A); tilerap_csr_destroy(&B);
   }

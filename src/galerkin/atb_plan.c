@@ -68,7 +68,7 @@ int tilerap_atb_plan_create(const tilerap_tile_matrix *A, const tilerap_tile_mat
   G->fa = tr_fingerprint_of(A);
   G->fb = tr_fingerprint_of(B);
   if (engine == TILERAP_ENGINE_CPU) {
-    err = tr_cpu_spgemm_plan_create_atb(A, B, o.dense_threshold, &G->plan, C);
+    err = tr_cpu_spgemm_plan_create_atb(A, B, &o, &G->plan, C);
   } else {
     const tilerap_tile_matrix *wA = A, *wB = B;
     tilerap_tile_matrix *wC = NULL;

@@ -105,7 +105,7 @@ int tilerap_ptap_plan_create(const tilerap_tile_matrix *A, const tilerap_tile_ma
   }
   if (engine == TILERAP_ENGINE_CPU) {
     if ((err = tilerap_spgemm_plan_create(wA, wP, &o, &G->ap_plan, &G->AP))) goto fail;
-    if ((err = tr_cpu_spgemm_plan_create_atb(wP, G->AP, o.dense_threshold, &G->c_plan, &wC))) goto fail;
+    if ((err = tr_cpu_spgemm_plan_create_atb(wP, G->AP, &o, &G->c_plan, &wC))) goto fail;
   } else {
     if ((err = tilerap_tile_transpose(wP, &G->Pt, &G->perm))) goto fail;
     if ((err = tilerap_spgemm_plan_create(wA, wP, &o, &G->ap_plan, &G->AP))) goto fail;

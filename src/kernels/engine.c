@@ -12,6 +12,7 @@ void tilerap_options_default(tilerap_options *opt)
   opt->stream = NULL;
   opt->tc_threshold = 256; /* measured on the H100: BENCHMARKS.md section 5 */
   opt->precision = TILERAP_PRECISION_FP64;
+  opt->cpu_kernel = TILERAP_CPU_KERNEL_AUTO;
 }
 
 const char *tilerap_precision_name(tilerap_precision p)
@@ -52,6 +53,26 @@ int tilerap_engine_parse(const char *name, tilerap_engine *engine)
   else if (!strcasecmp(name, "cpu")) *engine = TILERAP_ENGINE_CPU;
   else if (!strcasecmp(name, "cuda")) *engine = TILERAP_ENGINE_CUDA;
   else return tilerap_set_error(TILERAP_ERR_INVALID, "unknown engine '%s' (expected auto, cpu or cuda)", name);
+  return TILERAP_SUCCESS;
+}
+
+const char *tilerap_cpu_kernel_name(tilerap_cpu_kernel k)
+{
+  switch (k) {
+  case TILERAP_CPU_KERNEL_AUTO: return "auto";
+  case TILERAP_CPU_KERNEL_TILES: return "tiles";
+  case TILERAP_CPU_KERNEL_RECORDED: return "recorded";
+  }
+  return "unknown";
+}
+
+int tilerap_cpu_kernel_parse(const char *name, tilerap_cpu_kernel *kernel)
+{
+  if (!name || !kernel) return tilerap_set_error(TILERAP_ERR_NULL, "tilerap_cpu_kernel_parse: NULL argument");
+  if (!strcasecmp(name, "auto")) *kernel = TILERAP_CPU_KERNEL_AUTO;
+  else if (!strcasecmp(name, "tiles")) *kernel = TILERAP_CPU_KERNEL_TILES;
+  else if (!strcasecmp(name, "recorded")) *kernel = TILERAP_CPU_KERNEL_RECORDED;
+  else return tilerap_set_error(TILERAP_ERR_INVALID, "unknown CPU kernel '%s' (expected auto, tiles or recorded)", name);
   return TILERAP_SUCCESS;
 }
 

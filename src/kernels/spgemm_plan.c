@@ -12,7 +12,9 @@ struct tilerap_spgemm_plan_s {
   void *stream;
   tr_fingerprint fa, fb, fc;
   tilerap_spgemm_info info;
-  tr_pairs pairs; /* CPU engine */
+  tr_pairs pairs; /* CPU engine (with the RECORDED kernel's records) */
+  int record_first; /* RECORDED asked for: record on the first numeric run (AUTO: on the second) */
+  int64_t cpu_runs; /* numeric runs so far */
   int at;         /* CPU engine: plan of A^T * B (tr_cpu_spgemm_plan_create_atb) */
 #ifdef TILERAP_HAVE_CUDA
   struct tr_cuda_spgemm *cuda;
@@ -78,11 +80,58 @@ static int tr_transpose_tile_structure(const tilerap_tile_matrix *A, tilerap_til
   return TILERAP_SUCCESS;
 }
 
+/* The CPU kernel an AUTO request means here: TILERAP_CPU_KERNEL if set. */
+static tilerap_cpu_kernel tr_cpu_kernel_resolve(tilerap_cpu_kernel k)
+{
+  if (k == TILERAP_CPU_KERNEL_AUTO) {
+    const char *env = getenv("TILERAP_CPU_KERNEL");
+    tilerap_cpu_kernel e;
+    if (env && *env && tilerap_cpu_kernel_parse(env, &e) == TILERAP_SUCCESS) k = e;
+  }
+  return k;
+}
+
+/* Sizes and allocates the RECORDED kernel's records once C's structure
+ * is known; a numeric run fills them (the memory stays untouched until
+ * then).  Recording costs a run about 40 % more than the tile kernel
+ * (4 bytes written per multiply-add) and makes every later run 1.5-2x
+ * faster, so AUTO records on a plan's second run: a plan used once (a
+ * first product) pays nothing, and a plan that is re-run once is likely
+ * to be re-run again (AMG re-setups, time steps).  RECORDED records on
+ * the first run.  AUTO records only when the records take at most twice
+ * the memory of the values of A, B and C (4 bytes per multiply-add, 8
+ * per entry): true of the AMG products measured (3D 7- and 27-point, 2D
+ * 5- and 9-point), false of dense-tile products, whose multiply-adds
+ * outnumber their entries many times and which the tile kernel's dense
+ * accumulator handles well.  An AUTO plan that cannot get the memory
+ * keeps the tile kernel. */
+static int tr_plan_record(tilerap_spgemm_plan P, const tilerap_tile_matrix *A, const tilerap_tile_matrix *B,
+                          tilerap_cpu_kernel kernel, const tilerap_tile_matrix *C)
+{
+  tr_pairs *pp = &P->pairs;
+  if (!pp->rec_ptr) return TILERAP_SUCCESS;
+  const int64_t np = pp->pair_ptr[pp->num_tiles];
+  for (int64_t p = 0; p < np; p++) pp->rec_ptr[p + 1] += pp->rec_ptr[p];
+  const int64_t nrec = pp->rec_ptr[np];
+  int record = kernel == TILERAP_CPU_KERNEL_RECORDED || nrec <= 4 * (A->nnz + B->nnz + C->nnz);
+  if (record && !(pp->rec = tilerap_host_alloc((size_t)nrec + 1, sizeof(uint32_t)))) {
+    if (kernel == TILERAP_CPU_KERNEL_RECORDED)
+      return tilerap_set_error(TILERAP_ERR_NOMEM, "RECORDED CPU kernel: no memory for %lld product records (%.1f MB)",
+                               (long long)nrec, 4e-6 * (double)nrec);
+    record = 0;
+  }
+  if (!record) { free(pp->rec_ptr); pp->rec_ptr = NULL; return TILERAP_SUCCESS; }
+  P->info.recorded = nrec;
+  P->record_first = kernel == TILERAP_CPU_KERNEL_RECORDED;
+  return TILERAP_SUCCESS;
+}
+
 /* Steps 1-2 on the CPU.  at: A enters transposed (A^T * B); step 1 then
  * runs on A^T's tile structure and its pairs are renamed to A's tiles. */
 static int tr_plan_cpu(tilerap_spgemm_plan P, const tilerap_tile_matrix *A, const tilerap_tile_matrix *B,
-                       tilerap_tile_matrix **C)
+                       tilerap_cpu_kernel kernel, tilerap_tile_matrix **C)
 {
+  kernel = tr_cpu_kernel_resolve(kernel);
   if (A->memtype != TILERAP_MEM_HOST || B->memtype != TILERAP_MEM_HOST)
     return tilerap_set_error(TILERAP_ERR_MEMTYPE, "the CPU engine needs host matrices (got device ones)");
   tilerap_tile_matrix At;
@@ -98,6 +147,10 @@ static int tr_plan_cpu(tilerap_spgemm_plan P, const tilerap_tile_matrix *A, cons
   int32_t *cand_col = NULL;
   if (!cand_ptr) err = TILERAP_ERR_NOMEM;
   else err = tr_cpu_step1_structure(S, B, cand_ptr, &cand_col, &P->pairs);
+  if (!err && kernel != TILERAP_CPU_KERNEL_TILES) { /* step 2 counts each pair's products here */
+    P->pairs.rec_ptr = tilerap_host_calloc((size_t)P->pairs.pair_ptr[P->pairs.num_tiles] + 1, sizeof(int64_t));
+    if (!P->pairs.rec_ptr && kernel == TILERAP_CPU_KERNEL_RECORDED) err = TILERAP_ERR_NOMEM;
+  }
   if (!err && P->at) {
     P->pairs.a_transposed = 1;
     const int64_t np = P->pairs.pair_ptr[P->pairs.num_tiles];
@@ -116,13 +169,14 @@ static int tr_plan_cpu(tilerap_spgemm_plan P, const tilerap_tile_matrix *A, cons
   int64_t dense = 0;
   for (int64_t t = 0; t < (*C)->num_tiles; t++) dense += (*C)->tile_off[t + 1] - (*C)->tile_off[t] > P->dense_threshold;
   P->info.dense_tiles = dense;
-  return TILERAP_SUCCESS;
+  return tr_plan_record(P, A, B, kernel, *C);
 }
 
-int tr_cpu_spgemm_plan_create_atb(const tilerap_tile_matrix *A, const tilerap_tile_matrix *B, int dense_threshold,
+int tr_cpu_spgemm_plan_create_atb(const tilerap_tile_matrix *A, const tilerap_tile_matrix *B, const tilerap_options *opt,
                                   tilerap_spgemm_plan *plan, tilerap_tile_matrix **C)
 {
-  if (!plan || !C) return tilerap_set_error(TILERAP_ERR_NULL, "A^T*B plan: NULL output");
+  if (!plan || !C || !opt) return tilerap_set_error(TILERAP_ERR_NULL, "A^T*B plan: NULL output or options");
+  const int dense_threshold = opt->dense_threshold;
   *plan = NULL; *C = NULL;
   if (!A || !B || !A->tile_ptr || !B->tile_ptr) return tilerap_set_error(TILERAP_ERR_NULL, "A^T*B plan: NULL matrix");
   if (A->m != B->m)
@@ -130,6 +184,8 @@ int tr_cpu_spgemm_plan_create_atb(const tilerap_tile_matrix *A, const tilerap_ti
                              B->m, B->n);
   if (dense_threshold < 0 || dense_threshold > 256)
     return tilerap_set_error(TILERAP_ERR_INVALID, "dense threshold %d outside [0,256]", dense_threshold);
+  if ((unsigned)opt->cpu_kernel > (unsigned)TILERAP_CPU_KERNEL_RECORDED)
+    return tilerap_set_error(TILERAP_ERR_INVALID, "unknown CPU kernel %d", (int)opt->cpu_kernel);
   tilerap_spgemm_plan P = tilerap_host_calloc(1, sizeof *P);
   if (!P) return TILERAP_ERR_NOMEM;
   P->engine = TILERAP_ENGINE_CPU;
@@ -138,7 +194,7 @@ int tr_cpu_spgemm_plan_create_atb(const tilerap_tile_matrix *A, const tilerap_ti
   P->fa = tr_fingerprint_of(A);
   P->fb = tr_fingerprint_of(B);
   P->info.engine = TILERAP_ENGINE_CPU;
-  int err = tr_plan_cpu(P, A, B, C);
+  int err = tr_plan_cpu(P, A, B, opt->cpu_kernel, C);
   if (err) { tilerap_spgemm_plan_destroy(&P); tilerap_tile_destroy(C); return err; }
   P->fc = tr_fingerprint_of(*C);
   P->info.c_tiles = (*C)->num_tiles;
@@ -176,6 +232,8 @@ int tilerap_spgemm_plan_create(const tilerap_tile_matrix *A, const tilerap_tile_
     return tilerap_set_error(TILERAP_ERR_INVALID, "tensor-core threshold %d above 4096 (negative: off)", opt->tc_threshold);
   if ((unsigned)opt->precision > (unsigned)TILERAP_PRECISION_FP16)
     return tilerap_set_error(TILERAP_ERR_INVALID, "unknown precision %d", (int)opt->precision);
+  if ((unsigned)opt->cpu_kernel > (unsigned)TILERAP_CPU_KERNEL_RECORDED)
+    return tilerap_set_error(TILERAP_ERR_INVALID, "unknown CPU kernel %d", (int)opt->cpu_kernel);
   tilerap_engine engine = tilerap_engine_resolve(opt->engine);
   /* device matrices can only be multiplied where they are */
   if (A->memtype == TILERAP_MEM_DEVICE) engine = TILERAP_ENGINE_CUDA;
@@ -190,7 +248,7 @@ int tilerap_spgemm_plan_create(const tilerap_tile_matrix *A, const tilerap_tile_
   P->fa = tr_fingerprint_of(A);
   P->fb = tr_fingerprint_of(B);
   P->info.engine = engine;
-  if (engine == TILERAP_ENGINE_CPU) err = tr_plan_cpu(P, A, B, C);
+  if (engine == TILERAP_ENGINE_CPU) err = tr_plan_cpu(P, A, B, opt->cpu_kernel, C);
   else {
 #ifdef TILERAP_HAVE_CUDA
     err = tr_plan_cuda(P, A, B, opt, C);
@@ -206,6 +264,17 @@ int tilerap_spgemm_plan_create(const tilerap_tile_matrix *A, const tilerap_tile_
   return TILERAP_SUCCESS;
 }
 
+static void tr_cpu_numeric(tilerap_spgemm_plan P, const tilerap_tile_matrix *A, const tilerap_tile_matrix *B,
+                           tilerap_tile_matrix *C)
+{
+  if (P->pairs.rec && P->pairs.recorded) tr_cpu_step3_recorded(A, B, &P->pairs, C);
+  else if (P->pairs.rec && (P->record_first || P->cpu_runs > 0)) {
+    tr_cpu_step3_record(A, B, &P->pairs, C);
+    P->pairs.recorded = 1;
+  } else tr_cpu_step3_numeric(A, B, &P->pairs, P->dense_threshold, C);
+  P->cpu_runs++;
+}
+
 int tilerap_spgemm_numeric(tilerap_spgemm_plan P, const tilerap_tile_matrix *A, const tilerap_tile_matrix *B,
                            tilerap_tile_matrix *C)
 {
@@ -216,7 +285,7 @@ int tilerap_spgemm_numeric(tilerap_spgemm_plan P, const tilerap_tile_matrix *A, 
     if (!tr_fingerprint_equal(P->fa, A) || !tr_fingerprint_equal(P->fb, B) || !tr_fingerprint_equal(P->fc, C))
       return tilerap_set_error(TILERAP_ERR_STRUCTURE, "tilerap_spgemm_numeric: A, B or C differ from the plan's structure");
     if ((err = tr_require_host(A, "A")) || (err = tr_require_host(B, "B")) || (err = tr_require_host(C, "C"))) return err;
-    tr_cpu_step3_numeric(A, B, &P->pairs, P->dense_threshold, C);
+    tr_cpu_numeric(P, A, B, C);
     return TILERAP_SUCCESS;
   }
   err = tr_check_operands(A, B, "tilerap_spgemm_numeric");
@@ -225,7 +294,7 @@ int tilerap_spgemm_numeric(tilerap_spgemm_plan P, const tilerap_tile_matrix *A, 
     return tilerap_set_error(TILERAP_ERR_STRUCTURE, "tilerap_spgemm_numeric: A, B or C differ from the plan's structure");
   if (A->memtype != C->memtype) return tilerap_set_error(TILERAP_ERR_MEMTYPE, "tilerap_spgemm_numeric: C in another memory than A, B");
   if (P->engine == TILERAP_ENGINE_CPU) {
-    tr_cpu_step3_numeric(A, B, &P->pairs, P->dense_threshold, C);
+    tr_cpu_numeric(P, A, B, C);
     return TILERAP_SUCCESS;
   }
 #ifdef TILERAP_HAVE_CUDA

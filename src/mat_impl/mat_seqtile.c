@@ -236,6 +236,7 @@ PetscErrorCode TileOptionsItems(TileOptionItems PetscOptionsObject, const tilera
   v->tc = opt->tc_threshold;
   PetscCall(PetscOptionsInt("-mat_tile_tc_threshold", "CUDA engine: tile pairs with at least this many multiply-adds (0..4096) use tensor cores; negative: off", "MatSeqTile", v->tc, &v->tc, &v->tc_set));
   PetscCall(PetscOptionsString("-mat_tile_precision", "operands of tensor-core tile products: fp64, tf32, bf16, fp16", "MatSeqTile", tilerap_precision_name(opt->precision), v->precision, sizeof v->precision, &v->precision_set));
+  PetscCall(PetscOptionsString("-mat_tile_cpu_kernel", "CPU engine's numeric kernel: auto, tiles, recorded (records every product on a re-run: faster re-runs, 4 bytes per multiply-add)", "MatSeqTile", tilerap_cpu_kernel_name(opt->cpu_kernel), v->cpu_kernel, sizeof v->cpu_kernel, &v->cpu_kernel_set));
   v->device = -1;
   PetscCall(PetscOptionsInt("-mat_tile_device", "CUDA device of this process (default for mpitile: node-local rank mod device count)", "MatSeqTile", v->device, &v->device, &v->device_set));
   PetscFunctionReturn(PETSC_SUCCESS);
@@ -267,6 +268,11 @@ PetscErrorCode TileOptionsApply(MPI_Comm comm, tilerap_options *opt, const TileO
     tilerap_precision p;
     PetscCheck(tilerap_precision_parse(v->precision, &p) == TILERAP_SUCCESS, comm, PETSC_ERR_ARG_OUTOFRANGE, "-mat_tile_precision %s: expected fp64, tf32, bf16 or fp16", v->precision);
     opt->precision = p;
+  }
+  if (v->cpu_kernel_set) {
+    tilerap_cpu_kernel k;
+    PetscCheck(tilerap_cpu_kernel_parse(v->cpu_kernel, &k) == TILERAP_SUCCESS, comm, PETSC_ERR_ARG_OUTOFRANGE, "-mat_tile_cpu_kernel %s: expected auto, tiles or recorded", v->cpu_kernel);
+    opt->cpu_kernel = k;
   }
   if (v->device_set) {
     PetscCheck(v->device >= 0 && v->device <= INT_MAX, comm, PETSC_ERR_ARG_OUTOFRANGE, "-mat_tile_device %" PetscInt_FMT ": expected a device number >= 0", v->device);
@@ -368,9 +374,9 @@ static PetscErrorCode MatView_SeqTile(Mat A, PetscViewer viewer)
 
     PetscCall(TileCacheSync(A, &t->cache));
     T = t->cache.T;
-    PetscCall(PetscViewerASCIIPrintf(viewer, "tilerap: %" PetscInt64_FMT " tiles of 16x16 (%d x %d tile grid), %" PetscInt64_FMT " entries, %.2f mean entries per tile, engine %s (requested %s), dense threshold %d, tensor-core threshold %d (%s)\n",
+    PetscCall(PetscViewerASCIIPrintf(viewer, "tilerap: %" PetscInt64_FMT " tiles of 16x16 (%d x %d tile grid), %" PetscInt64_FMT " entries, %.2f mean entries per tile, engine %s (requested %s), dense threshold %d, tensor-core threshold %d (%s), CPU kernel %s\n",
                                      (PetscInt64)T->num_tiles, T->tile_rows, T->tile_cols, (PetscInt64)T->nnz, T->num_tiles ? (double)T->nnz / (double)T->num_tiles : 0.0,
-                                     tilerap_engine_name(e), tilerap_engine_name(t->opt.engine), t->opt.dense_threshold, t->opt.tc_threshold, tilerap_precision_name(t->opt.precision)));
+                                     tilerap_engine_name(e), tilerap_engine_name(t->opt.engine), t->opt.dense_threshold, t->opt.tc_threshold, tilerap_precision_name(t->opt.precision), tilerap_cpu_kernel_name(t->opt.cpu_kernel)));
   }
   PetscFunctionReturn(PETSC_SUCCESS);
 }

@@ -100,7 +100,8 @@ PetscErrorCode TileOptionsFromDatabase(Mat, tilerap_options *);
 typedef struct {
   char      engine[16], precision[16];
   PetscInt  thr, tc, device;
-  PetscBool engine_set, thr_set, tc_set, precision_set, device_set;
+  char      cpu_kernel[16];
+  PetscBool engine_set, thr_set, tc_set, precision_set, device_set, cpu_kernel_set;
 } TileOptionValues;
 PetscErrorCode TileOptionsItems(TileOptionItems, const tilerap_options *, TileOptionValues *);
 PetscErrorCode TileOptionsApply(MPI_Comm, tilerap_options *, const TileOptionValues *);
