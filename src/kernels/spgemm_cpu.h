@@ -28,14 +28,18 @@ typedef struct {
   int64_t *pair_ptr;  /* [num_tiles+1] */
   int32_t *pair_a;    /* [pairs] */
   int32_t *pair_b;    /* [pairs] */
-  /* RECORDED kernel: pair p's scalar products are rec[rec_ptr[p] ..
-   * rec_ptr[p+1]-1], each (A entry) | (B entry) << 8 | (C entry) << 16,
-   * positions inside the pair's A, B and C tiles; NULL with the tile
-   * kernel.  Step 2 fills rec_ptr[p+1] with pair p's count; the first
- * numeric run fills rec. */
-  int64_t *rec_ptr;   /* [pairs+1] */
-  uint32_t *rec;      /* [rec_ptr[pairs]] */
-  int recorded;       /* rec holds the products (after the first numeric run) */
+  /* RECORDED kernel (NULL with the tile kernel): the scalar products of
+   * C tile t are rec[rec_tile_ptr[t] .. rec_tile_ptr[t+1]-1], pair after
+   * pair, rec_len[p] of them for pair p; each record is (A entry) |
+   * (B entry) << 8 | (C entry) << 16, positions inside the pair's A, B
+   * and C tiles.  Step 2 puts each candidate tile's count in
+   * rec_tile_ptr[t+1] (one array per C tile: per-pair counts would be
+   * as long as the pair lists, and their first touch in the plan costs
+   * page faults); the recording run fills rec and rec_len. */
+  int64_t *rec_tile_ptr; /* [num_tiles+1] */
+  uint16_t *rec_len;     /* [pairs]: at most 16^3 products per pair */
+  uint32_t *rec;         /* [rec_tile_ptr[num_tiles]] */
+  int recorded;          /* rec holds the products */
 } tr_pairs;
 
 void tr_pairs_free(tr_pairs *P);
@@ -50,7 +54,7 @@ int tr_cpu_step1_structure(const tilerap_tile_matrix *A, const tilerap_tile_matr
  * by A's entries), popcounts, dropping of empty candidates, exact
  * allocation of C and its row pointers / packed indices.  Compacts
  * *pairs to the kept tiles.  *flops receives 2 x multiply-adds; with
- * pairs->rec_ptr set, rec_ptr[p+1] receives pair p's multiply-adds. */
+ * pairs->rec_tile_ptr set, rec_tile_ptr[t+1] receives kept tile t's. */
 int tr_cpu_step2_masks(const tilerap_tile_matrix *A, const tilerap_tile_matrix *B, const int64_t *cand_ptr,
                        const int32_t *cand_col, tr_pairs *pairs, tilerap_tile_matrix **C, int64_t *flops);
 
@@ -58,10 +62,10 @@ int tr_cpu_step2_masks(const tilerap_tile_matrix *A, const tilerap_tile_matrix *
  * dense_threshold entries, dense 16x16 accumulator above).  No allocation. */
 void tr_cpu_step3_numeric(const tilerap_tile_matrix *A, const tilerap_tile_matrix *B, const tr_pairs *pairs,
                           int dense_threshold, tilerap_tile_matrix *C);
-/* Step 3, RECORDED kernel, first run: the tile walk computes C and
- * writes every pair's products into pairs->rec (sized by the plan:
- * rec_ptr holds the prefix sums of step 2's counts), in the tile
- * kernel's order.  Later runs: tr_cpu_step3_recorded computes C from the
+/* Step 3, RECORDED kernel, recording run: the tile walk computes C and
+ * writes every pair's products into pairs->rec and their count into
+ * rec_len (sized by the plan: rec_tile_ptr holds the prefix sums of step
+ * 2's counts), in the tile kernel's order.  Later runs: tr_cpu_step3_recorded computes C from the
  * records.  Neither allocates. */
 void tr_cpu_step3_record(const tilerap_tile_matrix *A, const tilerap_tile_matrix *B, const tr_pairs *pairs,
                          tilerap_tile_matrix *C);

@@ -6,7 +6,7 @@
 void tr_pairs_free(tr_pairs *P)
 {
   free(P->pair_ptr); free(P->pair_a); free(P->pair_b);
-  free(P->rec_ptr); free(P->rec);
+  free(P->rec_tile_ptr); free(P->rec_len); free(P->rec);
   memset(P, 0, sizeof *P);
 }
 

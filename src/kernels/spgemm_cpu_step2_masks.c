@@ -43,12 +43,10 @@ int tr_cpu_step2_masks(const tilerap_tile_matrix *A, const tilerap_tile_matrix *
     for (int64_t t = cand_ptr[I]; t < cand_ptr[I + 1]; t++) {
       uint16_t m[16] = {0};
       int64_t f = 0;
-      for (int64_t p = pairs->pair_ptr[t]; p < pairs->pair_ptr[t + 1]; p++) {
-        const int64_t fp = pairs->a_transposed ? tr_pair_masks(A, B, pairs->pair_a[p], pairs->pair_b[p], m, 1)
-                                               : tr_pair_masks(A, B, pairs->pair_a[p], pairs->pair_b[p], m, 0);
-        if (pairs->rec_ptr) pairs->rec_ptr[p + 1] = fp; /* the RECORDED kernel's counts */
-        f += fp;
-      }
+      for (int64_t p = pairs->pair_ptr[t]; p < pairs->pair_ptr[t + 1]; p++)
+        f += pairs->a_transposed ? tr_pair_masks(A, B, pairs->pair_a[p], pairs->pair_b[p], m, 1)
+                                 : tr_pair_masks(A, B, pairs->pair_a[p], pairs->pair_b[p], m, 0);
+      if (pairs->rec_tile_ptr) pairs->rec_tile_ptr[t + 1] = f; /* the RECORDED kernel's counts */
       int c = 0;
       for (int r = 0; r < 16; r++) { mask[16 * t + r] = m[r]; c += tr_popcount16(m[r]); }
       cnt[t] = c;
@@ -102,11 +100,11 @@ int tr_cpu_step2_masks(const tilerap_tile_matrix *A, const tilerap_tile_matrix *
     for (int64_t t = 0; t < ncand; t++) {
       int64_t s = pairs->pair_ptr[t], e = pairs->pair_ptr[t + 1];
       if (!cnt[t]) continue;
+      if (pairs->rec_tile_ptr) pairs->rec_tile_ptr[u + 1] = pairs->rec_tile_ptr[t + 1]; /* u <= t */
       pairs->pair_ptr[u++] = w;
       if (w != s) {
         memmove(pairs->pair_a + w, pairs->pair_a + s, (size_t)(e - s) * sizeof(int32_t));
         memmove(pairs->pair_b + w, pairs->pair_b + s, (size_t)(e - s) * sizeof(int32_t));
-        if (pairs->rec_ptr) memmove(pairs->rec_ptr + w + 1, pairs->rec_ptr + s + 1, (size_t)(e - s) * sizeof(int64_t));
       }
       w += e - s;
     }

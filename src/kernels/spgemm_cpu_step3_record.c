@@ -21,13 +21,14 @@ static inline void tr_record_tile(const tilerap_tile_matrix *A, const tilerap_ti
   const int len = (int)(C->tile_off[t + 1] - C->tile_off[t]);
   uint8_t slot[256]; /* C entry of local (r,c), from C's packed indices */
   for (int e = 0; e < len; e++) { slot[ci[e]] = (uint8_t)e; cv[e] = 0.0; odd[e] = 0.0; }
-  unsigned par = 0; /* parity of the tile's next product (tr_cpu.h: two partial sums) */
+  unsigned par = 0; /* parity of the tile's next product (spgemm_cpu.h: two partial sums) */
+  uint32_t *out = P->rec + P->rec_tile_ptr[t];
   for (int64_t p = P->pair_ptr[t]; p < P->pair_ptr[t + 1]; p++) {
     const int64_t a = P->pair_a[p], b = P->pair_b[p];
     const uint8_t *ai = A->idx + A->tile_off[a], *bi = B->idx + B->tile_off[b], *brp = B->row_ptr + 16 * b;
     const double *av = A->val + A->tile_off[a], *bv = B->val + B->tile_off[b];
     const int na = (int)(A->tile_off[a + 1] - A->tile_off[a]), blen = (int)(B->tile_off[b + 1] - B->tile_off[b]);
-    uint32_t *out = P->rec + P->rec_ptr[p];
+    uint32_t *const start = out;
     for (int e = 0; e < na; e++) {
       const int r = at ? ai[e] & 15 : ai[e] >> 4, k = at ? ai[e] >> 4 : ai[e] & 15;
       const int fe = k < 15 ? brp[k + 1] : blen;
@@ -38,6 +39,7 @@ static inline void tr_record_tile(const tilerap_tile_matrix *A, const tilerap_ti
         *out++ = (uint32_t)e | (uint32_t)f << 8 | (uint32_t)s << 16;
       }
     }
+    P->rec_len[p] = (uint16_t)(out - start); /* <= 256 entries x 16 */
   }
   for (int e = 0; e < len; e++) cv[e] += odd[e];
 }

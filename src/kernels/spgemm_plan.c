@@ -109,18 +109,23 @@ static int tr_plan_record(tilerap_spgemm_plan P, const tilerap_tile_matrix *A, c
                           tilerap_cpu_kernel kernel, const tilerap_tile_matrix *C)
 {
   tr_pairs *pp = &P->pairs;
-  if (!pp->rec_ptr) return TILERAP_SUCCESS;
-  const int64_t np = pp->pair_ptr[pp->num_tiles];
-  for (int64_t p = 0; p < np; p++) pp->rec_ptr[p + 1] += pp->rec_ptr[p];
-  const int64_t nrec = pp->rec_ptr[np];
+  if (!pp->rec_tile_ptr) return TILERAP_SUCCESS;
+  const int64_t nt = pp->num_tiles, np = pp->pair_ptr[nt];
+  for (int64_t t = 0; t < nt; t++) pp->rec_tile_ptr[t + 1] += pp->rec_tile_ptr[t];
+  const int64_t nrec = pp->rec_tile_ptr[nt];
   int record = kernel == TILERAP_CPU_KERNEL_RECORDED || nrec <= 4 * (A->nnz + B->nnz + C->nnz);
-  if (record && !(pp->rec = tilerap_host_alloc((size_t)nrec + 1, sizeof(uint32_t)))) {
+  if (record && (!(pp->rec = tilerap_host_alloc((size_t)nrec + 1, sizeof(uint32_t))) ||
+                 !(pp->rec_len = tilerap_host_alloc((size_t)np + 1, sizeof(uint16_t))))) {
     if (kernel == TILERAP_CPU_KERNEL_RECORDED)
       return tilerap_set_error(TILERAP_ERR_NOMEM, "RECORDED CPU kernel: no memory for %lld product records (%.1f MB)",
                                (long long)nrec, 4e-6 * (double)nrec);
     record = 0;
   }
-  if (!record) { free(pp->rec_ptr); pp->rec_ptr = NULL; return TILERAP_SUCCESS; }
+  if (!record) {
+    free(pp->rec_tile_ptr); free(pp->rec); free(pp->rec_len);
+    pp->rec_tile_ptr = NULL; pp->rec = NULL; pp->rec_len = NULL;
+    return TILERAP_SUCCESS;
+  }
   P->info.recorded = nrec;
   P->record_first = kernel == TILERAP_CPU_KERNEL_RECORDED;
   return TILERAP_SUCCESS;
@@ -148,8 +153,9 @@ static int tr_plan_cpu(tilerap_spgemm_plan P, const tilerap_tile_matrix *A, cons
   if (!cand_ptr) err = TILERAP_ERR_NOMEM;
   else err = tr_cpu_step1_structure(S, B, cand_ptr, &cand_col, &P->pairs);
   if (!err && kernel != TILERAP_CPU_KERNEL_TILES) { /* step 2 counts each pair's products here */
-    P->pairs.rec_ptr = tilerap_host_calloc((size_t)P->pairs.pair_ptr[P->pairs.num_tiles] + 1, sizeof(int64_t));
-    if (!P->pairs.rec_ptr && kernel == TILERAP_CPU_KERNEL_RECORDED) err = TILERAP_ERR_NOMEM;
+    P->pairs.rec_tile_ptr = tilerap_host_alloc((size_t)P->pairs.num_tiles + 1, sizeof(int64_t));
+    if (P->pairs.rec_tile_ptr) P->pairs.rec_tile_ptr[0] = 0; /* step 2 writes every other entry */
+    else if (kernel == TILERAP_CPU_KERNEL_RECORDED) err = TILERAP_ERR_NOMEM;
   }
   if (!err && P->at) {
     P->pairs.a_transposed = 1;
