@@ -98,7 +98,7 @@ typedef enum {
   TILERAP_CPU_KERNEL_RECORDED = 2 /* a numeric run records every scalar product as
                                      its three positions (A, B, C entry inside their
                                      tiles, one byte each); later runs are a straight
-                                     stream, 1.5-2x faster on AMG products, at 4 bytes
+                                     stream, 1.7-1.9x faster on AMG products, at 4 bytes
                                      per multiply-add of plan memory.  AUTO records
                                      on a plan's second run, RECORDED on its first */
 } tilerap_cpu_kernel;

@@ -5,13 +5,9 @@
 #include "tile_internal.h"
 
 /* Summation order, the same in every CPU kernel (so that they agree bit
- * for bit): the products of a C tile are walked pair by pair (ascending
- * k), each pair's A entries in storage order, each one's B row in order;
- * the walk's even-numbered products (counted per C tile) add into one
- * partial sum per entry, the odd-numbered ones into a second, and the
- * entry is even + odd.  Two sums let consecutive products into the same
- * entry proceed without waiting for each other (measured 1.2x on the
- * recorded replay).
+ * for bit, and with PETSc's AIJ products): the products of a C entry
+ * are added one after the other in the walk's order: pairs by ascending
+ * k, each pair's A entries in storage order, each one's B row in order.
  *
  * Pairing lists: C tile t is the sum over p in [pair_ptr[t], pair_ptr[t+1])
  * of A tile pair_a[p] times B tile pair_b[p] (ordered by ascending k).

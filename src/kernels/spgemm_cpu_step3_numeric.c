@@ -34,31 +34,22 @@
 static inline void tr_tile_sparse(const tilerap_tile_matrix *A, const tilerap_tile_matrix *B, const tr_pairs *P,
                                   int64_t t, tilerap_tile_matrix *C, const int at)
 {
-  double *cv = C->val + C->tile_off[t], odd[256];
-  const uint8_t *ci = C->idx + C->tile_off[t];
-  int len = (int)(C->tile_off[t + 1] - C->tile_off[t]);
-  uint8_t slot[256];
-  unsigned par = 0; /* even/odd partial sums: spgemm_cpu.h */
-  for (int e = 0; e < len; e++) { cv[e] = 0.0; odd[e] = 0.0; slot[ci[e]] = (uint8_t)e; }
-  for (int64_t p = P->pair_ptr[t]; p < P->pair_ptr[t + 1]; p++)
-    TR_FOR_EACH_PRODUCT(A, B, P, p, at, { (par ? odd : cv)[slot[16 * r + c]] += prod; par ^= 1u; });
-  for (int e = 0; e < len; e++) cv[e] += odd[e];
-}
-
-/* acc: 2 x 256 zeros (even and odd partial sums), zeros again on return */
-static inline void tr_tile_dense(const tilerap_tile_matrix *A, const tilerap_tile_matrix *B, const tr_pairs *P,
-                                 int64_t t, tilerap_tile_matrix *C, double *acc, const int at)
-{
-  unsigned par = 0;
-  for (int64_t p = P->pair_ptr[t]; p < P->pair_ptr[t + 1]; p++)
-    TR_FOR_EACH_PRODUCT(A, B, P, p, at, { acc[(par << 8) + 16 * r + c] += prod; par ^= 1u; });
   double *cv = C->val + C->tile_off[t];
   const uint8_t *ci = C->idx + C->tile_off[t];
   int len = (int)(C->tile_off[t + 1] - C->tile_off[t]);
-  for (int e = 0; e < len; e++) { /* idx = 16*r + c */
-    cv[e] = acc[ci[e]] + acc[256 + ci[e]];
-    acc[ci[e]] = 0.0; acc[256 + ci[e]] = 0.0;
-  }
+  uint8_t slot[256];
+  for (int e = 0; e < len; e++) { cv[e] = 0.0; slot[ci[e]] = (uint8_t)e; }
+  for (int64_t p = P->pair_ptr[t]; p < P->pair_ptr[t + 1]; p++) TR_FOR_EACH_PRODUCT(A, B, P, p, at, cv[slot[16 * r + c]] += prod);
+}
+
+static inline void tr_tile_dense(const tilerap_tile_matrix *A, const tilerap_tile_matrix *B, const tr_pairs *P,
+                                 int64_t t, tilerap_tile_matrix *C, double *acc, const int at)
+{
+  for (int64_t p = P->pair_ptr[t]; p < P->pair_ptr[t + 1]; p++) TR_FOR_EACH_PRODUCT(A, B, P, p, at, acc[16 * r + c] += prod);
+  double *cv = C->val + C->tile_off[t];
+  const uint8_t *ci = C->idx + C->tile_off[t];
+  int len = (int)(C->tile_off[t + 1] - C->tile_off[t]);
+  for (int e = 0; e < len; e++) { cv[e] = acc[ci[e]]; acc[ci[e]] = 0.0; } /* idx = 16*r + c */
 }
 
 void tr_cpu_step3_numeric(const tilerap_tile_matrix *A, const tilerap_tile_matrix *B, const tr_pairs *pairs,
@@ -66,9 +57,9 @@ void tr_cpu_step3_numeric(const tilerap_tile_matrix *A, const tilerap_tile_matri
 {
 #pragma omp parallel if (C->num_tiles > TR_OMP_MIN_ITEMS)
   {
-    double acc[512]; /* all products land inside C's structure, so after each
+    double acc[256]; /* all products land inside C's structure, so after each
                         dense tile the reset of its entries restores zeros */
-    for (int e = 0; e < 512; e++) acc[e] = 0.0;
+    for (int e = 0; e < 256; e++) acc[e] = 0.0;
 #pragma omp for schedule(dynamic, 256)
     for (int64_t t = 0; t < C->num_tiles; t++) {
       const int dense = C->tile_off[t + 1] - C->tile_off[t] > dense_threshold;

@@ -17,11 +17,10 @@ static inline void tr_record_tile(const tilerap_tile_matrix *A, const tilerap_ti
                                   tilerap_tile_matrix *C, int64_t t, const int at)
 {
   const uint8_t *ci = C->idx + C->tile_off[t];
-  double *cv = C->val + C->tile_off[t], odd[256];
+  double *cv = C->val + C->tile_off[t];
   const int len = (int)(C->tile_off[t + 1] - C->tile_off[t]);
   uint8_t slot[256]; /* C entry of local (r,c), from C's packed indices */
-  for (int e = 0; e < len; e++) { slot[ci[e]] = (uint8_t)e; cv[e] = 0.0; odd[e] = 0.0; }
-  unsigned par = 0; /* parity of the tile's next product (spgemm_cpu.h: two partial sums) */
+  for (int e = 0; e < len; e++) { slot[ci[e]] = (uint8_t)e; cv[e] = 0.0; }
   uint32_t *out = P->rec + P->rec_tile_ptr[t];
   for (int64_t p = P->pair_ptr[t]; p < P->pair_ptr[t + 1]; p++) {
     const int64_t a = P->pair_a[p], b = P->pair_b[p];
@@ -34,14 +33,12 @@ static inline void tr_record_tile(const tilerap_tile_matrix *A, const tilerap_ti
       const int fe = k < 15 ? brp[k + 1] : blen;
       for (int f = brp[k]; f < fe; f++) {
         const unsigned s = slot[16 * r + (bi[f] & 15)];
-        (par ? odd : cv)[s] += av[e] * bv[f];
-        par ^= 1u;
+        cv[s] += av[e] * bv[f];
         *out++ = (uint32_t)e | (uint32_t)f << 8 | (uint32_t)s << 16;
       }
     }
     P->rec_len[p] = (uint16_t)(out - start); /* <= 256 entries x 16 */
   }
-  for (int e = 0; e < len; e++) cv[e] += odd[e];
 }
 
 void tr_cpu_step3_record(const tilerap_tile_matrix *A, const tilerap_tile_matrix *B, const tr_pairs *pairs,
