@@ -1,14 +1,14 @@
-/* Step 3, first run of the RECORDED kernel: the tile walk computes C's
- * values and writes down every scalar product of every pair once, as the
- * positions of its A, B and C entries inside their tiles (one byte each:
- * a tile holds at most 256 entries), into the records the plan sized
- * and allocated after step 2.  Recording during the first numeric run
- * (not in the plan) keeps a first product as fast as with the tile
- * kernel: the walk is done once either way.
+/* Step 3, recording run of the RECORDED kernel: the tile walk computes
+ * C's values and writes down every scalar product of every pair once, as
+ * the positions of its A, B and C entries inside their tiles (one byte
+ * each: a tile holds at most 256 entries), into the records the plan
+ * sized and allocated after step 2.  Recording inside a numeric run (not
+ * in the plan) does the walk once instead of twice; the plan decides
+ * which run records (spgemm_plan.c).
  * Why: on AMG products an A tile meets several B tiles whose matching
  * rows are mostly empty or hold one entry, so the tile kernel's numeric
  * loops run 0-2 times each and mispredict; with the products recorded,
- * every numeric re-run is one predictable stream (measured 1.8x faster,
+ * every later run is one predictable stream (measured 1.7-1.9x faster,
  * BENCHMARKS.md section 6).  The walk below is the tile kernel's, so the
  * records keep its summation order and both kernels agree bit for bit. */
 #include "spgemm_cpu.h"

@@ -93,8 +93,8 @@ static tilerap_cpu_kernel tr_cpu_kernel_resolve(tilerap_cpu_kernel k)
 
 /* Sizes and allocates the RECORDED kernel's records once C's structure
  * is known; a numeric run fills them (the memory stays untouched until
- * then).  Recording costs a run about 40 % more than the tile kernel
- * (4 bytes written per multiply-add) and makes every later run 1.5-2x
+ * then).  Recording costs a run 20-40 % more than the tile kernel
+ * (4 bytes written per multiply-add) and makes every later run 1.7-1.9x
  * faster, so AUTO records on a plan's second run: a plan used once (a
  * first product) pays nothing, and a plan that is re-run once is likely
  * to be re-run again (AMG re-setups, time steps).  RECORDED records on
