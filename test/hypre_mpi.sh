@@ -37,6 +37,16 @@ else
   tap fail "hypre_galerkin with the row order on its own thread (rc=$rc)" "$log"
 fi
 
+# the same with 3 threads and the row-order pass's parallel paths taken at
+# any size (the test problems are below their thresholds otherwise)
+OMP_NUM_THREADS=3 TILERAP_HYPRE_TEST_ORDER_THREAD=1 TILERAP_HYPRE_TEST_PARALLEL=1 "$bin/test/hypre_galerkin" >"$log" 2>&1
+rc=$?
+if [ $rc = 0 ] && ! grep -q "^not ok" "$log"; then
+  tap ok "hypre_galerkin, row order on its own thread, parallel blocks at every size ($(grep -c '^ok' "$log") checks)"
+else
+  tap fail "hypre_galerkin, row order on its own thread, parallel blocks at every size (rc=$rc)" "$log"
+fi
+
 for np in 2 4; do
   $MPIEXEC --oversubscribe -n $np "$bin/test/hypre_galerkin" >"$log" 2>&1
   rc=$?
@@ -47,6 +57,18 @@ for np in 2 4; do
     tap fail "hypre_galerkin on $np ranks (rc=$rc)" "$log"
   fi
 done
+
+# TILERAP_HYPRE_VERBOSE=2: one line per product (sizes and time split),
+# as many as the products the exit report counts
+TILERAP_HYPRE_VERBOSE=2 "$bin/examples/poisson/poisson-boomeramg" -dim 3 -n 16 >"$log" 2>&1
+rc=$?
+lines=$(grep -c 'tilerap_hypre rank 0: product .* engine .* order wait' "$log")
+counted=$(sed -n 's/.*rank 0: \([0-9]*\) Galerkin products computed by tilerap.*/\1/p' "$log")
+if [ $rc -eq 0 ] && [ -n "$counted" ] && [ "$counted" -ge 2 ] && [ "$lines" = "$counted" ]; then
+  tap ok "TILERAP_HYPRE_VERBOSE=2: a line for each of the $counted products"
+else
+  tap fail "TILERAP_HYPRE_VERBOSE=2: $lines product lines, $counted products counted (rc=$rc)" "$log"
+fi
 
 for np in 1 2 4; do
   for dim in 2 3; do

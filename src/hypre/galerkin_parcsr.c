@@ -211,10 +211,26 @@ static int tr_hypre_order_hypre(void)
   return v;
 }
 
+/* TILERAP_HYPRE_TEST_PARALLEL=1: the parallel paths of the row-order pass
+ * at every size (tests: their problems are below the thresholds). */
+static int tr_test_parallel(void)
+{
+  static int v = -1;
+  if (v < 0) {
+    const char *e = getenv("TILERAP_HYPRE_TEST_PARALLEL");
+    v = e && !strcmp(e, "1");
+  }
+  return v;
+}
+
 /* Columns of block M (ncols of them) as lists of its rows, rows ascending
  * (a counting sort): column c holds rows (*rows)[(*ptr)[c] .. (*ptr)[c+1]).
- * The walks below visit column ic of RT this way.  0, or 1 out of memory. */
-static int tr_columns_as_rows(hypre_CSRMatrix *M, HYPRE_Int ncols, HYPRE_Int **ptr, HYPRE_Int **rows)
+ * The walks below visit column ic of RT this way.  Large blocks are
+ * sorted by up to nthreads threads, each counting and then placing a
+ * contiguous range of rows (so rows stay ascending within a column); a
+ * serial pass was 15 ms of the row-order pass on a 1M-row P.
+ * 0, or 1 out of memory. */
+static int tr_columns_as_rows(hypre_CSRMatrix *M, HYPRE_Int ncols, int nthreads, HYPRE_Int **ptr, HYPRE_Int **rows)
 {
   const HYPRE_Int nf = hypre_CSRMatrixNumRows(M);
   const HYPRE_Int *mi = hypre_CSRMatrixI(M), *mj = hypre_CSRMatrixJ(M);
@@ -223,10 +239,47 @@ static int tr_columns_as_rows(hypre_CSRMatrix *M, HYPRE_Int ncols, HYPRE_Int **p
   *ptr = tp;
   *rows = tr;
   if (!tp || !tr) return 1;
-  for (HYPRE_Int k = 0; k < nz; k++) tp[mj[k] + 2]++;
-  for (HYPRE_Int c = 0; c < ncols; c++) tp[c + 2] += tp[c + 1];
-  for (HYPRE_Int i = 0; i < nf && nz; i++)
-    for (HYPRE_Int k = mi[i]; k < mi[i + 1]; k++) tr[tp[mj[k] + 1]++] = i;
+  int nt = nthreads < 1 ? 1 : nthreads;
+  if (!nz || (!tr_test_parallel() && (nz < 65536 || (int64_t)nt * ncols > 16 * (int64_t)nz)))
+    nt = 1; /* small, or counts larger than the block */
+  HYPRE_Int *cnt = nt > 1 ? calloc((size_t)nt * ((size_t)ncols + 1), sizeof *cnt) : NULL;
+  if (nt > 1 && !cnt) nt = 1;
+  if (nt == 1) {
+    for (HYPRE_Int k = 0; k < nz; k++) tp[mj[k] + 2]++;
+    for (HYPRE_Int c = 0; c < ncols; c++) tp[c + 2] += tp[c + 1];
+    for (HYPRE_Int i = 0; i < nf && nz; i++)
+      for (HYPRE_Int k = mi[i]; k < mi[i + 1]; k++) tr[tp[mj[k] + 1]++] = i;
+    return 0;
+  }
+  /* cnt[id][c]: entries of column c in thread id's rows, then their first slot */
+#pragma omp parallel num_threads(nt)
+  {
+    const int id = tr_thread(), team = tr_team_size();
+    const HYPRE_Int r0 = (HYPRE_Int)((int64_t)nf * id / team), r1 = (HYPRE_Int)((int64_t)nf * (id + 1) / team);
+    HYPRE_Int *my = cnt + (size_t)id * ((size_t)ncols + 1);
+    for (HYPRE_Int k = mi[r0]; k < mi[r1]; k++) my[mj[k]]++;
+#pragma omp barrier
+#pragma omp for schedule(static)
+    for (HYPRE_Int c = 0; c < ncols; c++) {
+      HYPRE_Int sum = 0;
+      for (int t = 0; t < team; t++) sum += cnt[(size_t)t * ((size_t)ncols + 1) + c];
+      tp[c + 1] = sum;
+    }
+#pragma omp single
+    for (HYPRE_Int c = 0; c < ncols; c++) tp[c + 1] += tp[c];
+#pragma omp for schedule(static)
+    for (HYPRE_Int c = 0; c < ncols; c++) {
+      HYPRE_Int at = tp[c];
+      for (int t = 0; t < team; t++) {
+        HYPRE_Int *x = cnt + (size_t)t * ((size_t)ncols + 1) + c, n = *x;
+        *x = at;
+        at += n;
+      }
+    }
+    for (HYPRE_Int i = r0; i < r1; i++)
+      for (HYPRE_Int k = mi[i]; k < mi[i + 1]; k++) tr[my[mj[k]]++] = i;
+  }
+  free(cnt);
   return 0;
 }
 
@@ -234,7 +287,7 @@ static void tr_reorder_rows_hypre(const tr_order_ctx *o)
 {
   const HYPRE_Int ncR = o->ncR, ncP = o->ncP, nAc = o->nAc, nmark = o->nmark;
   HYPRE_Int *tp, *tr;
-  if (tr_columns_as_rows(o->RTd, ncR, &tp, &tr)) { free(tp); free(tr); return; } /* rows stay sorted */
+  if (tr_columns_as_rows(o->RTd, ncR, tr_max_threads(), &tp, &tr)) { free(tp); free(tr); return; } /* rows stay sorted */
   HYPRE_Int maxd = 0, maxo = 0;
   for (HYPRE_Int r = 0; r < ncR; r++) {
     if (o->di[r + 1] - o->di[r] > maxd) maxd = o->di[r + 1] - o->di[r];
@@ -357,7 +410,7 @@ static void tr_order_send_rows(const tr_send_order_ctx *o, const tilerap_csr *C,
   const HYPRE_Int *poi = has_po ? hypre_CSRMatrixI(o->Po) : NULL, *poj = has_po ? hypre_CSRMatrixJ(o->Po) : NULL;
   const HYPRE_Int *xi = o->Pext ? hypre_CSRMatrixI(o->Pext) : NULL;
   HYPRE_Int *tp, *tr;
-  const int nomem = tr_columns_as_rows(o->RTo, nRo, &tp, &tr);
+  const int nomem = tr_columns_as_rows(o->RTo, nRo, 1, &tp, &tr);
   HYPRE_Int *amark = calloc((size_t)nAc + nAo + 1, sizeof *amark), *have = calloc((size_t)ncol + 1, sizeof *have);
   HYPRE_Int *emit = calloc((size_t)ncol + 1, sizeof *emit), *ord = NULL;
   HYPRE_Complex *vv = malloc(((size_t)ncol + 1) * sizeof *vv);
@@ -419,8 +472,8 @@ done:
  * The traversal above needs only the structures of P and A, not C, so it
  * can run while the engine computes C (with the CUDA engine on a host
  * thread of its own, overlapping the device work); afterwards only the
- * values are placed (tr_apply_order).  Each thread walks a contiguous block
- * of rows into its own growing buffer; the buffers are joined at the end. */
+ * values are placed (tr_apply_order).  Blocks of rows are walked into
+ * growing buffers of their own, joined in row order at the end. */
 typedef struct {
   HYPRE_Int ncR, ncP, nAc;
   int square, nthreads;
@@ -428,6 +481,7 @@ typedef struct {
   int64_t *ptr;     /* [ncR+1] */
   HYPRE_Int *col;   /* columns of every row, hypre's order */
   int ok;
+  double seconds;   /* wall time of the pass */
 } tr_trav;
 
 static void tr_trav_compute(tr_trav *t)
@@ -435,28 +489,37 @@ static void tr_trav_compute(tr_trav *t)
   const HYPRE_Int ncR = t->ncR, ncP = t->ncP, nAc = t->nAc;
   const HYPRE_Int *pi = hypre_CSRMatrixI(t->Pd), *pj = hypre_CSRMatrixJ(t->Pd);
   const HYPRE_Int *ai = hypre_CSRMatrixI(t->Ad), *aj = hypre_CSRMatrixJ(t->Ad);
+  const int nth = t->nthreads > 0 ? t->nthreads : 1;
   t->ok = 0;
   t->ptr = calloc((size_t)ncR + 2, sizeof *t->ptr);
   HYPRE_Int *tp, *tr; /* columns of P (= RT) as rows */
-  const int nomem = tr_columns_as_rows(t->Pd, ncR, &tp, &tr);
-  const int nth = t->nthreads > 0 ? t->nthreads : 1;
-  HYPRE_Int **buf = calloc((size_t)nth, sizeof *buf);
-  int64_t *blen = calloc((size_t)nth + 1, sizeof *blen);
-  int bad = nomem || !t->ptr || !buf || !blen;
-  int team = 1;
+  const int nomem = tr_columns_as_rows(t->Pd, ncR, nth, &tp, &tr);
+  /* Blocks of rows taken dynamically: rows differ a lot in cost (coarse
+   * levels have few, long rows), so static shares left threads idle. The
+   * work, not the row count, decides whether to go parallel: a 2000-row
+   * coarse level can cost as much as 100k fine rows. */
+  const int64_t work = (int64_t)pi[hypre_CSRMatrixNumRows(t->Pd)] + ai[hypre_CSRMatrixNumRows(t->Ad)];
+  const int par = nth > 1 && (work > 65536 || tr_test_parallel());
+  int64_t nb = par ? (int64_t)nth * 16 : 1;
+  if (nb > ncR) nb = ncR > 0 ? ncR : 1;
+  HYPRE_Int **buf = calloc((size_t)nb, sizeof *buf);
+  int64_t *bpos = calloc((size_t)nb + 1, sizeof *bpos);
+  int bad = nomem || !t->ptr || !buf || !bpos;
   if (!bad)
-#pragma omp parallel num_threads(nth) reduction(| : bad) if (ncR > TR_PAR_ROWS)
+#pragma omp parallel num_threads(nth) reduction(| : bad) if (par)
   {
-    const int id = tr_thread(), nt = tr_team_size();
-    if (id == 0) team = nt;
-    const HYPRE_Int r0 = (HYPRE_Int)((int64_t)ncR * id / nt), r1 = (HYPRE_Int)((int64_t)ncR * (id + 1) / nt);
     HYPRE_Int *amark = calloc((size_t)nAc + 1, sizeof *amark), *emit = calloc((size_t)ncP + 1, sizeof *emit);
-    size_t cap = 1024, n = 0;
-    HYPRE_Int *b = malloc(cap * sizeof *b);
-    if (bad || !amark || !emit || !b) bad = 1;
-    for (HYPRE_Int r = r0; r < r1 && !bad; r++) {
-      const HYPRE_Int st = r + 1;
-      const size_t n0 = n;
+    if (!amark || !emit) bad = 1;
+#pragma omp for schedule(dynamic, 1)
+    for (int64_t blk = 0; blk < nb; blk++) {
+      if (bad) continue;
+      const HYPRE_Int r0 = (HYPRE_Int)(ncR * blk / nb), r1 = (HYPRE_Int)(ncR * (blk + 1) / nb);
+      size_t cap = 4096, n = 0;
+      HYPRE_Int *b = malloc(cap * sizeof *b);
+      if (!b) { bad = 1; continue; }
+      for (HYPRE_Int r = r0; r < r1 && !bad; r++) {
+        const HYPRE_Int st = r + 1;
+        const size_t n0 = n;
 #define TR_EMIT(c_)                                                              \
   do {                                                                           \
     HYPRE_Int cc_ = (c_);                                                        \
@@ -471,46 +534,48 @@ static void tr_trav_compute(tr_trav *t)
       b[n++] = cc_;                                                              \
     }                                                                            \
   } while (0)
-      if (t->square) do { TR_EMIT(r); } while (0);
-      for (int64_t q = tp[r]; q < tp[r + 1] && !bad; q++) {
-        const HYPRE_Int i1 = tr[q];
-        for (HYPRE_Int k = ai[i1]; k < ai[i1 + 1] && !bad; k++) {
-          const HYPRE_Int i2 = aj[k];
-          if (i2 < 0 || i2 >= nAc) { bad = 1; break; }
-          if (amark[i2] == st) continue;
-          amark[i2] = st;
-          for (HYPRE_Int x = pi[i2]; x < pi[i2 + 1]; x++) TR_EMIT(pj[x]);
+        if (t->square) do { TR_EMIT(r); } while (0);
+        for (int64_t q = tp[r]; q < tp[r + 1] && !bad; q++) {
+          const HYPRE_Int i1 = tr[q];
+          for (HYPRE_Int k = ai[i1]; k < ai[i1 + 1] && !bad; k++) {
+            const HYPRE_Int i2 = aj[k];
+            if (i2 < 0 || i2 >= nAc) { bad = 1; break; }
+            if (amark[i2] == st) continue;
+            amark[i2] = st;
+            for (HYPRE_Int x = pi[i2]; x < pi[i2 + 1]; x++) TR_EMIT(pj[x]);
+          }
         }
-      }
 #undef TR_EMIT
-      t->ptr[r + 1] = (int64_t)(n - n0);
+        t->ptr[r + 1] = (int64_t)(n - n0);
+      }
+      buf[blk] = b;
+      bpos[blk + 1] = (int64_t)n;
     }
-    buf[id] = b;
-    blen[id] = (int64_t)n;
     free(amark); free(emit);
   }
   if (!bad) {
     for (HYPRE_Int r = 0; r < ncR; r++) t->ptr[r + 1] += t->ptr[r];
+    for (int64_t blk = 0; blk < nb; blk++) bpos[blk + 1] += bpos[blk];
     t->col = malloc(((size_t)t->ptr[ncR] + 1) * sizeof *t->col);
-    if (!t->col) bad = 1;
+    if (!t->col || bpos[nb] != t->ptr[ncR]) bad = 1;
   }
-  if (!bad) {
-    int64_t off = 0;
-    for (int id = 0; id < team; id++) {
-      if (blen[id]) memcpy(t->col + off, buf[id], (size_t)blen[id] * sizeof *t->col);
-      off += blen[id];
-    }
-    bad = off != t->ptr[ncR];
-  }
-  for (int id = 0; id < nth; id++) free(buf[id]);
-  free(buf); free(blen); free(tp); free(tr);
+  if (!bad) /* blocks in row order; each block's copy touches its own pages */
+#pragma omp parallel for num_threads(nth) schedule(dynamic, 1) if (par)
+    for (int64_t blk = 0; blk < nb; blk++)
+      if (bpos[blk + 1] > bpos[blk])
+        memcpy(t->col + bpos[blk], buf[blk], (size_t)(bpos[blk + 1] - bpos[blk]) * sizeof *t->col);
+  for (int64_t blk = 0; buf && blk < nb; blk++) free(buf[blk]);
+  free(buf); free(bpos); free(tp); free(tr);
   if (bad) { free(t->ptr); free(t->col); t->ptr = NULL; t->col = NULL; }
   t->ok = !bad;
 }
 
 static void *tr_trav_thread(void *arg)
 {
-  tr_trav_compute((tr_trav *)arg);
+  tr_trav *t = (tr_trav *)arg;
+  const double t0 = tr_hypre_wtime();
+  tr_trav_compute(t);
+  t->seconds = tr_hypre_wtime() - t0;
   return NULL;
 }
 
@@ -559,7 +624,8 @@ int tr_hypre_galerkin(hypre_ParCSRMatrix *RT, hypre_ParCSRMatrix *A, hypre_ParCS
   *RAP_out = NULL;
   if (!A) return 1 + TILERAP_HYPRE_FWD_SHAPE;
   double tp = tr_hypre_wtime();
-#define PHASE(ph) do { double t_ = tr_hypre_wtime(); tr_hypre_add_phase((ph), t_ - tp); tp = t_; } while (0)
+  double ph_local[TR_PH_N] = {0};
+#define PHASE(ph) do { double t_ = tr_hypre_wtime(); tr_hypre_add_phase((ph), t_ - tp); ph_local[ph] += t_ - tp; tp = t_; } while (0)
   comm = hypre_ParCSRMatrixComm(A);
   MPI_Comm_size(comm, &nprocs);
   MPI_Comm_rank(comm, &rank);
@@ -742,6 +808,8 @@ sync:
     pthread_join(trav_th, NULL);
     trav_on = 0;
     PHASE(TR_PH_ORDER);
+    tr_hypre_add_phase(TR_PH_TRAV, trav.seconds);
+    ph_local[TR_PH_TRAV] = trav.seconds;
   }
   /* ---- collective decision after the local work */
   PHASE(TR_PH_OUT);
@@ -968,6 +1036,14 @@ sync:
     result = 0;
   }
   PHASE(TR_PH_OUT);
+  if (tr_hypre_verbose() >= 2) /* one line per product: where its time went */
+    fprintf(stderr,
+            "tilerap_hypre rank %d: product %d x %d (A %lld entries, P %lld, C %lld): in %.4f, up %.4f, engine %.4f, "
+            "down %.4f, out %.4f, order wait %.4f (pass %.4f), comm %.4f s\n",
+            rank, (int)ncR, (int)ncP, (long long)hypre_CSRMatrixNumNonzeros(Ad), (long long)hypre_CSRMatrixNumNonzeros(Pd),
+            (long long)(C ? C->rowptr[C->m] : 0), ph_local[TR_PH_IN], ph_local[TR_PH_UPLOAD], ph_local[TR_PH_ENGINE],
+            ph_local[TR_PH_DOWNLOAD], ph_local[TR_PH_OUT], ph_local[TR_PH_ORDER], ph_local[TR_PH_TRAV],
+            ph_local[TR_PH_COMM]);
 
 cleanup:
   tilerap_tile_destroy(&Aloc); tilerap_tile_destroy(&Pfull); tilerap_tile_destroy(&Rloc);

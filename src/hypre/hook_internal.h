@@ -45,6 +45,7 @@
 
 /* ---- hook_state.c ---- */
 int tr_hypre_enabled(void);            /* reads the environment once */
+int tr_hypre_verbose(void);            /* TILERAP_HYPRE_VERBOSE: 0, 1, or 2 (a line per product) */
 /* Why an interposed call must forward before any work (disabled, or no GPU
  * and the CPU engine not named in TILERAP_ENGINE), or -1. */
 int tr_hypre_refusal(void);
@@ -59,8 +60,10 @@ double tr_hypre_wtime(void);
  * count), chosen once when the CUDA engine is active.  Collective on comm;
  * 0, or 1 with a note. */
 int tr_hypre_select_device(MPI_Comm comm);
-/* Time split of the computed products, printed with TILERAP_HYPRE_VERBOSE. */
-enum { TR_PH_IN, TR_PH_UPLOAD, TR_PH_ENGINE, TR_PH_DOWNLOAD, TR_PH_OUT, TR_PH_ORDER, TR_PH_COMM, TR_PH_N };
+/* Time split of the computed products, printed with TILERAP_HYPRE_VERBOSE.
+ * TR_PH_TRAV is the row-order pass on its own thread, which overlaps the
+ * others (TR_PH_ORDER is what the caller waits for it, plus placing). */
+enum { TR_PH_IN, TR_PH_UPLOAD, TR_PH_ENGINE, TR_PH_DOWNLOAD, TR_PH_OUT, TR_PH_ORDER, TR_PH_COMM, TR_PH_TRAV, TR_PH_N };
 void tr_hypre_add_phase(int phase, double seconds);
 
 typedef HYPRE_Int (*tr_build_coarse_fn)(hypre_ParCSRMatrix *, hypre_ParCSRMatrix *,

@@ -26,7 +26,7 @@ static int g_nnotes = 0, g_notes_dropped = 0;
 static double g_phase[TR_PH_N];
 static const char *const g_phase_text[TR_PH_N] = {
   "stitch/convert in", "upload (+ tiles on the device)", "engine products", "download", "convert out/assemble",
-  "hypre order", "communication"};
+  "hypre order", "communication", "[overlapped: row-order pass on its thread]"};
 
 static const char *const g_reason_text[TILERAP_HYPRE_FWD_NREASONS] = {
   "hook disabled (TileRAP_HypreDisable or TILERAP_HYPRE=0)",
@@ -60,8 +60,14 @@ static void print_at_exit(void)
 __attribute__((constructor)) static void tr_hypre_init(void)
 {
   g_verbose = env_flag("TILERAP_HYPRE_VERBOSE", 0);
+  if (g_verbose) { /* 2: also one line per product */
+    const char *v = getenv("TILERAP_HYPRE_VERBOSE");
+    if (v && v[0] >= '2' && v[0] <= '9' && !v[1]) g_verbose = v[0] - '0';
+  }
   if (g_verbose) atexit(print_at_exit);
 }
+
+int tr_hypre_verbose(void) { return g_verbose; }
 
 int tr_hypre_enabled(void)
 {

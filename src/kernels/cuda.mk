@@ -5,6 +5,7 @@ cuda_sources = \
 	src/kernels/spgemm_cuda.cuh \
 	src/kernels/tile_lowprec.h \
 	src/kernels/tile_cuda_memory.cu \
+	src/kernels/tile_cuda_staging.cu \
 	src/kernels/tile_cuda_transpose.cu \
 	src/kernels/tile_cuda_from_csr.cu \
 	src/kernels/tile_cuda_to_csr.cu \
@@ -23,7 +24,7 @@ SUFFIXES = .cu
 # never leave a stale object behind in an incremental build.
 cuda_headers = src/kernels/spgemm_cuda.cuh src/kernels/tile_lowprec.h src/kernels/tile_internal.h \
 	src/kernels/engine_cuda.h include/tilerap.h $(top_builddir)/tilerap_config.h
-src/kernels/tile_cuda_memory.lo src/kernels/tile_cuda_transpose.lo src/kernels/tile_cuda_from_csr.lo \
+src/kernels/tile_cuda_memory.lo src/kernels/tile_cuda_staging.lo src/kernels/tile_cuda_transpose.lo src/kernels/tile_cuda_from_csr.lo \
 src/kernels/tile_cuda_to_csr.lo src/kernels/spgemm_cuda_step1_structure.lo src/kernels/spgemm_cuda_step2_masks.lo \
 src/kernels/spgemm_cuda_step3_numeric.lo src/kernels/spgemm_cuda_plan.lo: $(cuda_headers)
 

@@ -52,6 +52,14 @@ typedef struct {
 int tr_tmp_alloc(tr_tmp *t, void **p, size_t bytes, const char *what);
 void tr_tmp_free_all(tr_tmp *t);
 
+/* Host <-> device copies (tile_cuda_staging.cu): large ones through a
+ * ring of pinned chunks.  tr_h2d returns once src has been read (the
+ * device copy is ordered on stream s); tr_d2h returns once dst holds the
+ * data.  tr_stage_active: whether a copy of that size takes the ring. */
+int tr_h2d(void *dst, const void *src, size_t bytes, cudaStream_t s, const char *what);
+int tr_d2h(void *dst, const void *src, size_t bytes, cudaStream_t s, const char *what);
+int tr_stage_active(size_t bytes);
+
 /* Tile matrix arrays in one device block, allocated on stream s (tile_ptr
  * is the block's base). */
 int tr_cuda_tile_alloc_on(tilerap_tile_matrix *T, cudaStream_t s);

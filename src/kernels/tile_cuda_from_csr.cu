@@ -185,10 +185,10 @@ static int tr_from_csr(int32_t m, int32_t n, const RP *rp, const int32_t *col, c
     drp = (RP *)rp; dcol = (int32_t *)col;
   } else {
     TRY(tr_dalloc((void **)&drp, ((size_t)m + 1) * sizeof(RP), s, "CSR row pointers"));
-    TRY_CU(cudaMemcpyAsync(drp, rp, ((size_t)m + 1) * sizeof(RP), cudaMemcpyHostToDevice, s), "CSR upload");
+    TRY(tr_h2d(drp, rp, ((size_t)m + 1) * sizeof(RP), s, "CSR upload"));
     if (nnz > 0) {
       TRY(tr_dalloc((void **)&dcol, (size_t)nnz * sizeof(int32_t), s, "CSR column indices"));
-      TRY_CU(cudaMemcpyAsync(dcol, col, (size_t)nnz * sizeof(int32_t), cudaMemcpyHostToDevice, s), "CSR upload");
+      TRY(tr_h2d(dcol, col, (size_t)nnz * sizeof(int32_t), s, "CSR upload"));
     }
   }
 
@@ -207,7 +207,7 @@ static int tr_from_csr(int32_t m, int32_t n, const RP *rp, const int32_t *col, c
 
   if (!on_device && val && nnz > 0) { /* values go up only once the CSR is known to be valid */
     TRY(tr_dalloc((void **)&dval, (size_t)nnz * sizeof(double), s, "CSR values"));
-    TRY_CU(cudaMemcpyAsync(dval, val, (size_t)nnz * sizeof(double), cudaMemcpyHostToDevice, s), "CSR upload");
+    TRY(tr_h2d(dval, val, (size_t)nnz * sizeof(double), s, "CSR upload"));
   } else if (on_device) dval = (double *)val;
 
   /* tiles per tile row, tile_ptr */
@@ -286,9 +286,9 @@ static int tr_from_unsorted_csr(int32_t m, int32_t n, const RP *rp, const int32_
     drp = (RP *)rp; dcol = (int32_t *)col; dval = (double *)val;
   } else {
     TRY(tr_dalloc((void **)&drp, ((size_t)m + 1) * sizeof(RP), s, "CSR row pointers"));
-    TRY_CU(cudaMemcpyAsync(drp, rp, ((size_t)m + 1) * sizeof(RP), cudaMemcpyHostToDevice, s), "CSR upload");
+    TRY(tr_h2d(drp, rp, ((size_t)m + 1) * sizeof(RP), s, "CSR upload"));
     TRY(tr_dalloc((void **)&dcol, (size_t)nnz * sizeof(int32_t), s, "CSR column indices"));
-    TRY_CU(cudaMemcpyAsync(dcol, col, (size_t)nnz * sizeof(int32_t), cudaMemcpyHostToDevice, s), "CSR upload");
+    TRY(tr_h2d(dcol, col, (size_t)nnz * sizeof(int32_t), s, "CSR upload"));
   }
   /* row pointers and column ranges before the sort trusts them */
   TRY(tr_dalloc((void **)&bad, 2 * sizeof(int), s, "validation flags"));
@@ -301,7 +301,7 @@ static int tr_from_unsorted_csr(int32_t m, int32_t n, const RP *rp, const int32_
   if (hbad[1] < m) { err = tr_row_error<RP>(n, drp, dcol, hbad[1], 0); goto done; }
   if (!on_device && val) {
     TRY(tr_dalloc((void **)&dval, (size_t)nnz * sizeof(double), s, "CSR values"));
-    TRY_CU(cudaMemcpyAsync(dval, val, (size_t)nnz * sizeof(double), cudaMemcpyHostToDevice, s), "CSR upload");
+    TRY(tr_h2d(dval, val, (size_t)nnz * sizeof(double), s, "CSR upload"));
   }
   TRY(tr_dalloc((void **)&scol, (size_t)nnz * sizeof(int32_t), s, "sorted columns"));
   if (dval) {

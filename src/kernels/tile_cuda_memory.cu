@@ -222,9 +222,13 @@ int tr_cuda_tile_new(int32_t m, int32_t n, int64_t num_tiles, int64_t nnz, cudaS
   return TILERAP_SUCCESS;
 }
 
-static int tr_copy(void *dst, const void *src, size_t bytes, const char *what)
+/* One array of a tile copy; host sides go through the pinned staging ring
+ * (a download returns with the data in place). */
+static int tr_copy(void *dst, tilerap_memtype dmem, const void *src, tilerap_memtype smem, size_t bytes, const char *what)
 {
   if (!bytes) return TILERAP_SUCCESS;
+  if (smem == TILERAP_MEM_HOST && dmem == TILERAP_MEM_DEVICE) return tr_h2d(dst, src, bytes, cudaStreamLegacy, what);
+  if (smem == TILERAP_MEM_DEVICE && dmem == TILERAP_MEM_HOST) return tr_d2h(dst, src, bytes, cudaStreamLegacy, what);
   cudaError_t e = cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, cudaStreamLegacy);
   return e == cudaSuccess ? TILERAP_SUCCESS : tr_cuda_error(e, what);
 }
@@ -236,17 +240,17 @@ extern "C" int tr_cuda_tile_copy(const tilerap_tile_matrix *S, tilerap_tile_matr
   int err;
   if (S->memtype == TILERAP_MEM_DEVICE && D->memtype == TILERAP_MEM_DEVICE) {
     /* same counts, same layout: one copy of the whole block */
-    err = tr_copy(D->tile_ptr, S->tile_ptr, tr_layout_of(S).total, "device tile copy");
+    err = tr_copy(D->tile_ptr, D->memtype, S->tile_ptr, S->memtype, tr_layout_of(S).total, "device tile copy");
     return err;
   }
   size_t nt = (size_t)S->num_tiles, nz = (size_t)S->nnz;
-  if ((err = tr_copy(D->tile_ptr, S->tile_ptr, ((size_t)S->tile_rows + 1) * sizeof(int64_t), "tile copy")) ||
-      (err = tr_copy(D->tile_off, S->tile_off, (nt + 1) * sizeof(int64_t), "tile copy")) ||
-      (err = tr_copy(D->tile_col, S->tile_col, nt * sizeof(int32_t), "tile copy")) ||
-      (err = tr_copy(D->row_mask, S->row_mask, 16 * nt * sizeof(uint16_t), "tile copy")) ||
-      (err = tr_copy(D->row_ptr, S->row_ptr, 16 * nt, "tile copy")) ||
-      (err = tr_copy(D->idx, S->idx, nz, "tile copy")) ||
-      (err = tr_copy(D->val, S->val, nz * sizeof(double), "tile copy")))
+  if ((err = tr_copy(D->tile_ptr, D->memtype, S->tile_ptr, S->memtype, ((size_t)S->tile_rows + 1) * sizeof(int64_t), "tile copy")) ||
+      (err = tr_copy(D->tile_off, D->memtype, S->tile_off, S->memtype, (nt + 1) * sizeof(int64_t), "tile copy")) ||
+      (err = tr_copy(D->tile_col, D->memtype, S->tile_col, S->memtype, nt * sizeof(int32_t), "tile copy")) ||
+      (err = tr_copy(D->row_mask, D->memtype, S->row_mask, S->memtype, 16 * nt * sizeof(uint16_t), "tile copy")) ||
+      (err = tr_copy(D->row_ptr, D->memtype, S->row_ptr, S->memtype, 16 * nt, "tile copy")) ||
+      (err = tr_copy(D->idx, D->memtype, S->idx, S->memtype, nz, "tile copy")) ||
+      (err = tr_copy(D->val, D->memtype, S->val, S->memtype, nz * sizeof(double), "tile copy")))
     return err;
   if (D->memtype == TILERAP_MEM_HOST) {
     cudaError_t e = cudaStreamSynchronize(cudaStreamLegacy);
@@ -257,7 +261,7 @@ extern "C" int tr_cuda_tile_copy(const tilerap_tile_matrix *S, tilerap_tile_matr
 
 extern "C" int tr_cuda_tile_copy_values(const tilerap_tile_matrix *S, tilerap_tile_matrix *D)
 {
-  int err = tr_copy(D->val, S->val, (size_t)S->nnz * sizeof(double), "value copy");
+  int err = tr_copy(D->val, D->memtype, S->val, S->memtype, (size_t)S->nnz * sizeof(double), "value copy");
   if (err) return err;
   /* the host reads the values next: wait for them (and the work before) */
   if (D->memtype == TILERAP_MEM_HOST) {

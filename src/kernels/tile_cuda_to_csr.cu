@@ -92,7 +92,6 @@ extern "C" int tr_cuda_tile_to_csr(const tilerap_tile_matrix *T, int64_t *rp64, 
   int64_t *d64 = NULL;
   int32_t *d32 = NULL, *dcol = NULL;
   double *dval = NULL;
-  cudaError_t ce = cudaSuccess;
   int err = TILERAP_SUCCESS;
   /* the staging buffer is taken even without val: the values-only call follows */
   if ((err = tr_staging(T, &dval))) return err;
@@ -104,12 +103,10 @@ extern "C" int tr_cuda_tile_to_csr(const tilerap_tile_matrix *T, int64_t *rp64, 
   if ((err = tr_walk(T, dval, -1, d64, d32, dcol))) goto done;
   /* only once the walk is done: no output is half-written on error */
   if ((err = tr_sync("tile to CSR"))) goto done;
-  if (rp64 && ce == cudaSuccess) ce = cudaMemcpyAsync(rp64, d64, nrp * sizeof(int64_t), cudaMemcpyDeviceToHost, s);
-  if (rp32 && ce == cudaSuccess) ce = cudaMemcpyAsync(rp32, d32, nrp * sizeof(int32_t), cudaMemcpyDeviceToHost, s);
-  if (col && nz && ce == cudaSuccess) ce = cudaMemcpyAsync(col, dcol, nz * sizeof(int32_t), cudaMemcpyDeviceToHost, s);
-  if (val && nz && ce == cudaSuccess) ce = cudaMemcpyAsync(val, dval, nz * sizeof(double), cudaMemcpyDeviceToHost, s);
-  if (ce != cudaSuccess) err = tr_cuda_error(ce, "CSR download");
-  if (!err) err = tr_sync("CSR download");
+  if (rp64) err = tr_d2h(rp64, d64, nrp * sizeof(int64_t), s, "CSR download");
+  if (rp32 && !err) err = tr_d2h(rp32, d32, nrp * sizeof(int32_t), s, "CSR download");
+  if (col && nz && !err) err = tr_d2h(col, dcol, nz * sizeof(int32_t), s, "CSR download");
+  if (val && nz && !err) err = tr_d2h(val, dval, nz * sizeof(double), s, "CSR download");
 done:
   tr_dfree(d64, s);
   tr_dfree(d32, s);
@@ -125,9 +122,7 @@ extern "C" int tr_cuda_tile_values_to_csr(const tilerap_tile_matrix *T, double *
   int err = tr_staging(T, &stage);
   if (!err) err = tr_walk(T, stage, -1, NULL, NULL, NULL);
   if (err) return err;
-  cudaError_t ce = cudaMemcpyAsync(val, stage, (size_t)T->nnz * sizeof(double), cudaMemcpyDeviceToHost, cudaStreamLegacy);
-  if (ce != cudaSuccess) return tr_cuda_error(ce, "CSR value download");
-  return tr_sync("CSR value download");
+  return tr_d2h(val, stage, (size_t)T->nnz * sizeof(double), cudaStreamLegacy, "CSR value download");
 }
 
 extern "C" int tr_cuda_tile_values_from_csr(tilerap_tile_matrix *T, const double *val, tilerap_memtype val_mem)
@@ -138,9 +133,10 @@ extern "C" int tr_cuda_tile_values_from_csr(tilerap_tile_matrix *T, const double
   int err = tr_staging(T, &stage);
   if (err) return err;
   /* stream-ordered after earlier walks that read the buffer */
-  cudaError_t ce = cudaMemcpyAsync(stage, val, (size_t)T->nnz * sizeof(double), cudaMemcpyHostToDevice, cudaStreamLegacy);
-  if (ce != cudaSuccess) return tr_cuda_error(ce, "CSR value upload");
+  const size_t bytes = (size_t)T->nnz * sizeof(double);
+  if ((err = tr_h2d(stage, val, bytes, cudaStreamLegacy, "CSR value upload"))) return err;
   if ((err = tr_walk(T, stage, +1, NULL, NULL, NULL))) return err;
-  /* the caller may reuse val on return, even when it is pinned memory */
-  return tr_sync("CSR value upload");
+  /* the caller may reuse val on return: the ring has read it already; a
+   * direct copy from pinned memory may still be reading it */
+  return tr_stage_active(bytes) ? TILERAP_SUCCESS : tr_sync("CSR value upload");
 }

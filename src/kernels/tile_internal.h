@@ -25,6 +25,9 @@ int tilerap_set_error(int code, const char *fmt, ...)
 void *tilerap_host_alloc(size_t count, size_t size);
 void *tilerap_host_calloc(size_t count, size_t size);
 
+/* memcpy of host arrays, several threads for large ones (host_copy.c). */
+void tr_host_copy(void *dst, const void *src, size_t bytes);
+
 /* Popcount of a 16-bit mask; portable (no -mpopcnt needed). */
 extern const uint8_t tilerap_popcount8[256];
 static inline int tr_popcount16(unsigned m)

@@ -1,0 +1,180 @@
+/* CUDA engine: host <-> device copies of large arrays through a ring of
+ * pinned staging chunks.  From pageable memory the driver stages a copy
+ * through small pinned buffers of its own, one thread and one chunk at a
+ * time.  Here several threads copy each chunk into pinned memory
+ * (tr_host_copy) while the DMA engine moves the previous chunks, and a
+ * download copies chunk i out while chunks i+1.. are still coming down.
+ *
+ * The ring (TR_STAGE_SLOTS chunks, one per device, allocated on first use
+ * and kept for the process) is shared: a copy holds its lock from first
+ * to last chunk, and a slot is reused only after the event recorded
+ * behind its previous DMA, whatever stream that ran on.
+ *
+ * Environment: TILERAP_PINNED=0 gives plain cudaMemcpyAsync (for
+ * comparisons); TILERAP_PINNED_CHUNK=bytes sets the chunk size (the tests
+ * use small chunks to make every copy wrap around the ring).  Copies
+ * under TR_STAGE_MIN bytes go straight through the driver. */
+#include "spgemm_cuda.cuh"
+#include <mutex>
+#include <stdlib.h>
+#include <string.h>
+
+#define TR_STAGE_SLOTS 4
+#define TR_STAGE_CHUNK ((size_t)8 << 20)
+#define TR_STAGE_MAX_DEVICES 64
+
+typedef struct {
+  int state; /* 0 not yet tried, 1 ready, 2 unavailable (plain copies) */
+  char *buf;
+  size_t chunk;
+  cudaEvent_t ev[TR_STAGE_SLOTS];
+  int busy[TR_STAGE_SLOTS]; /* an event was recorded behind the slot's last DMA */
+  int next;
+  std::mutex lock;
+} tr_stage_ring;
+
+static tr_stage_ring tr_rings[TR_STAGE_MAX_DEVICES];
+static std::mutex tr_rings_init;
+
+static size_t tr_stage_chunk_setting(void)
+{
+  const char *c = getenv("TILERAP_PINNED_CHUNK");
+  if (c && *c) {
+    long long v = atoll(c);
+    if (v >= 4096 && v <= ((long long)1 << 30)) return (size_t)v;
+  }
+  return TR_STAGE_CHUNK;
+}
+
+static int tr_stage_enabled(void)
+{
+  static int on = -1;
+  if (on < 0) {
+    const char *e = getenv("TILERAP_PINNED");
+    on = !(e && !strcmp(e, "0"));
+  }
+  return on;
+}
+
+/* Smallest copy that goes through the ring: below it the driver's own
+ * staging costs less than taking the lock and events. */
+static size_t tr_stage_min(const tr_stage_ring *r) { return r->chunk < ((size_t)1 << 18) ? r->chunk : (size_t)1 << 18; }
+
+/* The current device's ring, set up on first use; NULL: plain copies. */
+static tr_stage_ring *tr_stage_ring_get(void)
+{
+  if (!tr_stage_enabled()) return NULL;
+  int dev = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= TR_STAGE_MAX_DEVICES) {
+    (void)cudaGetLastError();
+    return NULL;
+  }
+  tr_stage_ring *r = &tr_rings[dev];
+  std::lock_guard<std::mutex> guard(tr_rings_init);
+  if (r->state == 0) {
+    r->state = 2;
+    r->chunk = tr_stage_chunk_setting();
+    void *b = NULL;
+    int ok = cudaHostAlloc(&b, TR_STAGE_SLOTS * r->chunk, cudaHostAllocPortable) == cudaSuccess;
+    int made = 0;
+    for (; ok && made < TR_STAGE_SLOTS; made++)
+      ok = cudaEventCreateWithFlags(&r->ev[made], cudaEventDisableTiming) == cudaSuccess;
+    if (ok) {
+      r->buf = (char *)b;
+      r->state = 1;
+    } else { /* no pinned memory to spare: the driver's staging still works */
+      while (made-- > 0) cudaEventDestroy(r->ev[made]);
+      if (b) cudaFreeHost(b);
+    }
+    (void)cudaGetLastError();
+  }
+  return r->state == 1 ? r : NULL;
+}
+
+/* Waits until slot k's previous DMA is done. */
+static cudaError_t tr_stage_wait(tr_stage_ring *r, int k)
+{
+  if (!r->busy[k]) return cudaSuccess;
+  cudaError_t e = cudaEventSynchronize(r->ev[k]);
+  if (e == cudaSuccess) r->busy[k] = 0;
+  return e;
+}
+
+int tr_h2d(void *dst, const void *src, size_t bytes, cudaStream_t s, const char *what)
+{
+  if (!bytes) return TILERAP_SUCCESS;
+  tr_stage_ring *r = tr_stage_ring_get();
+  cudaError_t e = cudaSuccess;
+  if (!r || bytes < tr_stage_min(r)) {
+    e = cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, s);
+    return e == cudaSuccess ? TILERAP_SUCCESS : tr_cuda_error(e, what);
+  }
+  std::lock_guard<std::mutex> guard(r->lock);
+  for (size_t off = 0; off < bytes && e == cudaSuccess;) {
+    const size_t n = bytes - off < r->chunk ? bytes - off : r->chunk;
+    const int k = r->next;
+    char *slot = r->buf + (size_t)k * r->chunk;
+    if ((e = tr_stage_wait(r, k)) != cudaSuccess) break;
+    tr_host_copy(slot, (const char *)src + off, n);
+    if ((e = cudaMemcpyAsync((char *)dst + off, slot, n, cudaMemcpyHostToDevice, s)) != cudaSuccess) break;
+    if ((e = cudaEventRecord(r->ev[k], s)) != cudaSuccess) {
+      /* the DMA may still read the slot: wait for it before giving it back */
+      (void)cudaStreamSynchronize(s);
+      break;
+    }
+    r->busy[k] = 1;
+    r->next = (k + 1) % TR_STAGE_SLOTS;
+    off += n;
+  }
+  return e == cudaSuccess ? TILERAP_SUCCESS : tr_cuda_error(e, what);
+}
+
+int tr_d2h(void *dst, const void *src, size_t bytes, cudaStream_t s, const char *what)
+{
+  if (!bytes) return TILERAP_SUCCESS;
+  tr_stage_ring *r = tr_stage_ring_get();
+  cudaError_t e = cudaSuccess;
+  if (!r || bytes < tr_stage_min(r)) {
+    e = cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, s);
+    if (e == cudaSuccess) e = cudaStreamSynchronize(s);
+    return e == cudaSuccess ? TILERAP_SUCCESS : tr_cuda_error(e, what);
+  }
+  std::lock_guard<std::mutex> guard(r->lock);
+  const size_t nchunks = (bytes + r->chunk - 1) / r->chunk;
+  int slot_of[TR_STAGE_SLOTS];
+  size_t issued = 0;
+  for (size_t c = 0; c < nchunks && e == cudaSuccess; c++) {
+    /* keep up to TR_STAGE_SLOTS chunks in flight ahead of the one copied out */
+    while (issued < nchunks && issued < c + TR_STAGE_SLOTS && e == cudaSuccess) {
+      const int k = r->next;
+      const size_t off = issued * r->chunk, n = bytes - off < r->chunk ? bytes - off : r->chunk;
+      if ((e = tr_stage_wait(r, k)) != cudaSuccess) break;
+      if ((e = cudaMemcpyAsync(r->buf + (size_t)k * r->chunk, (const char *)src + off, n, cudaMemcpyDeviceToHost, s)) !=
+          cudaSuccess)
+        break;
+      if ((e = cudaEventRecord(r->ev[k], s)) != cudaSuccess) { (void)cudaStreamSynchronize(s); break; }
+      r->busy[k] = 1;
+      slot_of[issued % TR_STAGE_SLOTS] = k;
+      r->next = (k + 1) % TR_STAGE_SLOTS;
+      issued++;
+    }
+    if (e != cudaSuccess) break;
+    const int k = slot_of[c % TR_STAGE_SLOTS];
+    const size_t off = c * r->chunk, n = bytes - off < r->chunk ? bytes - off : r->chunk;
+    if ((e = tr_stage_wait(r, k)) != cudaSuccess) break;
+    tr_host_copy((char *)dst + off, r->buf + (size_t)k * r->chunk, n);
+  }
+  if (e != cudaSuccess) { /* nothing of the ring may stay in flight */
+    (void)cudaStreamSynchronize(s);
+    for (int k = 0; k < TR_STAGE_SLOTS; k++)
+      if (r->busy[k]) { (void)cudaEventSynchronize(r->ev[k]); r->busy[k] = 0; }
+    return tr_cuda_error(e, what);
+  }
+  return TILERAP_SUCCESS;
+}
+
+int tr_stage_active(size_t bytes)
+{
+  tr_stage_ring *r = tr_stage_ring_get();
+  return r && bytes >= tr_stage_min(r);
+}
