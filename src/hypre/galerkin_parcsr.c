@@ -724,7 +724,11 @@ int tr_hypre_galerkin(hypre_ParCSRMatrix *RT, hypre_ParCSRMatrix *A, hypre_ParCS
      * engine too (tests) */
     const char *tt = getenv("TILERAP_HYPRE_TEST_ORDER_THREAD");
     const int threaded = dev || (tt && !strcmp(tt, "1"));
-    trav.nthreads = tr_max_threads() > 1 && threaded ? tr_max_threads() - 1 : tr_max_threads();
+    /* the row-order pass's team leaves a core to this thread and the
+     * cores of the staging copies (4 threads in the core library's
+     * host_copy.c): oversubscribed, both ran 2-3x slower on the H100 host */
+    const int maxt = tr_max_threads(), others = threaded ? (dev ? 1 + 4 : 1) : 0;
+    trav.nthreads = maxt - others >= 2 ? maxt - others : (maxt > 1 && threaded ? maxt - 1 : maxt);
     if (threaded && pthread_create(&trav_th, NULL, tr_trav_thread, &trav) == 0) trav_on = 1;
     else {
       tr_trav_compute(&trav);

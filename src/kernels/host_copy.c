@@ -10,9 +10,8 @@
 #endif
 
 /* Threads for a copy: one per MB, at most TR_HOST_COPY_THREADS (memory
- * bandwidth, not cores, bounds a copy; the hypre hook runs its row-order
- * pass on the other cores meanwhile). */
-#define TR_HOST_COPY_THREADS 6
+ * bandwidth, not cores, bounds a copy: 4 threads fed the H100's PCIe link;
+ * the hypre hook runs its row-order pass on the other cores meanwhile). */
 #define TR_HOST_COPY_PIECE ((size_t)1 << 20)
 
 void tr_host_copy(void *dst, const void *src, size_t bytes)

@@ -25,7 +25,9 @@ int tilerap_set_error(int code, const char *fmt, ...)
 void *tilerap_host_alloc(size_t count, size_t size);
 void *tilerap_host_calloc(size_t count, size_t size);
 
-/* memcpy of host arrays, several threads for large ones (host_copy.c). */
+/* memcpy of host arrays, up to TR_HOST_COPY_THREADS threads for large
+ * ones (host_copy.c). */
+#define TR_HOST_COPY_THREADS 4
 void tr_host_copy(void *dst, const void *src, size_t bytes);
 
 /* Popcount of a 16-bit mask; portable (no -mpopcnt needed). */
