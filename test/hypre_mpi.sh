@@ -39,9 +39,12 @@ fi
 
 # the same with 3 threads and the row-order pass's parallel paths taken at
 # any size (the test problems are below their thresholds otherwise)
-OMP_NUM_THREADS=3 TILERAP_HYPRE_TEST_ORDER_THREAD=1 TILERAP_HYPRE_TEST_PARALLEL=1 "$bin/test/hypre_galerkin" >"$log" 2>&1
+# (verbose: a row order computed ahead that did not fit C would be redone
+# by the full pass and only noted, so the note fails the check)
+OMP_NUM_THREADS=3 TILERAP_HYPRE_TEST_ORDER_THREAD=1 TILERAP_HYPRE_TEST_PARALLEL=1 TILERAP_HYPRE_VERBOSE=1 \
+  "$bin/test/hypre_galerkin" >"$log" 2>&1
 rc=$?
-if [ $rc = 0 ] && ! grep -q "^not ok" "$log"; then
+if [ $rc = 0 ] && ! grep -q "^not ok" "$log" && ! grep -q "recomputed" "$log"; then
   tap ok "hypre_galerkin, row order on its own thread, parallel blocks at every size ($(grep -c '^ok' "$log") checks)"
 else
   tap fail "hypre_galerkin, row order on its own thread, parallel blocks at every size (rc=$rc)" "$log"

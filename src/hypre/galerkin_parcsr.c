@@ -724,13 +724,17 @@ int tr_hypre_galerkin(hypre_ParCSRMatrix *RT, hypre_ParCSRMatrix *A, hypre_ParCS
      * engine too (tests) */
     const char *tt = getenv("TILERAP_HYPRE_TEST_ORDER_THREAD");
     const int threaded = dev || (tt && !strcmp(tt, "1"));
-    /* the row-order pass's team leaves a core to this thread and the
-     * cores of the staging copies (4 threads in the core library's
-     * host_copy.c): oversubscribed, both ran 2-3x slower on the H100 host */
-    const int maxt = tr_max_threads(), others = threaded ? (dev ? 1 + 4 : 1) : 0;
-    trav.nthreads = maxt - others >= 2 ? maxt - others : (maxt > 1 && threaded ? maxt - 1 : maxt);
+    /* On its own thread, the row-order pass's team leaves a core to this
+     * thread and, with the CUDA engine, the cores of the staging copies
+     * (4 threads, host_copy.c in the core library): oversubscribed, both
+     * ran 2-3x slower on the H100 host.  At least half the cores. */
+    const int maxt = tr_max_threads(), others = 1 + (dev ? 4 : 0);
+    int team = maxt - others;
+    if (team < maxt / 2) team = maxt / 2;
+    trav.nthreads = team > 1 ? team : 1;
     if (threaded && pthread_create(&trav_th, NULL, tr_trav_thread, &trav) == 0) trav_on = 1;
-    else {
+    else { /* on this thread: every core */
+      trav.nthreads = maxt;
       tr_trav_compute(&trav);
       PHASE(TR_PH_ORDER);
     }

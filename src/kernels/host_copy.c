@@ -9,31 +9,32 @@
 #include <omp.h>
 #endif
 
-/* Threads for a copy: one per MB, at most TR_HOST_COPY_THREADS (memory
- * bandwidth, not cores, bounds a copy: 4 threads fed the H100's PCIe link;
- * the hypre hook runs its row-order pass on the other cores meanwhile). */
+/* Pieces: one per MB, at most TR_HOST_COPY_THREADS (memory bandwidth, not
+ * cores, bounds a copy: 4 threads fed the H100's PCIe link; the hypre hook
+ * runs its row-order pass on the other cores meanwhile). */
 #define TR_HOST_COPY_PIECE ((size_t)1 << 20)
 
 void tr_host_copy(void *dst, const void *src, size_t bytes)
 {
   if (!bytes) return;
-  int nt = 1;
+  size_t np = 1;
 #ifdef _OPENMP
   if (bytes >= 2 * TR_HOST_COPY_PIECE && !omp_in_parallel()) {
-    size_t want = bytes / TR_HOST_COPY_PIECE;
-    int maxt = omp_get_max_threads();
-    nt = (int)(want < (size_t)TR_HOST_COPY_THREADS ? want : (size_t)TR_HOST_COPY_THREADS);
-    if (nt > maxt) nt = maxt;
+    np = bytes / TR_HOST_COPY_PIECE;
+    if (np > (size_t)TR_HOST_COPY_THREADS) np = TR_HOST_COPY_THREADS;
+    if (np > (size_t)omp_get_max_threads()) np = (size_t)omp_get_max_threads();
   }
 #endif
-  if (nt <= 1) { memcpy(dst, src, bytes); return; }
+  if (np <= 1) { memcpy(dst, src, bytes); return; }
+  /* pieces of ceil(bytes / np) rounded up to 4 KB (no two threads fault
+   * the same page); the last one takes the rest.  An omp for over the
+   * pieces copies all of them whatever team size OpenMP grants. */
+  const size_t per = ((bytes + np - 1) / np + 4095) / 4096 * 4096;
 #ifdef _OPENMP
-  /* pieces on 4 KB boundaries: no two threads fault the same page */
-  const size_t per = ((bytes / (size_t)nt + 4095) / 4096) * 4096;
-#pragma omp parallel num_threads(nt)
-  {
-    const size_t b = (size_t)omp_get_thread_num() * per;
+#pragma omp parallel for num_threads((int)np) schedule(static, 1)
+#endif
+  for (long i = 0; i < (long)np; i++) {
+    const size_t b = (size_t)i * per;
     if (b < bytes) memcpy((char *)dst + b, (const char *)src + b, bytes - b < per ? bytes - b : per);
   }
-#endif
 }

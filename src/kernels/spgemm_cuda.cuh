@@ -53,9 +53,12 @@ int tr_tmp_alloc(tr_tmp *t, void **p, size_t bytes, const char *what);
 void tr_tmp_free_all(tr_tmp *t);
 
 /* Host <-> device copies (tile_cuda_staging.cu): large ones through a
- * ring of pinned chunks.  tr_h2d returns once src has been read (the
- * device copy is ordered on stream s); tr_d2h returns once dst holds the
- * data.  tr_stage_active: whether a copy of that size takes the ring. */
+ * ring of pinned chunks.  tr_d2h returns once dst holds the data.  tr_h2d
+ * orders the device copy on stream s; through the ring
+ * (tr_stage_active(bytes)) it returns once src has been read, otherwise
+ * (small copies, TILERAP_PINNED=0, no pinned memory) it has
+ * cudaMemcpyAsync's semantics: from pinned memory src may still be read
+ * after the return, and callers that promise reuse synchronise. */
 int tr_h2d(void *dst, const void *src, size_t bytes, cudaStream_t s, const char *what);
 int tr_d2h(void *dst, const void *src, size_t bytes, cudaStream_t s, const char *what);
 int tr_stage_active(size_t bytes);

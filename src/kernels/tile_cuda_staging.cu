@@ -85,8 +85,8 @@ static tr_stage_ring *tr_stage_ring_get(void)
     } else { /* no pinned memory to spare: the driver's staging still works */
       while (made-- > 0) cudaEventDestroy(r->ev[made]);
       if (b) cudaFreeHost(b);
+      (void)cudaGetLastError(); /* clear this failure only */
     }
-    (void)cudaGetLastError();
   }
   return r->state == 1 ? r : NULL;
 }
