@@ -244,7 +244,8 @@ int tilerap_tile_to_csr_alloc(const tilerap_tile_matrix *T, tilerap_csr **A);
 /* The same conversions with the tile matrix in device memory, built and
  * read on the device by the CUDA engine (src/kernels/tile_cuda_convert_*.cu).
  * The CSR arrays live in memory csr_mem (host arrays are uploaded or
- * downloaded with cudaMemcpyAsync; device arrays are used in place).  Same
+ * downloaded through tilerap's pinned staging chunks, see README; device
+ * arrays are used in place).  Same
  * validation and error codes as the host versions, checked on the device;
  * a failed call leaves no matrix behind and writes no output array.  Work
  * runs on the legacy default stream; calls writing host arrays return when
@@ -285,6 +286,15 @@ int tilerap_tile_to_csr_device(const tilerap_tile_matrix *T, int64_t *rowptr, in
                                double *val, tilerap_memtype csr_mem);
 int tilerap_tile_to_csr_device_i32(const tilerap_tile_matrix *T, int32_t *rowptr,
                                    int32_t *colidx, double *val, tilerap_memtype csr_mem);
+/* The same for a square T with each row's diagonal entry first and the
+ * other entries ascending (the layout of hypre's diag blocks), so that a
+ * product can be written straight into hypre's arrays.  rowptr and colidx
+ * are required; a row without a stored diagonal entry gives
+ * TILERAP_ERR_STRUCTURE naming the row, before any output is written; a
+ * non-square T gives TILERAP_ERR_SIZE.  The values-only calls keep the
+ * ascending order, not this one. */
+int tilerap_tile_to_csr_device_diag_first_i32(const tilerap_tile_matrix *T, int32_t *rowptr,
+                                              int32_t *colidx, double *val, tilerap_memtype csr_mem);
 /* Values only, in the CSR order of tilerap_tile_to_csr_device (numeric
  * re-runs: the structure is already in place).  No allocation. */
 int tilerap_tile_to_csr_values_device(const tilerap_tile_matrix *T, double *val,

@@ -386,6 +386,114 @@ out:
   tilerap_csr_destroy(&P);
 }
 
+/* Diagonal-first CSR (hypre's diag-block layout) against the sorted CSR
+ * rotated on the host; rows without a diagonal refused before any output. */
+static void diag_first_ref(const tilerap_csr *A, int32_t *col, double *val)
+{
+  for (int32_t i = 0; i < A->m; i++) {
+    int64_t b = A->rowptr[i], e = A->rowptr[i + 1], p = b;
+    while (p < e && A->colidx[p] != i) p++;
+    int64_t q = b;
+    if (p < e) { col[q] = i; val[q++] = A->val[p]; }
+    for (int64_t k = b; k < e; k++)
+      if (k != p) { col[q] = A->colidx[k]; val[q++] = A->val[k]; }
+  }
+}
+
+static void check_diag_first_one(const tilerap_csr *A, const char *what)
+{
+  const size_t m1 = (size_t)A->m + 1, nz = (size_t)A->nnz;
+  tilerap_tile_matrix *D = NULL;
+  int err = tilerap_tile_from_csr_device(A->m, A->n, A->rowptr, A->colidx, A->val, TILERAP_MEM_HOST, &D);
+  int32_t *rc = malloc(nz * sizeof *rc + 4), *rp = malloc(m1 * sizeof *rp), *col = malloc(nz * sizeof *col + 4);
+  double *rv = malloc(nz * sizeof *rv + 8), *val = malloc(nz * sizeof *val + 8);
+  diag_first_ref(A, rc, rv);
+  int ok_rp = 1;
+  if (!err) err = tilerap_tile_to_csr_device_diag_first_i32(D, rp, col, val, TILERAP_MEM_HOST);
+  for (size_t i = 0; !err && i < m1; i++) ok_rp &= rp[i] == (int32_t)A->rowptr[i];
+  tap_ok(!err && ok_rp && !memcmp(col, rc, nz * sizeof *col) && !memcmp(val, rv, nz * sizeof *val),
+         "%s: diagonal-first CSR into host arrays equals the sorted CSR with each diagonal moved first (%s)", what,
+         err ? tilerap_last_error() : "ok");
+  /* device arrays */
+  int32_t *drp = malloc(m1 * sizeof *drp), *dcol = NULL;
+  double *dv = NULL;
+  int32_t *gp = dup_to_device(rp, m1 * sizeof *rp), *gc = dup_to_device(col, nz * sizeof *col + 4);
+  double *gv = dup_to_device(val, nz * sizeof *val + 8);
+  if (!err) err = tilerap_tile_to_csr_device_diag_first_i32(D, gp, gc, gv, TILERAP_MEM_DEVICE);
+  dcol = malloc(nz * sizeof *dcol + 4);
+  dv = malloc(nz * sizeof *dv + 8);
+  from_device(drp, gp, m1 * sizeof *drp);
+  from_device(dcol, gc, nz * sizeof *dcol + 4);
+  from_device(dv, gv, nz * sizeof *dv + 8);
+  tap_ok(!err && !memcmp(drp, rp, m1 * sizeof *rp) && !memcmp(dcol, rc, nz * sizeof *dcol) &&
+             !memcmp(dv, rv, nz * sizeof *dv),
+         "%s: diagonal-first CSR into device arrays, identical (%s)", what, err ? tilerap_last_error() : "ok");
+  cudaFree(gp); cudaFree(gc); cudaFree(gv);
+  tilerap_tile_destroy(&D);
+  free(rc); free(rp); free(col); free(rv); free(val); free(drp); free(dcol); free(dv);
+}
+
+static void check_diag_first(uint64_t *seed)
+{
+  tilerap_csr *A = NULL, *P = NULL;
+  int32_t dims[3], cd[3];
+  int nd;
+  tilerap_model_poisson(TILERAP_P3D27, 12, &A, dims, &nd);
+  check_diag_first_one(A, "p3d27 12^3");
+  tilerap_model_prolongator(A, nd, dims, 2.0 / 3.0, &P, cd);
+  tilerap_csr *C = ref_ptap(A, P);
+  if (C) check_diag_first_one(C, "its Galerkin product");
+  /* a random square matrix with its missing diagonal entries inserted:
+   * diagonals at every position of their rows */
+  tilerap_csr *R = ref_random(301, 301, 0.05, 7, seed), *RI = NULL;
+  if (tilerap_csr_create(301, 301, R->nnz + 301, &RI) == 0) {
+    int64_t q = 0;
+    for (int32_t i = 0; i < 301; i++) {
+      int done = 0;
+      for (int64_t k = R->rowptr[i]; k < R->rowptr[i + 1]; k++) {
+        if (!done && R->colidx[k] >= i) {
+          if (R->colidx[k] > i) { RI->colidx[q] = i; RI->val[q++] = 1.0 + i; }
+          done = 1;
+        }
+        RI->colidx[q] = R->colidx[k]; RI->val[q++] = R->val[k];
+      }
+      if (!done) { RI->colidx[q] = i; RI->val[q++] = 1.0 + i; }
+      RI->rowptr[i + 1] = q;
+    }
+    RI->nnz = q;
+    check_diag_first_one(RI, "random 301 x 301 plus its diagonal");
+  }
+  /* refusals: no output written */
+  tilerap_tile_matrix *D = NULL;
+  int32_t rp[302], *col = malloc(((size_t)R->nnz + 1) * sizeof *col);
+  for (int k = 0; k < 302; k++) rp[k] = -7;
+  int err = tilerap_tile_from_csr_device(R->m, R->n, R->rowptr, R->colidx, R->val, TILERAP_MEM_HOST, &D);
+  int32_t first = -1;
+  for (int32_t i = 0; i < R->m && first < 0; i++) {
+    int has = 0;
+    for (int64_t k = R->rowptr[i]; k < R->rowptr[i + 1]; k++) has |= R->colidx[k] == i;
+    if (!has) first = i;
+  }
+  char expect[64];
+  snprintf(expect, sizeof expect, "row %d has no stored diagonal", first);
+  int e2 = err ? err : tilerap_tile_to_csr_device_diag_first_i32(D, rp, col, NULL, TILERAP_MEM_HOST);
+  int untouched = 1;
+  for (int k = 0; k < 302; k++) untouched &= rp[k] == -7;
+  tap_ok(first >= 0 && e2 == TILERAP_ERR_STRUCTURE && strstr(tilerap_last_error(), expect) && untouched,
+         "diagonal-first CSR of a matrix without some diagonal entries: refused, lowest row named, nothing written (%s)",
+         tilerap_last_error());
+  tilerap_tile_destroy(&D);
+  tilerap_tile_from_csr_device(P->m, P->n, P->rowptr, P->colidx, P->val, TILERAP_MEM_HOST, &D);
+  EXPECT(tilerap_tile_to_csr_device_diag_first_i32(D, rp, col, NULL, TILERAP_MEM_HOST), TILERAP_ERR_SIZE,
+         "diagonal-first CSR of a rectangular matrix");
+  EXPECT(tilerap_tile_to_csr_device_diag_first_i32(D, NULL, col, NULL, TILERAP_MEM_HOST), TILERAP_ERR_NULL,
+         "diagonal-first CSR without row pointers");
+  tilerap_tile_destroy(&D);
+  free(col);
+  tilerap_csr_destroy(&A); tilerap_csr_destroy(&P); tilerap_csr_destroy(&C); tilerap_csr_destroy(&R);
+  tilerap_csr_destroy(&RI);
+}
+
 /* Host <-> device transfers through the pinned staging ring (main sets
  * 64 KB chunks: a p3d7 30^3 matrix's 1.5 MB of values wrap the ring of
  * four chunks many times).  An upload must have read its source when it
@@ -503,6 +611,7 @@ int main(void)
   }
   check_product_structure(&seed);
   check_staging(&seed);
+  check_diag_first(&seed);
   check_galerkin_flow();
   check_errors();
   return tap_done();

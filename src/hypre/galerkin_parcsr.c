@@ -667,6 +667,11 @@ int tr_hypre_galerkin(hypre_ParCSRMatrix *RT, hypre_ParCSRMatrix *A, hypre_ParCS
   tilerap_tile_matrix *Aloc = NULL, *Pfull = NULL, *Rloc = NULL, *Rt = NULL, *AP = NULL, *Call = NULL;
   tilerap_tile_matrix *dA = NULL, *dP = NULL, *dR = NULL, *dC = NULL;
   tilerap_csr *C = NULL;
+  int64_t c_nnz = 0;
+  /* hypre's diag arrays written by the device (one rank, square) */
+  int straight = 0;
+  HYPRE_Int *s_di = NULL, *s_dj = NULL;
+  HYPRE_Complex *s_da = NULL;
   int err = TILERAP_SUCCESS;
 
   /* ---- communication 1: remote rows of P (hypre's helper, as the original) */
@@ -713,6 +718,7 @@ int tr_hypre_galerkin(hypre_ParCSRMatrix *RT, hypre_ParCSRMatrix *A, hypre_ParCS
   const int dev = tilerap_engine_resolve(opt.engine) == TILERAP_ENGINE_CUDA;
   const int direct = dev && galerkin && nAo == 0 && nQ == 0 && !Pext && sizeof(HYPRE_Int) == sizeof(int32_t) &&
                      hypre_CSRMatrixI(Ad) && hypre_CSRMatrixI(Pd);
+  const int straight_ok = direct && nprocs == 1 && square;
   /* hypre's row order ahead of C (one rank, RT = P): on a thread of its own
    * with the CUDA engine, so that it overlaps the device work */
   fast_order = order_hypre && tr_hypre_order_hypre() && nprocs == 1 && galerkin && nAo == 0 && nQ == 0 && !Pext &&
@@ -796,12 +802,34 @@ int tr_hypre_galerkin(hypre_ParCSRMatrix *RT, hypre_ParCSRMatrix *A, hypre_ParCS
       if ((err = tilerap_spgemm(Rt, AP, &opt, wC))) goto engine_failed;
     }
     PHASE(TR_PH_ENGINE);
-    if (dev) { /* CSR made on the device, written straight into host arrays */
+    if (dev && straight_ok && dC->nnz <= INT32_MAX) {
+      /* one rank, square: C is hypre's diag block as it stands (diagonal
+       * first), made on the device and written into hypre's own arrays;
+       * a row without a diagonal (hypre then adds an explicit zero) takes
+       * the assembly below */
+      s_di = hypre_TAlloc(HYPRE_Int, ncR + 1, HYPRE_MEMORY_HOST);
+      s_dj = hypre_TAlloc(HYPRE_Int, dC->nnz > 0 ? dC->nnz : 1, HYPRE_MEMORY_HOST);
+      s_da = hypre_TAlloc(HYPRE_Complex, dC->nnz > 0 ? dC->nnz : 1, HYPRE_MEMORY_HOST);
+      err = s_di && s_dj && s_da ? tilerap_tile_to_csr_device_diag_first_i32(dC, (int32_t *)s_di, (int32_t *)s_dj,
+                                                                            s_da, TILERAP_MEM_HOST)
+                                 : TILERAP_ERR_NOMEM;
+      if (!err) straight = 1;
+      else {
+        hypre_TFree(s_di, HYPRE_MEMORY_HOST); hypre_TFree(s_dj, HYPRE_MEMORY_HOST); hypre_TFree(s_da, HYPRE_MEMORY_HOST);
+        s_di = s_dj = NULL; s_da = NULL;
+        if (err != TILERAP_ERR_STRUCTURE) goto engine_failed;
+        err = TILERAP_SUCCESS;
+      }
+    }
+    if (dev && !straight) { /* CSR made on the device, written straight into host arrays */
       if ((err = tilerap_csr_create(dC->m, dC->n, dC->nnz, &C)) ||
           (err = tilerap_tile_to_csr_device(dC, C->rowptr, C->colidx, C->val, TILERAP_MEM_HOST)))
         goto engine_failed;
+    } else if (!dev && (err = tilerap_tile_to_csr_alloc(Call, &C))) goto engine_failed;
+    if (dev) {
+      c_nnz = dC->nnz;
       PHASE(TR_PH_DOWNLOAD);
-    } else if ((err = tilerap_tile_to_csr_alloc(Call, &C))) goto engine_failed;
+    } else c_nnz = C->rowptr[C->m];
   }
   goto sync;
 
@@ -906,12 +934,26 @@ sync:
         comm, hypre_ParCSRMatrixGlobalNumCols(RT), hypre_ParCSRMatrixGlobalNumCols(P),
         hypre_ParCSRMatrixColStarts(RT), hypre_ParCSRMatrixColStarts(P), nC, 0, 0);
     hypre_CSRMatrix *Cd = hypre_ParCSRMatrixDiag(RAP), *Co = hypre_ParCSRMatrixOffd(RAP);
-    HYPRE_Int *di = hypre_TAlloc(HYPRE_Int, ncR + 1, HYPRE_MEMORY_HOST);
-    HYPRE_Int *oi = hypre_TAlloc(HYPRE_Int, ncR + 1, HYPRE_MEMORY_HOST);
+    HYPRE_Int *di, *oi, *dj, *oj;
+    HYPRE_Complex *da, *oa;
+    const HYPRE_Int nmark = ncP + nC;
+    if (straight) { /* diag block already in hypre's arrays; no offd */
+      di = s_di; dj = s_dj; da = s_da;
+      s_di = s_dj = NULL; s_da = NULL;
+      oi = hypre_CTAlloc(HYPRE_Int, ncR + 1, HYPRE_MEMORY_HOST);
+      oj = NULL; oa = NULL;
+      hypre_CSRMatrixNumNonzeros(Cd) = di[ncR];
+      hypre_CSRMatrixNumNonzeros(Co) = 0;
+      hypre_CSRMatrixI(Cd) = di; hypre_CSRMatrixJ(Cd) = dj; hypre_CSRMatrixData(Cd) = da;
+      hypre_CSRMatrixI(Co) = oi; hypre_CSRMatrixJ(Co) = NULL; hypre_CSRMatrixData(Co) = NULL;
+      hypre_CSRMatrixMemoryLocation(Cd) = HYPRE_MEMORY_HOST;
+      hypre_CSRMatrixMemoryLocation(Co) = HYPRE_MEMORY_HOST;
+    } else {
+    di = hypre_TAlloc(HYPRE_Int, ncR + 1, HYPRE_MEMORY_HOST);
+    oi = hypre_TAlloc(HYPRE_Int, ncR + 1, HYPRE_MEMORY_HOST);
     const int64_t *crp = C->rowptr;
     const int32_t *ccol = C->colidx;
     const double *cval = C->val;
-    const HYPRE_Int nmark = ncP + nC;
     /* one marker per thread, only when rows receive contributions */
     HYPRE_Int *marks = ext_ptr ? hypre_TAlloc(HYPRE_Int, (size_t)tr_max_threads() * ((size_t)nmark + 1),
                                              HYPRE_MEMORY_HOST) : NULL;
@@ -957,10 +999,10 @@ sync:
     hypre_CSRMatrixI(Co) = oi;
     hypre_CSRMatrixMemoryLocation(Cd) = HYPRE_MEMORY_HOST;
     hypre_CSRMatrixMemoryLocation(Co) = HYPRE_MEMORY_HOST;
-    HYPRE_Int *dj = hypre_TAlloc(HYPRE_Int, nd, HYPRE_MEMORY_HOST);
-    HYPRE_Complex *da = hypre_TAlloc(HYPRE_Complex, nd, HYPRE_MEMORY_HOST);
-    HYPRE_Int *oj = nC ? hypre_TAlloc(HYPRE_Int, no, HYPRE_MEMORY_HOST) : NULL;
-    HYPRE_Complex *oa = nC ? hypre_TAlloc(HYPRE_Complex, no, HYPRE_MEMORY_HOST) : NULL;
+    dj = hypre_TAlloc(HYPRE_Int, nd, HYPRE_MEMORY_HOST);
+    da = hypre_TAlloc(HYPRE_Complex, nd, HYPRE_MEMORY_HOST);
+    oj = nC ? hypre_TAlloc(HYPRE_Int, no, HYPRE_MEMORY_HOST) : NULL;
+    oa = nC ? hypre_TAlloc(HYPRE_Complex, no, HYPRE_MEMORY_HOST) : NULL;
     hypre_CSRMatrixJ(Cd) = dj;
     hypre_CSRMatrixData(Cd) = da;
     hypre_CSRMatrixJ(Co) = oj;
@@ -1004,6 +1046,7 @@ sync:
       }
     }
     hypre_TFree(marks, HYPRE_MEMORY_HOST);
+    } /* assembly from C */
     PHASE(TR_PH_OUT);
 
     /* hypre's entry order (default; TILERAP_HYPRE_ORDER=sorted skips it) */
@@ -1049,7 +1092,7 @@ sync:
             "tilerap_hypre rank %d: product %d x %d (A %lld entries, P %lld, C %lld): in %.4f, up %.4f, engine %.4f, "
             "down %.4f, out %.4f, order wait %.4f (pass %.4f), comm %.4f s\n",
             rank, (int)ncR, (int)ncP, (long long)hypre_CSRMatrixNumNonzeros(Ad), (long long)hypre_CSRMatrixNumNonzeros(Pd),
-            (long long)(C ? C->rowptr[C->m] : 0), ph_local[TR_PH_IN], ph_local[TR_PH_UPLOAD], ph_local[TR_PH_ENGINE],
+            (long long)c_nnz, ph_local[TR_PH_IN], ph_local[TR_PH_UPLOAD], ph_local[TR_PH_ENGINE],
             ph_local[TR_PH_DOWNLOAD], ph_local[TR_PH_OUT], ph_local[TR_PH_ORDER], ph_local[TR_PH_TRAV],
             ph_local[TR_PH_COMM]);
 
@@ -1059,6 +1102,7 @@ cleanup:
   tilerap_tile_destroy(&dA); tilerap_tile_destroy(&dP); tilerap_tile_destroy(&dR);
   tilerap_tile_destroy(&dC);
   tilerap_csr_destroy(&C);
+  hypre_TFree(s_di, HYPRE_MEMORY_HOST); hypre_TFree(s_dj, HYPRE_MEMORY_HOST); hypre_TFree(s_da, HYPRE_MEMORY_HOST);
   if (Pext) hypre_CSRMatrixDestroy(Pext);
   if (C_int) hypre_CSRMatrixDestroy(C_int);
   if (C_ext) hypre_CSRMatrixDestroy(C_ext);

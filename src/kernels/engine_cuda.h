@@ -41,8 +41,11 @@ int tr_cuda_stream_sync(void *stream);
 /* unsorted != 0: rows in any column order, sorted on the device first */
 int tr_cuda_tile_from_csr(int32_t m, int32_t n, const int64_t *rp64, const int32_t *rp32, const int32_t *colidx,
                           const double *val, tilerap_memtype csr_mem, int unsorted, tilerap_tile_matrix **T);
+/* diag_first: square T, every row's diagonal entry moved to the front
+ * (hypre's layout); a row without one gives TILERAP_ERR_STRUCTURE before
+ * any output is written (colidx must then be given). */
 int tr_cuda_tile_to_csr(const tilerap_tile_matrix *T, int64_t *rp64, int32_t *rp32, int32_t *colidx, double *val,
-                        tilerap_memtype csr_mem);
+                        tilerap_memtype csr_mem, int diag_first);
 int tr_cuda_tile_values_to_csr(const tilerap_tile_matrix *T, double *val, tilerap_memtype val_mem);
 int tr_cuda_tile_values_from_csr(tilerap_tile_matrix *T, const double *val, tilerap_memtype val_mem);
 void tr_cuda_free(void *p);

@@ -93,7 +93,7 @@ int tilerap_tile_update_values_from_csr_device(tilerap_tile_matrix *T, const dou
 }
 
 static int tr_to_csr_device(const tilerap_tile_matrix *T, int64_t *rp64, int32_t *rp32, int32_t *colidx, double *val,
-                            tilerap_memtype mem)
+                            tilerap_memtype mem, int diag_first)
 {
   static const char what[] = "CSR conversion on the device";
   int err = tr_require_device(T, what);
@@ -104,9 +104,9 @@ static int tr_to_csr_device(const tilerap_tile_matrix *T, int64_t *rp64, int32_t
   if ((err = tr_device_engine(what))) return err;
 #ifdef TILERAP_HAVE_CUDA
   if (!rp64 && !rp32 && !colidx && !val) return TILERAP_SUCCESS;
-  return tr_cuda_tile_to_csr(T, rp64, rp32, colidx, val, mem);
+  return tr_cuda_tile_to_csr(T, rp64, rp32, colidx, val, mem, diag_first);
 #else
-  (void)rp64; (void)colidx; (void)val;
+  (void)rp64; (void)colidx; (void)val; (void)diag_first;
   return TILERAP_ERR_ENGINE;
 #endif
 }
@@ -114,13 +114,25 @@ static int tr_to_csr_device(const tilerap_tile_matrix *T, int64_t *rp64, int32_t
 int tilerap_tile_to_csr_device(const tilerap_tile_matrix *T, int64_t *rowptr, int32_t *colidx, double *val,
                                tilerap_memtype csr_mem)
 {
-  return tr_to_csr_device(T, rowptr, NULL, colidx, val, csr_mem);
+  return tr_to_csr_device(T, rowptr, NULL, colidx, val, csr_mem, 0);
 }
 
 int tilerap_tile_to_csr_device_i32(const tilerap_tile_matrix *T, int32_t *rowptr, int32_t *colidx, double *val,
                                    tilerap_memtype csr_mem)
 {
-  return tr_to_csr_device(T, NULL, rowptr, colidx, val, csr_mem);
+  return tr_to_csr_device(T, NULL, rowptr, colidx, val, csr_mem, 0);
+}
+
+int tilerap_tile_to_csr_device_diag_first_i32(const tilerap_tile_matrix *T, int32_t *rowptr, int32_t *colidx,
+                                              double *val, tilerap_memtype csr_mem)
+{
+  int err = tr_require_device(T, "diagonal-first CSR on the device");
+  if (err) return err;
+  if (!rowptr || !colidx)
+    return tilerap_set_error(TILERAP_ERR_NULL, "diagonal-first CSR on the device: row pointers and columns are required");
+  if (T->m != T->n)
+    return tilerap_set_error(TILERAP_ERR_SIZE, "diagonal-first CSR of a %d x %d matrix: needs a square one", T->m, T->n);
+  return tr_to_csr_device(T, NULL, rowptr, colidx, val, csr_mem, 1);
 }
 
 int tilerap_tile_to_csr_values_device(const tilerap_tile_matrix *T, double *val, tilerap_memtype val_mem)

@@ -65,6 +65,74 @@ static int tr_walk(const tilerap_tile_matrix *T, double *cval, int dir, int64_t 
   return tr_cuda_check_launch("tile/CSR walk");
 }
 
+/* Lowest row without a stored diagonal entry (m if none): row i needs tile
+ * (I, I) in tile row I and bit i%16 in that tile's row mask i%16. */
+static __global__ void k_missing_diagonal(int32_t m, tr_dview T, int *first_missing)
+{
+  const int32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= m) return;
+  const int32_t I = i >> 4;
+  int64_t lo = T.tile_ptr[I], hi = T.tile_ptr[I + 1];
+  while (lo < hi) { /* tile columns ascend within a tile row */
+    const int64_t mid = (lo + hi) >> 1;
+    if (T.tile_col[mid] < I) lo = mid + 1;
+    else hi = mid;
+  }
+  const bool found = lo < T.tile_ptr[I + 1] && T.tile_col[lo] == I && ((T.row_mask[16 * lo + (i & 15)] >> (i & 15)) & 1u);
+  if (!found) atomicMin(first_missing, i);
+}
+
+/* Diagonal entry of each row moved to the row's front, the entries before
+ * it shifted by one (the rest stay ascending).  One thread per row. */
+template <typename RP>
+static __global__ void k_diagonal_first(int32_t m, const RP *rp, int32_t *col, double *val)
+{
+  const int32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= m) return;
+  const int64_t b = rp[i], e = rp[i + 1];
+  int64_t p = b;
+  while (p < e && col[p] != i) p++;
+  if (p == e || p == b) return;
+  const double d = val ? val[p] : 0.0;
+  for (int64_t q = p; q > b; q--) {
+    col[q] = col[q - 1];
+    if (val) val[q] = val[q - 1];
+  }
+  col[b] = i;
+  if (val) val[b] = d;
+}
+
+static int tr_check_diagonal(const tilerap_tile_matrix *T)
+{
+  if (T->m != T->n)
+    return tilerap_set_error(TILERAP_ERR_SIZE, "diagonal-first CSR of a %d x %d matrix: needs a square one", T->m, T->n);
+  if (T->m == 0) return TILERAP_SUCCESS;
+  const cudaStream_t s = cudaStreamLegacy;
+  int *d = NULL, h = T->m;
+  int err = tr_dalloc((void **)&d, sizeof(int), s, "diagonal check");
+  if (err) return err;
+  cudaError_t ce = cudaMemcpyAsync(d, &h, sizeof h, cudaMemcpyHostToDevice, s);
+  if (ce == cudaSuccess) {
+    k_missing_diagonal<<<tr_blocks(T->m, 256), 256, 0, s>>>(T->m, tr_view(T), d);
+    ce = cudaGetLastError();
+  }
+  if (ce == cudaSuccess) ce = cudaMemcpyAsync(&h, d, sizeof h, cudaMemcpyDeviceToHost, s);
+  if (ce == cudaSuccess) ce = cudaStreamSynchronize(s);
+  tr_dfree(d, s);
+  if (ce != cudaSuccess) return tr_cuda_error(ce, "diagonal check");
+  if (h < T->m)
+    return tilerap_set_error(TILERAP_ERR_STRUCTURE, "diagonal-first CSR: row %d has no stored diagonal entry", h);
+  return TILERAP_SUCCESS;
+}
+
+static int tr_diagonal_first(int32_t m, const int64_t *rp64, const int32_t *rp32, int32_t *col, double *val)
+{
+  if (m == 0) return TILERAP_SUCCESS;
+  if (rp64) k_diagonal_first<int64_t><<<tr_blocks(m, 128), 128, 0, cudaStreamLegacy>>>(m, rp64, col, val);
+  else k_diagonal_first<int32_t><<<tr_blocks(m, 128), 128, 0, cudaStreamLegacy>>>(m, rp32, col, val);
+  return tr_cuda_check_launch("diagonal first");
+}
+
 /* T's staging buffer of nnz values (allocated on first use). */
 static int tr_staging(const tilerap_tile_matrix *T, double **stage)
 {
@@ -84,15 +152,19 @@ static int tr_sync(const char *what)
 }
 
 extern "C" int tr_cuda_tile_to_csr(const tilerap_tile_matrix *T, int64_t *rp64, int32_t *rp32, int32_t *col,
-                                   double *val, tilerap_memtype csr_mem)
+                                   double *val, tilerap_memtype csr_mem, int diag_first)
 {
-  if (csr_mem == TILERAP_MEM_DEVICE) return tr_walk(T, val, -1, rp64, rp32, col);
+  int err = TILERAP_SUCCESS;
+  if (diag_first && (err = tr_check_diagonal(T))) return err; /* before any output */
+  if (csr_mem == TILERAP_MEM_DEVICE) {
+    if ((err = tr_walk(T, val, -1, rp64, rp32, col))) return err;
+    return diag_first ? tr_diagonal_first(T->m, rp64, rp32, col, val) : TILERAP_SUCCESS;
+  }
   const cudaStream_t s = cudaStreamLegacy;
   const size_t nrp = (size_t)T->m + 1, nz = (size_t)T->nnz;
   int64_t *d64 = NULL;
   int32_t *d32 = NULL, *dcol = NULL;
   double *dval = NULL;
-  int err = TILERAP_SUCCESS;
   /* the staging buffer is taken even without val: the values-only call follows */
   if ((err = tr_staging(T, &dval))) return err;
   if (!val) dval = NULL;
@@ -101,6 +173,7 @@ extern "C" int tr_cuda_tile_to_csr(const tilerap_tile_matrix *T, int64_t *rp64, 
       (col && (err = tr_dalloc((void **)&dcol, nz * sizeof(int32_t), s, "CSR column indices"))))
     goto done;
   if ((err = tr_walk(T, dval, -1, d64, d32, dcol))) goto done;
+  if (diag_first && (err = tr_diagonal_first(T->m, d64, d32, dcol, dval))) goto done;
   /* only once the walk is done: no output is half-written on error */
   if ((err = tr_sync("tile to CSR"))) goto done;
   if (rp64) err = tr_d2h(rp64, d64, nrp * sizeof(int64_t), s, "CSR download");
