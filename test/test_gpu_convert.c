@@ -414,11 +414,21 @@ static void check_diag_first_one(const tilerap_csr *A, const char *what)
   tap_ok(!err && ok_rp && !memcmp(col, rc, nz * sizeof *col) && !memcmp(val, rv, nz * sizeof *val),
          "%s: diagonal-first CSR into host arrays equals the sorted CSR with each diagonal moved first (%s)", what,
          err ? tilerap_last_error() : "ok");
+  if (!err) { /* columns only */
+    memset(col, 0xff, nz * sizeof *col);
+    err = tilerap_tile_to_csr_device_diag_first_i32(D, rp, col, NULL, TILERAP_MEM_HOST);
+    tap_ok(!err && !memcmp(col, rc, nz * sizeof *col), "%s: ... columns only, the same columns (%s)", what,
+           err ? tilerap_last_error() : "ok");
+  }
   /* device arrays */
   int32_t *drp = malloc(m1 * sizeof *drp), *dcol = NULL;
   double *dv = NULL;
   int32_t *gp = dup_to_device(rp, m1 * sizeof *rp), *gc = dup_to_device(col, nz * sizeof *col + 4);
   double *gv = dup_to_device(val, nz * sizeof *val + 8);
+  /* sentinels: a call that wrote nothing must not pass */
+  cudaMemset(gp, 0xff, m1 * sizeof *rp);
+  cudaMemset(gc, 0xff, nz * sizeof *col + 4);
+  cudaMemset(gv, 0xff, nz * sizeof *val + 8);
   if (!err) err = tilerap_tile_to_csr_device_diag_first_i32(D, gp, gc, gv, TILERAP_MEM_DEVICE);
   dcol = malloc(nz * sizeof *dcol + 4);
   dv = malloc(nz * sizeof *dv + 8);
@@ -442,7 +452,7 @@ static void check_diag_first(uint64_t *seed)
   check_diag_first_one(A, "p3d27 12^3");
   tilerap_model_prolongator(A, nd, dims, 2.0 / 3.0, &P, cd);
   tilerap_csr *C = ref_ptap(A, P);
-  if (C) check_diag_first_one(C, "its Galerkin product");
+  if (tap_ok(C != NULL, "reference Galerkin product for the diagonal-first checks")) check_diag_first_one(C, "its Galerkin product");
   /* a random square matrix with its missing diagonal entries inserted:
    * diagonals at every position of their rows */
   tilerap_csr *R = ref_random(301, 301, 0.05, 7, seed), *RI = NULL;
@@ -476,13 +486,42 @@ static void check_diag_first(uint64_t *seed)
   }
   char expect[64];
   snprintf(expect, sizeof expect, "row %d has no stored diagonal", first);
+  for (int64_t k = 0; k <= R->nnz; k++) col[k] = -7;
   int e2 = err ? err : tilerap_tile_to_csr_device_diag_first_i32(D, rp, col, NULL, TILERAP_MEM_HOST);
   int untouched = 1;
   for (int k = 0; k < 302; k++) untouched &= rp[k] == -7;
+  for (int64_t k = 0; k <= R->nnz; k++) untouched &= col[k] == -7;
   tap_ok(first >= 0 && e2 == TILERAP_ERR_STRUCTURE && strstr(tilerap_last_error(), expect) && untouched,
          "diagonal-first CSR of a matrix without some diagonal entries: refused, lowest row named, nothing written (%s)",
          tilerap_last_error());
+  { /* the same into device arrays */
+    int32_t *gp = dup_to_device(rp, sizeof rp), *gc = dup_to_device(col, ((size_t)R->nnz + 1) * sizeof *col);
+    int e3 = err ? err : tilerap_tile_to_csr_device_diag_first_i32(D, gp, gc, NULL, TILERAP_MEM_DEVICE);
+    from_device(rp, gp, sizeof rp);
+    from_device(col, gc, ((size_t)R->nnz + 1) * sizeof *col);
+    int same = 1;
+    for (int k = 0; k < 302; k++) same &= rp[k] == -7;
+    for (int64_t k = 0; k <= R->nnz; k++) same &= col[k] == -7;
+    tap_ok(e3 == TILERAP_ERR_STRUCTURE && same, "  ... into device arrays: refused, nothing written");
+    cudaFree(gp); cudaFree(gc);
+  }
   tilerap_tile_destroy(&D);
+  { /* a whole diagonal tile missing: 40 x 40 with rows 0-15 in columns 16-31 only */
+    tilerap_csr *X = NULL;
+    if (tilerap_csr_create(40, 40, 40, &X) == 0) {
+      for (int32_t i = 0; i < 40; i++) {
+        X->rowptr[i + 1] = i + 1;
+        X->colidx[i] = i < 16 ? 16 + i : i;
+        X->val[i] = 1.0;
+      }
+      err = tilerap_tile_from_csr_device(40, 40, X->rowptr, X->colidx, X->val, TILERAP_MEM_HOST, &D);
+      if (!err) err = tilerap_tile_to_csr_device_diag_first_i32(D, rp, col, NULL, TILERAP_MEM_HOST);
+      tap_ok(err == TILERAP_ERR_STRUCTURE && strstr(tilerap_last_error(), "row 0 has no stored diagonal"),
+             "diagonal-first CSR without the (0,0) tile: row 0 named (%s)", tilerap_last_error());
+      tilerap_tile_destroy(&D);
+      tilerap_csr_destroy(&X);
+    }
+  }
   tilerap_tile_from_csr_device(P->m, P->n, P->rowptr, P->colidx, P->val, TILERAP_MEM_HOST, &D);
   EXPECT(tilerap_tile_to_csr_device_diag_first_i32(D, rp, col, NULL, TILERAP_MEM_HOST), TILERAP_ERR_SIZE,
          "diagonal-first CSR of a rectangular matrix");
