@@ -102,10 +102,9 @@ static __global__ void k_diagonal_first(int32_t m, const RP *rp, int32_t *col, d
   if (val) val[b] = d;
 }
 
+/* T is square (checked by the caller, tile_convert_device.c). */
 static int tr_check_diagonal(const tilerap_tile_matrix *T)
 {
-  if (T->m != T->n)
-    return tilerap_set_error(TILERAP_ERR_SIZE, "diagonal-first CSR of a %d x %d matrix: needs a square one", T->m, T->n);
   if (T->m == 0) return TILERAP_SUCCESS;
   const cudaStream_t s = cudaStreamLegacy;
   int *d = NULL, h = T->m;
