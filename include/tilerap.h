@@ -300,6 +300,51 @@ int tilerap_tile_to_csr_device_diag_first_i32(const tilerap_tile_matrix *T, int3
 int tilerap_tile_to_csr_values_device(const tilerap_tile_matrix *T, double *val,
                                       tilerap_memtype val_mem);
 
+/* Device buffers for callers that keep arrays on the GPU between calls
+ * (the hypre hook keeps each level's product there as the next level's
+ * operand).  Memory of the current device from tilerap's stream-ordered
+ * pool; tilerap_memcpy copies between any two of host and device memory
+ * (host sides through the pinned staging chunks).  On return src may be
+ * reused, a host dst holds the data, and a device dst holds it for every
+ * later tilerap call (the copies and the engine share the legacy default
+ * stream).  Without CUDA or a visible GPU: TILERAP_ERR_ENGINE. */
+int tilerap_device_malloc(size_t bytes, void **p);
+void tilerap_device_free(void *p);
+int tilerap_memcpy(void *dst, tilerap_memtype dst_mem, const void *src, tilerap_memtype src_mem,
+                   size_t bytes);
+
+/* Content fingerprint of an m-row CSR matrix (arrays in memory mem): a
+ * 64-bit sum over its entries of a hash of (row, column, value bits and,
+ * when ordered != 0, the entry's position in its row), so with ordered = 0
+ * it does not depend on the order of entries within rows.  The host and
+ * device versions agree.  Two matrices with the same fingerprint hold the
+ * same entries (in the same order, if ordered) unless a 2^-64 collision
+ * occurred; callers use it to prove that a matrix they handed out came
+ * back unchanged.  val may be NULL (structure only). */
+int tilerap_csr_fingerprint_i32(int32_t m, const int32_t *rowptr, const int32_t *colidx,
+                                const double *val, int ordered, tilerap_memtype mem,
+                                uint64_t *fingerprint);
+
+/* C = P^T A P (device tile matrix, square, from tilerap_ptap) as CSR with
+ * each row in the order in which a row-by-row Gustavson product emits it:
+ * row r lists column c at its first encounter in the walk over the fine
+ * rows i with P(i,r) stored (ascending), A(i,j) in A's stored order, then
+ * P(j,c) in P's stored order (the order of hypre's BoomerAMG coarse
+ * operators, which its coarsening breaks ties by).  The structures of A
+ * (na x na) and P (na x C->n) are CSR arrays in device memory as stored
+ * (rows in any order, no repeats; A's structure may be that of any matrix
+ * whose product with P has C's structure).  diag_first: the diagonal entry
+ * first (a row without one: TILERAP_ERR_STRUCTURE before any output).
+ * Entries of C the walk never reaches come last in their row, ascending,
+ * counted in *unreached (optional); a product entry missing from C gives
+ * TILERAP_ERR_STRUCTURE.  Outputs rowptr[C->m+1], colidx/val[C->nnz] are
+ * device arrays; returns when they are complete. */
+int tilerap_ptap_csr_encounter_order_device_i32(const tilerap_tile_matrix *C, int32_t na,
+                                                const int32_t *a_rowptr, const int32_t *a_colidx,
+                                                const int32_t *p_rowptr, const int32_t *p_colidx,
+                                                int diag_first, int32_t *rowptr, int32_t *colidx,
+                                                double *val, int64_t *unreached);
+
 /* Deep copy into memory `mem` (host<->device transfers for the CUDA build). */
 int tilerap_tile_copy(const tilerap_tile_matrix *src, tilerap_memtype mem,
                       tilerap_tile_matrix **dst);

@@ -80,6 +80,12 @@ typedef struct {
   long reason[TILERAP_HYPRE_FWD_NREASONS]; /* forwarded calls by reason            */
   double seconds_tilerap;  /* wall time inside the tilerap computations            */
   double seconds_forwarded; /* wall time inside the forwarded originals            */
+  /* One rank, CUDA engine: products whose A was the previous product's C,
+   * still on the GPU and proven unchanged by a content fingerprint of
+   * hypre's arrays (operand_kept), or found changed and uploaded again
+   * (operand_changed). */
+  long operand_kept;
+  long operand_changed;
 } TileRAP_HypreStats;
 
 /* Turns the hook on (on != 0) or off for the whole process; returns the

@@ -95,6 +95,64 @@ static int check_kept_transpose(hypre_ParCSRMatrix *P)
   return 1;
 }
 
+/* One rank with the CUDA engine: a product's C stays on the GPU as the
+ * next product's A, used only if hypre's arrays still hold exactly it.
+ * Three runs of C1 = P0^T A0 P0, then C2 = P1^T C1 P1: C1 untouched (kept
+ * and used), one value of C1 changed, two entries of a row of C1 swapped
+ * (both found changed and uploaded again).  C2 must equal hypre's own
+ * product of the C1 it was given, in hypre's entry order, every time. */
+static void check_kept_operand(HYPRE_Solver s, const char *tag)
+{
+  hypre_ParCSRMatrix *A0 = th_level_A(s, 0), *P0 = th_level_P(s, 0), *P1 = th_level_P(s, 1);
+  const int gpu_one = g_np == 1 && tilerap_engine_resolve(TILERAP_ENGINE_AUTO) == TILERAP_ENGINE_CUDA;
+  static const char *const what[3] = {"untouched", "one value changed", "two entries of a row swapped"};
+  for (int variant = 0; variant < 3; variant++) {
+    TileRAP_HypreStats st;
+    TileRAP_HypreResetStats();
+    hypre_ParCSRMatrix *C1 = NULL, *C2 = NULL, *ref = NULL;
+    int rc1 = TileRAP_HypreGalerkin(P0, A0, P0, 0, 1, &C1);
+    int changed = 0;
+    if (!rc1 && C1) {
+      hypre_CSRMatrix *d = hypre_ParCSRMatrixDiag(C1);
+      HYPRE_Int *di = hypre_CSRMatrixI(d), *dj = hypre_CSRMatrixJ(d);
+      HYPRE_Complex *da = hypre_CSRMatrixData(d);
+      for (HYPRE_Int r = 0; r < hypre_CSRMatrixNumRows(d) && !changed; r++)
+        if (di[r + 1] - di[r] >= 3) {
+          const HYPRE_Int a = di[r] + 1, b = di[r] + 2; /* the diagonal stays first */
+          if (variant == 1) da[a] *= 1.25;
+          if (variant == 2) {
+            HYPRE_Int tj = dj[a]; dj[a] = dj[b]; dj[b] = tj;
+            HYPRE_Complex ta = da[a]; da[a] = da[b]; da[b] = ta;
+          }
+          changed = 1;
+        }
+    }
+    int rc2 = C1 ? TileRAP_HypreGalerkin(P1, C1, P1, 0, 1, &C2) : 1;
+    TileRAP_HypreGetStats(&st);
+    if (C1) TileRAP_HypreOriginalBuildCoarseOperatorKT(P1, C1, P1, 0, &ref);
+    int good = th_all(g_comm, rc1 == 0 && rc2 == 0 && C2 && ref && changed);
+    long order = 0;
+    th_cmp c = {0};
+    if (good) {
+      c = th_compare(C2, ref);
+      order = rows_in_other_order(C2, ref);
+      good = th_cmp_ok(c, 1e-12);
+    }
+    long total = 0;
+    MPI_Allreduce(&order, &total, 1, MPI_LONG, MPI_SUM, g_comm);
+    const long want_kept = gpu_one && variant == 0, want_changed = gpu_one && variant > 0;
+    OK(good && total == 0 && st.operand_kept == want_kept && st.operand_changed == want_changed,
+       "%s: C1 %s, then P1^T C1 P1: hypre's product in hypre's order (relerr %.2e, %ld rows in other order), "
+       "C1 %s on the GPU (kept %ld, changed %ld)",
+       tag, what[variant], c.relerr, total, !gpu_one ? "not kept (not one rank with the CUDA engine)"
+                                                     : variant ? "found changed, uploaded again" : "kept and used",
+       st.operand_kept, st.operand_changed);
+    if (C2) hypre_ParCSRMatrixDestroy(C2);
+    if (ref) hypre_ParCSRMatrixDestroy(ref);
+    if (C1) hypre_ParCSRMatrixDestroy(C1);
+  }
+}
+
 static void run_case(int dim, HYPRE_BigInt n, th_amg_opts o)
 {
   const int ep = o.modular ? TILERAP_HYPRE_EP_RAPKT : TILERAP_HYPRE_EP_BUILD_COARSE_OPERATOR;
@@ -138,6 +196,13 @@ static void run_case(int dim, HYPRE_BigInt n, th_amg_opts o)
   }
   OK(all_ok, "%s: every level equals hypre's own product (max relerr %.2e, %ld bad)", tag, worst,
      bad_levels);
+  if (!o.modular) { /* one rank, CUDA engine: every A after the first was the previous C, kept on the GPU */
+    const int gpu_one = g_np == 1 && tilerap_engine_resolve(TILERAP_ENGINE_AUTO) == TILERAP_ENGINE_CUDA;
+    OK(st.operand_kept == (gpu_one ? L - 2 : 0) && st.operand_changed == 0,
+       "%s: A of %ld products was the previous product kept on the GPU (expected %d), %ld found changed", tag,
+       st.operand_kept, gpu_one ? L - 2 : 0, st.operand_changed);
+  }
+  if (!o.modular && !o.keepT && L >= 3) check_kept_operand(s_on, tag);
   if (!o.modular) {
     long total = 0;
     MPI_Allreduce(&order_rows, &total, 1, MPI_LONG, MPI_SUM, g_comm);

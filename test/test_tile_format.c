@@ -3,6 +3,7 @@
 #include "ref_gustavson.h"
 #include "tap.h"
 #include "tilerap_model.h"
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #ifdef _OPENMP
@@ -110,9 +111,82 @@ static void check_roundtrip(const tilerap_csr *A, const char *what)
   tilerap_tile_destroy(&T); tilerap_tile_destroy(&T32);
 }
 
+/* Host CSR fingerprints (the hypre hook's proof that a matrix it handed
+ * out came back unchanged): what changes them and what does not. */
+static void check_fingerprint(uint64_t *seed)
+{
+  tilerap_csr *A = ref_random(300, 200, 0.05, 7, seed);
+  const int32_t m = A->m;
+  const int64_t nz = A->nnz;
+  int32_t *rp = malloc(((size_t)m + 1) * sizeof *rp), *col = malloc(((size_t)nz + 1) * sizeof *col);
+  double *val = malloc(((size_t)nz + 1) * sizeof *val);
+  for (int32_t i = 0; i <= m; i++) rp[i] = (int32_t)A->rowptr[i];
+  memcpy(col, A->colidx, (size_t)nz * sizeof *col);
+  memcpy(val, A->val, (size_t)nz * sizeof *val);
+  uint64_t f0 = 0, o0 = 0, f = 0, o = 0;
+  int err = tilerap_csr_fingerprint_i32(m, rp, col, val, 0, TILERAP_MEM_HOST, &f0) |
+            tilerap_csr_fingerprint_i32(m, rp, col, val, 1, TILERAP_MEM_HOST, &o0);
+  tap_ok(!err && f0 != o0, "fingerprint: order-free and ordered of a 300 x 200 matrix (%016llx, %016llx)",
+         (unsigned long long)f0, (unsigned long long)o0);
+  /* two entries of a row swapped: the order-free one stays */
+  int32_t r = 0;
+  while (r < m && rp[r + 1] - rp[r] < 2) r++;
+  int32_t a = rp[r], b = rp[r] + 1;
+  int32_t tc = col[a]; col[a] = col[b]; col[b] = tc;
+  double tv = val[a]; val[a] = val[b]; val[b] = tv;
+  tilerap_csr_fingerprint_i32(m, rp, col, val, 0, TILERAP_MEM_HOST, &f);
+  tilerap_csr_fingerprint_i32(m, rp, col, val, 1, TILERAP_MEM_HOST, &o);
+  tap_ok(r < m && f == f0 && o != o0, "fingerprint: two entries of row %d swapped: order-free same, ordered differs", r);
+  tc = col[a]; col[a] = col[b]; col[b] = tc;
+  tv = val[a]; val[a] = val[b]; val[b] = tv;
+  /* a value one ulp off, a column moved, an entry moved to the next row */
+  val[nz / 2] = nextafter(val[nz / 2], 10.0);
+  tilerap_csr_fingerprint_i32(m, rp, col, val, 0, TILERAP_MEM_HOST, &f);
+  tap_ok(f != f0, "fingerprint: one value one ulp off changes it");
+  val[nz / 2] = A->val[nz / 2];
+  int32_t k = rp[r + 1] - 1;
+  col[k] = (col[k] + 1) % A->n;
+  tilerap_csr_fingerprint_i32(m, rp, col, val, 0, TILERAP_MEM_HOST, &f);
+  tap_ok(f != f0, "fingerprint: one column index changed changes it");
+  col[k] = A->colidx[k];
+  rp[r + 1]--; /* the last entry of row r becomes the first of row r+1 */
+  tilerap_csr_fingerprint_i32(m, rp, col, val, 0, TILERAP_MEM_HOST, &f);
+  tap_ok(f != f0, "fingerprint: an entry moved to the next row changes it");
+  rp[r + 1]++;
+  tilerap_csr_fingerprint_i32(m, rp, col, val, 0, TILERAP_MEM_HOST, &f);
+  tap_ok(f == f0, "fingerprint: restored matrix gives the first one again");
+  tilerap_csr_fingerprint_i32(m, rp, col, NULL, 0, TILERAP_MEM_HOST, &f);
+  tap_ok(f != f0, "fingerprint: structure only differs from with values");
+  /* bad input */
+  int32_t bad[4] = {0, 3, 1, 4}, one[2] = {1, 1};
+  uint64_t x = 0;
+  tap_ok(tilerap_csr_fingerprint_i32(3, bad, col, NULL, 0, TILERAP_MEM_HOST, &x) == TILERAP_ERR_INVALID,
+         "fingerprint: decreasing row pointers refused");
+  tap_ok(tilerap_csr_fingerprint_i32(1, one, col, NULL, 0, TILERAP_MEM_HOST, &x) == TILERAP_ERR_INVALID,
+         "fingerprint: row pointers not starting at 0 refused");
+  tap_ok(tilerap_csr_fingerprint_i32(m, rp, NULL, NULL, 0, TILERAP_MEM_HOST, &x) == TILERAP_ERR_NULL &&
+             tilerap_csr_fingerprint_i32(m, NULL, col, NULL, 0, TILERAP_MEM_HOST, &x) == TILERAP_ERR_NULL &&
+             tilerap_csr_fingerprint_i32(m, rp, col, NULL, 0, TILERAP_MEM_HOST, NULL) == TILERAP_ERR_NULL &&
+             tilerap_csr_fingerprint_i32(-1, rp, col, NULL, 0, TILERAP_MEM_HOST, &x) == TILERAP_ERR_SIZE &&
+             tilerap_csr_fingerprint_i32(m, rp, col, NULL, 0, (tilerap_memtype)5, &x) == TILERAP_ERR_INVALID,
+         "fingerprint: NULL arguments, negative size, unknown memory type refused");
+  if (!tilerap_engine_available(TILERAP_ENGINE_CUDA)) {
+    void *p = NULL;
+    tap_ok(tilerap_csr_fingerprint_i32(m, rp, col, NULL, 0, TILERAP_MEM_DEVICE, &x) == TILERAP_ERR_ENGINE &&
+               tilerap_device_malloc(8, &p) == TILERAP_ERR_ENGINE && p == NULL &&
+               tilerap_memcpy(&x, TILERAP_MEM_DEVICE, &f, TILERAP_MEM_HOST, 8) == TILERAP_ERR_ENGINE,
+           "without a GPU: device fingerprint, buffers and copies report TILERAP_ERR_ENGINE");
+  }
+  tap_ok(tilerap_memcpy(&x, TILERAP_MEM_HOST, &f0, TILERAP_MEM_HOST, sizeof x) == 0 && x == f0,
+         "tilerap_memcpy host to host");
+  free(rp); free(col); free(val);
+  tilerap_csr_destroy(&A);
+}
+
 int main(void)
 {
   uint64_t seed = 12345;
+  check_fingerprint(&seed);
   struct { int32_t m, n; double d; int empty; const char *name; } cases[] = {
       {0, 0, 0.0, 0, "0x0"},         {1, 1, 1.0, 0, "1x1 full"},      {1, 1, 0.0, 0, "1x1 empty"},
       {17, 33, 0.2, 0, "17x33"},     {33, 17, 0.2, 3, "33x17 empty rows"}, {40, 40, 0.0, 0, "all-empty 40x40"},

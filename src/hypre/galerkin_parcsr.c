@@ -611,9 +611,115 @@ static int tr_apply_order(const tr_trav *t, HYPRE_Int ncR, HYPRE_Int ncP, const 
   return !bad;
 }
 
+/* ---- the product kept on the GPU for the next level (one rank, CUDA
+ * engine, hypre's order).  BoomerAMG's next Galerkin product takes the C
+ * just returned as its A: its tiles and its structure in hypre's stored
+ * order stay on the device, with the arrays handed to hypre and a content
+ * fingerprint of them (positions within rows included).  The next call
+ * uses them only if A's diag block is those very arrays and their
+ * fingerprint, recomputed on the host, is unchanged; anything else frees
+ * them and uploads A as usual. */
+typedef struct {
+  tilerap_tile_matrix *C; /* device tiles */
+  int32_t *ci, *cj;       /* device row pointers and columns, hypre's order */
+  const HYPRE_Int *hi, *hj;
+  const HYPRE_Complex *ha; /* hypre's arrays holding the same */
+  HYPRE_Int m, nnz;
+  uint64_t fp;
+} tr_kept;
+static tr_kept g_kept;
+
+static void tr_kept_free(tr_kept *k)
+{
+  tilerap_tile_destroy(&k->C);
+  tilerap_device_free(k->ci);
+  tilerap_device_free(k->cj);
+  memset(k, 0, sizeof *k);
+}
+
+void tr_hypre_drop_kept(void) { tr_kept_free(&g_kept); }
+
+/* Ad is made of the kept product's arrays (same pointers and sizes): a
+ * candidate, to be proven unchanged by its fingerprint. */
+static int tr_kept_candidate(const tr_kept *k, hypre_CSRMatrix *Ad)
+{
+  return k->C && hypre_CSRMatrixNumRows(Ad) == k->m && hypre_CSRMatrixNumCols(Ad) == k->m &&
+         hypre_CSRMatrixI(Ad) == k->hi && hypre_CSRMatrixJ(Ad) == k->hj && hypre_CSRMatrixData(Ad) == k->ha &&
+         hypre_CSRMatrixI(Ad)[k->m] == k->nnz;
+}
+
+/* The host fingerprint of a candidate runs on a thread of its own while
+ * the device computes with the kept tiles (speculatively: a changed A
+ * throws that work away and starts again from an upload). */
+typedef struct {
+  const tr_kept *k;
+  uint64_t fp;
+  int err;
+  double seconds;
+} tr_kept_check;
+
+static void *tr_kept_check_thread(void *arg);
+
+/* Waits for the check; 1 (counted as kept) if A was the kept product. */
+static int tr_kept_resolve(int *check_on, pthread_t th, tr_kept_check *c)
+{
+  if (*check_on) pthread_join(th, NULL);
+  *check_on = 0;
+  const int same = !c->err && c->fp == c->k->fp;
+  tr_hypre_count_kept(same ? 1 : -1);
+  return same;
+}
+
+static void *tr_kept_check_thread(void *arg)
+{
+  tr_kept_check *c = (tr_kept_check *)arg;
+  const double t0 = tr_hypre_wtime();
+  c->err = tilerap_csr_fingerprint_i32((int32_t)c->k->m, (const int32_t *)c->k->hi, (const int32_t *)c->k->hj,
+                                       c->k->ha, 1, TILERAP_MEM_HOST, &c->fp);
+  c->seconds = tr_hypre_wtime() - t0;
+  return NULL;
+}
+
+/* A hypre diag block's arrays to the device as they are (rows in hypre's
+ * order), and its tiles made there; the values are dropped afterwards. */
+static int tr_upload_block(hypre_CSRMatrix *M, int32_t ncols, int32_t **di, int32_t **dj, tilerap_tile_matrix **T)
+{
+  const int32_t m = (int32_t)hypre_CSRMatrixNumRows(M);
+  const int32_t *mi = (const int32_t *)hypre_CSRMatrixI(M), *mj = (const int32_t *)hypre_CSRMatrixJ(M);
+  const size_t nnz = (size_t)mi[m];
+  double *da = NULL;
+  int err = tilerap_device_malloc(((size_t)m + 1) * sizeof(int32_t), (void **)di);
+  if (!err) err = tilerap_device_malloc(nnz * sizeof(int32_t), (void **)dj);
+  if (!err) err = tilerap_device_malloc(nnz * sizeof(double), (void **)&da);
+  if (!err) err = tilerap_memcpy(*di, TILERAP_MEM_DEVICE, mi, TILERAP_MEM_HOST, ((size_t)m + 1) * sizeof(int32_t));
+  if (!err) err = tilerap_memcpy(*dj, TILERAP_MEM_DEVICE, mj, TILERAP_MEM_HOST, nnz * sizeof(int32_t));
+  if (!err) err = tilerap_memcpy(da, TILERAP_MEM_DEVICE, hypre_CSRMatrixData(M), TILERAP_MEM_HOST, nnz * sizeof(double));
+  if (!err) err = tilerap_tile_from_unsorted_csr_device_i32(m, ncols, *di, *dj, da, TILERAP_MEM_DEVICE, T);
+  tilerap_device_free(da);
+  return err;
+}
+
+static int tr_hypre_galerkin_run(hypre_ParCSRMatrix *RT, hypre_ParCSRMatrix *A, hypre_ParCSRMatrix *P,
+                                 HYPRE_Int keepT, int force_diagonal, int order_hypre, int local_refusal,
+                                 tr_kept *kept_in, tr_kept *kept_out, hypre_ParCSRMatrix **RAP_out);
+
 int tr_hypre_galerkin(hypre_ParCSRMatrix *RT, hypre_ParCSRMatrix *A, hypre_ParCSRMatrix *P,
                       HYPRE_Int keepT, int force_diagonal, int order_hypre, int local_refusal,
                       hypre_ParCSRMatrix **RAP_out)
+{
+  tr_kept in = g_kept, out;
+  memset(&g_kept, 0, sizeof g_kept);
+  memset(&out, 0, sizeof out);
+  const int r = tr_hypre_galerkin_run(RT, A, P, keepT, force_diagonal, order_hypre, local_refusal, &in, &out, RAP_out);
+  tr_kept_free(&in); /* whatever this call did not take over */
+  if (r == 0) g_kept = out;
+  else tr_kept_free(&out);
+  return r;
+}
+
+static int tr_hypre_galerkin_run(hypre_ParCSRMatrix *RT, hypre_ParCSRMatrix *A, hypre_ParCSRMatrix *P,
+                                 HYPRE_Int keepT, int force_diagonal, int order_hypre, int local_refusal,
+                                 tr_kept *kept_in, tr_kept *kept_out, hypre_ParCSRMatrix **RAP_out)
 {
   MPI_Comm comm;
   int nprocs = 1, rank = 0, reason, failed = 0, result = 0;
@@ -668,6 +774,15 @@ int tr_hypre_galerkin(hypre_ParCSRMatrix *RT, hypre_ParCSRMatrix *A, hypre_ParCS
   tilerap_tile_matrix *dA = NULL, *dP = NULL, *dR = NULL, *dC = NULL;
   tilerap_csr *C = NULL;
   int64_t c_nnz = 0;
+  /* device structures of A and P as hypre stores them (hypre's order on the device) */
+  int32_t *d_ai = NULL, *d_aj = NULL, *d_pi = NULL, *d_pj = NULL;
+  int ordered_on_device = 0;
+  double t_dev_order = 0; /* verbose 2: the device order's part of the download */
+  /* the kept previous product as A, until its fingerprint check is in */
+  int speculative = 0, check_on = 0;
+  pthread_t check_th;
+  tr_kept_check check;
+  memset(&check, 0, sizeof check);
   /* hypre's diag arrays written by the device (one rank, square) */
   int straight = 0;
   HYPRE_Int *s_di = NULL, *s_dj = NULL;
@@ -719,10 +834,14 @@ int tr_hypre_galerkin(hypre_ParCSRMatrix *RT, hypre_ParCSRMatrix *A, hypre_ParCS
   const int direct = dev && galerkin && nAo == 0 && nQ == 0 && !Pext && sizeof(HYPRE_Int) == sizeof(int32_t) &&
                      hypre_CSRMatrixI(Ad) && hypre_CSRMatrixI(Pd);
   const int straight_ok = direct && nprocs == 1 && square;
-  /* hypre's row order ahead of C (one rank, RT = P): on a thread of its own
-   * with the CUDA engine, so that it overlaps the device work */
-  fast_order = order_hypre && tr_hypre_order_hypre() && nprocs == 1 && galerkin && nAo == 0 && nQ == 0 && !Pext &&
-               hypre_CSRMatrixI(Ad) && hypre_CSRMatrixI(Pd);
+  /* one rank, square: hypre's row order made on the device from A's and
+   * P's stored structures (tilerap_ptap_csr_encounter_order_device_i32),
+   * and C kept there for the next level */
+  const int devorder = straight_ok && order_hypre && tr_hypre_order_hypre();
+  /* otherwise hypre's row order ahead of C (one rank, RT = P): on a thread
+   * of its own with the CUDA engine, so that it overlaps the device work */
+  fast_order = !devorder && order_hypre && tr_hypre_order_hypre() && nprocs == 1 && galerkin && nAo == 0 && nQ == 0 &&
+               !Pext && hypre_CSRMatrixI(Ad) && hypre_CSRMatrixI(Pd);
   if (fast_order) {
     trav.ncR = ncR; trav.ncP = ncP; trav.nAc = nAc; trav.square = square;
     trav.Pd = Pd; trav.Ad = Ad;
@@ -745,7 +864,21 @@ int tr_hypre_galerkin(hypre_ParCSRMatrix *RT, hypre_ParCSRMatrix *A, hypre_ParCS
       PHASE(TR_PH_ORDER);
     }
   }
-  if (direct) {
+  if (devorder) {
+    /* A made of the previous product's arrays: its tiles are still on the
+     * device; used at once, while a thread proves A unchanged */
+    if (tr_kept_candidate(kept_in, Ad)) {
+      check.k = kept_in;
+      if (pthread_create(&check_th, NULL, tr_kept_check_thread, &check) == 0) check_on = 1;
+      else tr_kept_check_thread(&check);
+      dA = kept_in->C; d_ai = kept_in->ci; d_aj = kept_in->cj;
+      kept_in->C = NULL; kept_in->ci = kept_in->cj = NULL;
+      speculative = 1;
+    } else if ((err = tr_upload_block(Ad, (int32_t)nAc, &d_ai, &d_aj, &dA)))
+      goto engine_failed;
+    if ((err = tr_upload_block(Pd, (int32_t)ncP, &d_pi, &d_pj, &dP))) goto engine_failed;
+    PHASE(TR_PH_UPLOAD);
+  } else if (direct) {
     if ((err = tilerap_tile_from_unsorted_csr_device_i32(
              (int32_t)nA, (int32_t)nAc, (const int32_t *)hypre_CSRMatrixI(Ad), (const int32_t *)hypre_CSRMatrixJ(Ad),
              hypre_CSRMatrixData(Ad), TILERAP_MEM_HOST, &dA)) ||
@@ -789,6 +922,7 @@ int tr_hypre_galerkin(hypre_ParCSRMatrix *RT, hypre_ParCSRMatrix *A, hypre_ParCS
     }
   }
 
+products:
   /* ---- tile products.  CUDA engine: operands go up once, AP stays on
    * the device, only C comes down. */
   {
@@ -810,9 +944,47 @@ int tr_hypre_galerkin(hypre_ParCSRMatrix *RT, hypre_ParCSRMatrix *A, hypre_ParCS
       s_di = hypre_TAlloc(HYPRE_Int, ncR + 1, HYPRE_MEMORY_HOST);
       s_dj = hypre_TAlloc(HYPRE_Int, dC->nnz > 0 ? dC->nnz : 1, HYPRE_MEMORY_HOST);
       s_da = hypre_TAlloc(HYPRE_Complex, dC->nnz > 0 ? dC->nnz : 1, HYPRE_MEMORY_HOST);
-      err = s_di && s_dj && s_da ? tilerap_tile_to_csr_device_diag_first_i32(dC, (int32_t *)s_di, (int32_t *)s_dj,
-                                                                            s_da, TILERAP_MEM_HOST)
-                                 : TILERAP_ERR_NOMEM;
+      if (!s_di || !s_dj || !s_da) err = TILERAP_ERR_NOMEM;
+      else if (devorder) { /* hypre's order, made on the device; C stays there */
+        const size_t nz = (size_t)dC->nnz;
+        int32_t *d_ci = NULL, *d_cj = NULL;
+        double *d_ca = NULL;
+        int64_t unreached = 0;
+        uint64_t fp = 0;
+        err = tilerap_device_malloc(((size_t)ncR + 1) * sizeof(int32_t), (void **)&d_ci);
+        if (!err) err = tilerap_device_malloc(nz * sizeof(int32_t), (void **)&d_cj);
+        if (!err) err = tilerap_device_malloc(nz * sizeof(double), (void **)&d_ca);
+        if (!err)
+          err = tilerap_ptap_csr_encounter_order_device_i32(dC, (int32_t)nA, d_ai, d_aj, d_pi, d_pj, 1, d_ci, d_cj,
+                                                            d_ca, &unreached);
+        if (!err) err = tilerap_csr_fingerprint_i32((int32_t)ncR, d_ci, d_cj, d_ca, 1, TILERAP_MEM_DEVICE, &fp);
+        t_dev_order = tr_hypre_wtime() - tp;
+        if (speculative) { /* was A the kept product after all? */
+          speculative = 0;
+          if (!tr_kept_resolve(&check_on, check_th, &check)) {
+            tilerap_device_free(d_ci); tilerap_device_free(d_cj); tilerap_device_free(d_ca);
+            goto stale_a;
+          }
+        }
+        if (!err) err = tilerap_memcpy(s_di, TILERAP_MEM_HOST, d_ci, TILERAP_MEM_DEVICE, ((size_t)ncR + 1) * sizeof(int32_t));
+        if (!err) err = tilerap_memcpy(s_dj, TILERAP_MEM_HOST, d_cj, TILERAP_MEM_DEVICE, nz * sizeof(int32_t));
+        if (!err) err = tilerap_memcpy(s_da, TILERAP_MEM_HOST, d_ca, TILERAP_MEM_DEVICE, nz * sizeof(double));
+        tilerap_device_free(d_ca);
+        if (!err) {
+          if (unreached) /* not expected: C is the product of these structures */
+            tr_hypre_note("rank %d: %lld entries of C outside the product walk (kept ascending)", rank,
+                          (long long)unreached);
+          kept_out->C = dC; kept_out->ci = d_ci; kept_out->cj = d_cj;
+          kept_out->hi = s_di; kept_out->hj = s_dj; kept_out->ha = s_da;
+          kept_out->m = ncR; kept_out->nnz = (HYPRE_Int)nz; kept_out->fp = fp;
+          dC = NULL; /* now kept_out's; freed if the call fails after all */
+          ordered_on_device = 1;
+        } else {
+          tilerap_device_free(d_ci);
+          tilerap_device_free(d_cj);
+        }
+      } else
+        err = tilerap_tile_to_csr_device_diag_first_i32(dC, (int32_t *)s_di, (int32_t *)s_dj, s_da, TILERAP_MEM_HOST);
       if (!err) straight = 1;
       else {
         hypre_TFree(s_di, HYPRE_MEMORY_HOST); hypre_TFree(s_dj, HYPRE_MEMORY_HOST); hypre_TFree(s_da, HYPRE_MEMORY_HOST);
@@ -821,17 +993,32 @@ int tr_hypre_galerkin(hypre_ParCSRMatrix *RT, hypre_ParCSRMatrix *A, hypre_ParCS
         err = TILERAP_SUCCESS;
       }
     }
+    if (speculative) { /* not resolved on the straight path: before C is used */
+      speculative = 0;
+      if (!tr_kept_resolve(&check_on, check_th, &check)) goto stale_a;
+    }
     if (dev && !straight) { /* CSR made on the device, written straight into host arrays */
       if ((err = tilerap_csr_create(dC->m, dC->n, dC->nnz, &C)) ||
           (err = tilerap_tile_to_csr_device(dC, C->rowptr, C->colidx, C->val, TILERAP_MEM_HOST)))
         goto engine_failed;
     } else if (!dev && (err = tilerap_tile_to_csr_alloc(Call, &C))) goto engine_failed;
     if (dev) {
-      c_nnz = dC->nnz;
+      c_nnz = straight ? (int64_t)s_di[ncR] : dC->nnz;
       PHASE(TR_PH_DOWNLOAD);
     } else c_nnz = C->rowptr[C->m];
   }
   goto sync;
+
+stale_a: /* C came from a kept A that hypre has changed: upload A, start again */
+  tr_hypre_note("rank %d: the previous product was changed before its next use; uploaded again", rank);
+  hypre_TFree(s_di, HYPRE_MEMORY_HOST); hypre_TFree(s_dj, HYPRE_MEMORY_HOST); hypre_TFree(s_da, HYPRE_MEMORY_HOST);
+  s_di = s_dj = NULL; s_da = NULL;
+  tilerap_tile_destroy(&dC); tilerap_tile_destroy(&dA);
+  tilerap_device_free(d_ai); tilerap_device_free(d_aj);
+  d_ai = d_aj = NULL;
+  if ((err = tr_upload_block(Ad, (int32_t)nAc, &d_ai, &d_aj, &dA))) goto engine_failed;
+  PHASE(TR_PH_UPLOAD);
+  goto products;
 
 engine_failed:
   failed = 1;
@@ -840,6 +1027,10 @@ engine_failed:
                 tilerap_last_error());
 
 sync:
+  if (check_on) { /* a failed call still waits for the check thread */
+    pthread_join(check_th, NULL);
+    check_on = 0;
+  }
   if (trav_on) { /* every path passes here: the thread never outlives the call */
     pthread_join(trav_th, NULL);
     trav_on = 0;
@@ -1050,12 +1241,12 @@ sync:
     PHASE(TR_PH_OUT);
 
     /* hypre's entry order (default; TILERAP_HYPRE_ORDER=sorted skips it) */
-    int applied = fast_order && trav.ok && tr_apply_order(&trav, ncR, ncP, di, dj, da);
+    int applied = ordered_on_device || (fast_order && trav.ok && tr_apply_order(&trav, ncR, ncP, di, dj, da));
     if (fast_order && !applied) /* not expected: the full pass below does it */
       tr_hypre_note("rank %d: row order computed ahead did not fit C (%s); recomputed", rank,
                     trav.ok ? "other columns" : "traversal failed");
     if (applied) {
-      /* done: the order was computed while C was */
+      /* done: made on the device, or computed while C was */
     } else if (order_hypre && tr_hypre_order_hypre()) {
       tr_order_ctx o = {ncR, ncP, nAc, nAo, square, RTd, Ad, Ao, Pd, Po, Pext, pext_col, mapPQ, mapQC,
                         ext_ptr, ext_rows, ext_i, ext_loc, di, dj, da, oi, oj, oa, nmark};
@@ -1090,11 +1281,11 @@ sync:
   if (tr_hypre_verbose() >= 2) /* one line per product: where its time went */
     fprintf(stderr,
             "tilerap_hypre rank %d: product %d x %d (A %lld entries, P %lld, C %lld): in %.4f, up %.4f, engine %.4f, "
-            "down %.4f, out %.4f, order wait %.4f (pass %.4f), comm %.4f s\n",
+            "down %.4f, out %.4f, order wait %.4f (pass %.4f), comm %.4f s; kept-A check %.4f (overlapped), device order %.4f s\n",
             rank, (int)ncR, (int)ncP, (long long)hypre_CSRMatrixNumNonzeros(Ad), (long long)hypre_CSRMatrixNumNonzeros(Pd),
             (long long)c_nnz, ph_local[TR_PH_IN], ph_local[TR_PH_UPLOAD], ph_local[TR_PH_ENGINE],
             ph_local[TR_PH_DOWNLOAD], ph_local[TR_PH_OUT], ph_local[TR_PH_ORDER], ph_local[TR_PH_TRAV],
-            ph_local[TR_PH_COMM]);
+            ph_local[TR_PH_COMM], check.seconds, t_dev_order);
 
 cleanup:
   tilerap_tile_destroy(&Aloc); tilerap_tile_destroy(&Pfull); tilerap_tile_destroy(&Rloc);
@@ -1117,6 +1308,8 @@ cleanup:
   free(rrow);
   free(trav.ptr);
   free(trav.col);
+  tilerap_device_free(d_ai); tilerap_device_free(d_aj);
+  tilerap_device_free(d_pi); tilerap_device_free(d_pj);
   return result;
 #undef PHASE
 }

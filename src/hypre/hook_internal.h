@@ -65,6 +65,8 @@ int tr_hypre_select_device(MPI_Comm comm);
  * others (TR_PH_ORDER is what the caller waits for it, plus placing). */
 enum { TR_PH_IN, TR_PH_UPLOAD, TR_PH_ENGINE, TR_PH_DOWNLOAD, TR_PH_OUT, TR_PH_ORDER, TR_PH_COMM, TR_PH_TRAV, TR_PH_N };
 void tr_hypre_add_phase(int phase, double seconds);
+/* kept: 1 A was the kept product, -1 it was changed since (see TileRAP_HypreStats) */
+void tr_hypre_count_kept(int kept);
 
 typedef HYPRE_Int (*tr_build_coarse_fn)(hypre_ParCSRMatrix *, hypre_ParCSRMatrix *,
                                         hypre_ParCSRMatrix *, HYPRE_Int, hypre_ParCSRMatrix **);
@@ -111,6 +113,8 @@ int tr_tiles_from_segments(int32_t m, int32_t n, int nseg, const tr_segment *seg
 int tr_hypre_galerkin(hypre_ParCSRMatrix *RT, hypre_ParCSRMatrix *A, hypre_ParCSRMatrix *P,
                       HYPRE_Int keepT, int force_diagonal, int order_hypre, int local_refusal,
                       hypre_ParCSRMatrix **RAP);
+/* Frees the product kept on the GPU for the next level (hook disabled). */
+void tr_hypre_drop_kept(void);
 
 #pragma GCC visibility pop
 

@@ -85,6 +85,7 @@ int TileRAP_HypreEnable(int on)
 {
   int prev = tr_hypre_enabled();
   g_enabled = on ? 1 : 0;
+  if (!on) tr_hypre_drop_kept();
   return prev;
 }
 int TileRAP_HypreDisable(void) { return TileRAP_HypreEnable(0); }
@@ -126,6 +127,12 @@ void tr_hypre_count_forwarded(int entry, int reason, double seconds)
   g_stats.forwarded[entry]++;
   if (reason >= 0 && reason < TILERAP_HYPRE_FWD_NREASONS) g_stats.reason[reason]++;
   g_stats.seconds_forwarded += seconds;
+}
+
+void tr_hypre_count_kept(int kept)
+{
+  if (kept > 0) g_stats.operand_kept++;
+  else if (kept < 0) g_stats.operand_changed++;
 }
 
 void tr_hypre_add_phase(int phase, double seconds)
@@ -215,6 +222,9 @@ void TileRAP_HyprePrintStats(void *stream)
     for (int p = 0; p < TR_PH_N; p++) fprintf(f, "%s %s %.3f s", p ? "," : "", g_phase_text[p], g_phase[p]);
     fprintf(f, "\n");
   }
+  if (g_stats.operand_kept || g_stats.operand_changed)
+    fprintf(f, "tilerap_hypre%s:   A kept on the GPU from the previous product: %ld times (%ld times changed by hypre, uploaded)\n",
+            who, g_stats.operand_kept, g_stats.operand_changed);
   for (int e = 0; e < TILERAP_HYPRE_EP_N; e++)
     if (g_stats.computed[e] || g_stats.forwarded[e])
       fprintf(f, "tilerap_hypre%s:   %s: %ld computed, %ld forwarded\n", who, g_entry_text[e],

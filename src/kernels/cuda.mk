@@ -9,6 +9,8 @@ cuda_sources = \
 	src/kernels/tile_cuda_transpose.cu \
 	src/kernels/tile_cuda_from_csr.cu \
 	src/kernels/tile_cuda_to_csr.cu \
+	src/kernels/csr_cuda_fingerprint.cu \
+	src/kernels/ptap_cuda_encounter_order.cu \
 	src/kernels/spgemm_cuda_step1_structure.cu \
 	src/kernels/spgemm_cuda_step2_masks.cu \
 	src/kernels/spgemm_cuda_step3_numeric.cu \
@@ -22,16 +24,16 @@ SUFFIXES = .cu
 # The suffix rule has no dependency tracking: every CUDA object depends on
 # every header a .cu file includes, so that a changed struct layout can
 # never leave a stale object behind in an incremental build.
-cuda_headers = src/kernels/spgemm_cuda.cuh src/kernels/tile_lowprec.h src/kernels/tile_internal.h \
+cuda_headers = src/kernels/spgemm_cuda.cuh src/kernels/csr_fingerprint.h src/kernels/tile_lowprec.h src/kernels/tile_internal.h \
 	src/kernels/engine_cuda.h include/tilerap.h $(top_builddir)/tilerap_config.h
 src/kernels/tile_cuda_memory.lo src/kernels/tile_cuda_staging.lo src/kernels/tile_cuda_transpose.lo src/kernels/tile_cuda_from_csr.lo \
-src/kernels/tile_cuda_to_csr.lo src/kernels/spgemm_cuda_step1_structure.lo src/kernels/spgemm_cuda_step2_masks.lo \
+src/kernels/tile_cuda_to_csr.lo src/kernels/csr_cuda_fingerprint.lo src/kernels/ptap_cuda_encounter_order.lo src/kernels/spgemm_cuda_step1_structure.lo src/kernels/spgemm_cuda_step2_masks.lo \
 src/kernels/spgemm_cuda_step3_numeric.lo src/kernels/spgemm_cuda_plan.lo: $(cuda_headers)
 
 # GPU tests: the CUDA engine against the CPU engine and the Gustavson
 # reference.  Part of `make check` (they skip without a GPU); `make
 # check-gpu` runs only them.
-gpu_tests = test/test_gpu_spgemm test/test_gpu_ptap test/test_gpu_errors test/test_gpu_convert test/test_gpu_tc
+gpu_tests = test/test_gpu_spgemm test/test_gpu_ptap test/test_gpu_errors test/test_gpu_convert test/test_gpu_tc test/test_gpu_order
 check_PROGRAMS += $(gpu_tests)
 TESTS += $(gpu_tests)
 test_test_gpu_spgemm_SOURCES = test/test_gpu_spgemm.c test/test_gpu_common.h
@@ -45,6 +47,8 @@ test_test_gpu_convert_LDADD = test/libtrref.la libtilerap.la $(CUDA_LIBS)
 test_test_gpu_errors_SOURCES = test/test_gpu_errors.c test/test_gpu_common.h
 
 test_test_gpu_errors_LDADD = $(test_ldadd)
+test_test_gpu_order_SOURCES = test/test_gpu_order.c test/test_gpu_common.h
+test_test_gpu_order_LDADD = $(test_ldadd)
 test_test_gpu_tc_SOURCES = test/test_gpu_tc.c test/test_gpu_common.h
 test_test_gpu_tc_LDADD = $(test_ldadd)
 check-gpu:

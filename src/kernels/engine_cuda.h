@@ -49,6 +49,16 @@ int tr_cuda_tile_to_csr(const tilerap_tile_matrix *T, int64_t *rp64, int32_t *rp
 int tr_cuda_tile_values_to_csr(const tilerap_tile_matrix *T, double *val, tilerap_memtype val_mem);
 int tr_cuda_tile_values_from_csr(tilerap_tile_matrix *T, const double *val, tilerap_memtype val_mem);
 void tr_cuda_free(void *p);
+int tr_cuda_malloc(size_t bytes, void **p);
+/* any direction; returns when dst holds the data (device_buffers.c) */
+int tr_cuda_memcpy(void *dst, tilerap_memtype dst_mem, const void *src, tilerap_memtype src_mem, size_t bytes);
+/* wrapping sum of tr_fp_entry over the entries, and their count */
+int tr_cuda_csr_fingerprint(int32_t m, const int32_t *rowptr, const int32_t *colidx, const double *val,
+                            int ordered, uint64_t *sum, int64_t *nnz);
+/* tilerap_ptap_csr_encounter_order_device_i32, arguments checked */
+int tr_cuda_ptap_encounter_order(const tilerap_tile_matrix *C, int32_t na, const int32_t *a_rowptr,
+                                 const int32_t *a_colidx, const int32_t *p_rowptr, const int32_t *p_colidx,
+                                 int diag_first, int32_t *rowptr, int32_t *colidx, double *val, int64_t *unreached);
 #endif
 #ifdef __cplusplus
 }

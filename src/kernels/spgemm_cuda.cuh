@@ -63,6 +63,10 @@ int tr_h2d(void *dst, const void *src, size_t bytes, cudaStream_t s, const char 
 int tr_d2h(void *dst, const void *src, size_t bytes, cudaStream_t s, const char *what);
 int tr_stage_active(size_t bytes);
 
+/* Device tile matrix -> sorted CSR in device arrays, queued on the legacy
+ * stream (tile_cuda_to_csr.cu); any output may be NULL. */
+int tr_cuda_tile_csr_walk(const tilerap_tile_matrix *T, double *cval, int32_t *rp32, int32_t *col);
+
 /* Tile matrix arrays in one device block, allocated on stream s (tile_ptr
  * is the block's base). */
 int tr_cuda_tile_alloc_on(tilerap_tile_matrix *T, cudaStream_t s);

@@ -301,3 +301,19 @@ extern "C" void tr_cuda_free(void *p)
 {
   tr_dfree(p, cudaStreamLegacy);
 }
+
+extern "C" int tr_cuda_malloc(size_t bytes, void **p)
+{
+  return tr_dalloc(p, bytes, cudaStreamLegacy, "device buffer");
+}
+
+extern "C" int tr_cuda_memcpy(void *dst, tilerap_memtype dst_mem, const void *src, tilerap_memtype src_mem, size_t bytes)
+{
+  int err = tr_copy(dst, dst_mem, src, src_mem, bytes, "tilerap_memcpy");
+  /* downloads return with the data in place, device copies are ordered
+   * before later work on the legacy stream; an upload must also leave src
+   * free for reuse, which the ring guarantees and a direct copy does not */
+  if (err || src_mem != TILERAP_MEM_HOST || tr_stage_active(bytes)) return err;
+  const cudaError_t e = cudaStreamSynchronize(cudaStreamLegacy);
+  return e == cudaSuccess ? TILERAP_SUCCESS : tr_cuda_error(e, "tilerap_memcpy");
+}

@@ -65,6 +65,12 @@ static int tr_walk(const tilerap_tile_matrix *T, double *cval, int dir, int64_t 
   return tr_cuda_check_launch("tile/CSR walk");
 }
 
+/* Sorted CSR of a device tile matrix into device arrays (any may be NULL). */
+int tr_cuda_tile_csr_walk(const tilerap_tile_matrix *T, double *cval, int32_t *rp32, int32_t *col)
+{
+  return tr_walk(T, cval, -1, NULL, rp32, col);
+}
+
 /* Lowest row without a stored diagonal entry (m if none): row i needs tile
  * (I, I) in tile row I and bit i%16 in that tile's row mask i%16. */
 static __global__ void k_missing_diagonal(int32_t m, tr_dview T, int *first_missing)
