@@ -674,8 +674,18 @@ static void *tr_kept_check_thread(void *arg)
 {
   tr_kept_check *c = (tr_kept_check *)arg;
   const double t0 = tr_hypre_wtime();
+#ifdef _OPENMP
+  /* off the cores of this call's thread and of the staging copies, which
+   * upload P meanwhile (sharing every core slowed the copies down, as it
+   * did with the row-order pass) */
+  const int maxt = omp_get_max_threads();
+  omp_set_num_threads(maxt - 5 >= maxt / 2 ? maxt - 5 : (maxt / 2 > 0 ? maxt / 2 : 1));
+#endif
   c->err = tilerap_csr_fingerprint_i32((int32_t)c->k->m, (const int32_t *)c->k->hi, (const int32_t *)c->k->hj,
                                        c->k->ha, 1, TILERAP_MEM_HOST, &c->fp);
+#ifdef _OPENMP
+  omp_set_num_threads(maxt); /* this may be the caller's thread (no thread could be made) */
+#endif
   c->seconds = tr_hypre_wtime() - t0;
   return NULL;
 }

@@ -14,6 +14,18 @@
  * runs its row-order pass on the other cores meanwhile). */
 #define TR_HOST_COPY_PIECE ((size_t)1 << 20)
 
+/* TILERAP_COPY_THREADS=n (1-64) overrides TR_HOST_COPY_THREADS. */
+static int tr_copy_threads(void)
+{
+  static int n = 0;
+  if (!n) {
+    const char *e = getenv("TILERAP_COPY_THREADS");
+    const int v = e && *e ? atoi(e) : 0;
+    n = v >= 1 && v <= 64 ? v : TR_HOST_COPY_THREADS;
+  }
+  return n;
+}
+
 void tr_host_copy(void *dst, const void *src, size_t bytes)
 {
   if (!bytes) return;
@@ -21,7 +33,7 @@ void tr_host_copy(void *dst, const void *src, size_t bytes)
 #ifdef _OPENMP
   if (bytes >= 2 * TR_HOST_COPY_PIECE && !omp_in_parallel()) {
     np = bytes / TR_HOST_COPY_PIECE;
-    if (np > (size_t)TR_HOST_COPY_THREADS) np = TR_HOST_COPY_THREADS;
+    if (np > (size_t)tr_copy_threads()) np = (size_t)tr_copy_threads();
     if (np > (size_t)omp_get_max_threads()) np = (size_t)omp_get_max_threads();
   }
 #endif

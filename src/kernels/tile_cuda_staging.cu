@@ -60,6 +60,30 @@ static int tr_stage_enabled(void)
  * staging costs less than taking the lock and events. */
 static size_t tr_stage_min(const tr_stage_ring *r) { return r->chunk < ((size_t)1 << 18) ? r->chunk : (size_t)1 << 18; }
 
+/* At exit, the rings go back (registered after the CUDA runtime set up
+ * its own exit handler, so this one runs first, with CUDA still alive). */
+static void tr_stage_release(void)
+{
+  std::lock_guard<std::mutex> guard(tr_rings_init);
+  for (int d = 0; d < TR_STAGE_MAX_DEVICES; d++) {
+    tr_stage_ring *r = &tr_rings[d];
+    if (r->state != 1) continue;
+    std::lock_guard<std::mutex> busy(r->lock);
+    int cur = 0;
+    if (cudaGetDevice(&cur) == cudaSuccess && cudaSetDevice(d) == cudaSuccess) {
+      for (int k = 0; k < TR_STAGE_SLOTS; k++) {
+        if (r->busy[k]) cudaEventSynchronize(r->ev[k]);
+        cudaEventDestroy(r->ev[k]);
+      }
+      cudaFreeHost(r->buf);
+      cudaSetDevice(cur);
+    }
+    (void)cudaGetLastError();
+    r->buf = NULL;
+    r->state = 2; /* a copy after this point takes the driver's path */
+  }
+}
+
 /* The current device's ring, set up on first use; NULL: plain copies. */
 static tr_stage_ring *tr_stage_ring_get(void)
 {
@@ -80,6 +104,8 @@ static tr_stage_ring *tr_stage_ring_get(void)
     for (; ok && made < TR_STAGE_SLOTS; made++)
       ok = cudaEventCreateWithFlags(&r->ev[made], cudaEventDisableTiming) == cudaSuccess;
     if (ok) {
+      static bool registered = false;
+      if (!registered) registered = atexit(tr_stage_release) == 0;
       r->buf = (char *)b;
       r->state = 1;
     } else { /* no pinned memory to spare: the driver's staging still works */
