@@ -332,13 +332,17 @@ int tilerap_csr_fingerprint_i32(int32_t m, const int32_t *rowptr, const int32_t 
  * P(j,c) in P's stored order (the order of hypre's BoomerAMG coarse
  * operators, which its coarsening breaks ties by).  The structures of A
  * (na x na) and P (na x C->n) are CSR arrays in device memory as stored
- * (rows in any order, no repeats; A's structure may be that of any matrix
+ * (rows in any order, no repeats; each column array as long as the last
+ * row pointer says; A's structure may be that of any matrix
  * whose product with P has C's structure).  diag_first: the diagonal entry
  * first (a row without one: TILERAP_ERR_STRUCTURE before any output).
  * Entries of C the walk never reaches come last in their row, ascending,
  * counted in *unreached (optional); a product entry missing from C gives
  * TILERAP_ERR_STRUCTURE.  Outputs rowptr[C->m+1], colidx/val[C->nnz] are
- * device arrays; returns when they are complete. */
+ * device arrays (colidx may be NULL when C has no entries, val NULL to skip
+ * values); returns when they are complete.  A row's placing costs the
+ * square of its length (one warp per row): like the product itself, cubic
+ * on dense coarse operators. */
 int tilerap_ptap_csr_encounter_order_device_i32(const tilerap_tile_matrix *C, int32_t na,
                                                 const int32_t *a_rowptr, const int32_t *a_colidx,
                                                 const int32_t *p_rowptr, const int32_t *p_colidx,

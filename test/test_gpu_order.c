@@ -209,7 +209,7 @@ static void check_model(tilerap_stencil model, int32_t n, const char *what, uint
   csr32 As = shuffled(A, 1, seed), Ps = shuffled(P, 0, seed);
   tilerap_tile_matrix *dC = device_product(&As, &Ps);
   check_order_case(&As, &Ps, dC, 1, 0, what);
-  /* the next level: C as stored by the order above is the next A */
+  /* the next level: C (sorted, then reshuffled) is the next A */
   if (dC) {
     tilerap_tile_matrix *hC = gpu_to_host(dC);
     tilerap_csr *C = hC ? ref_tile_to_csr(hC) : NULL, *P2 = NULL;
@@ -381,6 +381,31 @@ static void check_fingerprint(uint64_t *seed)
   err |= tilerap_csr_fingerprint_i32(A->m, rp, A->colidx, A->val, 0, TILERAP_MEM_HOST, &h[3]);
   tap_ok(!err && h[0] == d[0] && h[1] == d[1] && h[2] == d[2], "fingerprint: device = host (order-free, ordered, structure only)");
   tap_ok(h[0] == h[3] && h[1] != h[0] && h[2] != h[1], "fingerprint: the sorted matrix has the shuffled one's order-free fingerprint");
+  { /* a large matrix (the host's parallel path) and -0.0 against +0.0 */
+    tilerap_csr *B = NULL;
+    int32_t dims[3];
+    int nd;
+    tilerap_model_poisson(TILERAP_P3D27, 20, &B, dims, &nd);
+    const size_t bz = (size_t)B->nnz, b1 = (size_t)B->m + 1;
+    int32_t *brp = malloc(b1 * sizeof *brp);
+    for (size_t i = 0; i < b1; i++) brp[i] = (int32_t)B->rowptr[i];
+    B->val[bz / 2] = 0.0;
+    int32_t *g_brp = up(brp, b1 * 4), *g_bcol = up(B->colidx, bz * 4);
+    double *g_bval = up(B->val, bz * 8);
+    uint64_t hb = 0, db = 0, hz = 0, dz = 0;
+    int eb = tilerap_csr_fingerprint_i32(B->m, brp, B->colidx, B->val, 1, TILERAP_MEM_HOST, &hb) |
+             tilerap_csr_fingerprint_i32(B->m, g_brp, g_bcol, g_bval, 1, TILERAP_MEM_DEVICE, &db);
+    B->val[bz / 2] = -0.0;
+    tilerap_memcpy(g_bval, TILERAP_MEM_DEVICE, B->val, TILERAP_MEM_HOST, bz * 8);
+    eb |= tilerap_csr_fingerprint_i32(B->m, brp, B->colidx, B->val, 1, TILERAP_MEM_HOST, &hz) |
+          tilerap_csr_fingerprint_i32(B->m, g_brp, g_bcol, g_bval, 1, TILERAP_MEM_DEVICE, &dz);
+    tap_ok(!eb && hb == db && hz == dz && hz != hb,
+           "fingerprint of p3d27 20^3 (%zu entries, the host's threaded path): device = host; a +0.0 turned -0.0 "
+           "changes both alike", bz);
+    tilerap_device_free(g_brp); tilerap_device_free(g_bcol); tilerap_device_free(g_bval);
+    free(brp);
+    tilerap_csr_destroy(&B);
+  }
   S.val[nz / 3] = nextafter(S.val[nz / 3], 2.0);
   tilerap_memcpy(g_val, TILERAP_MEM_DEVICE, S.val, TILERAP_MEM_HOST, nz * 8);
   uint64_t v = 0;
@@ -392,7 +417,7 @@ static void check_fingerprint(uint64_t *seed)
   uint64_t e1 = 1;
   int f = tilerap_csr_fingerprint_i32(0, &z, NULL, NULL, 1, TILERAP_MEM_HOST, &e1);
   tap_ok(!e && !f && e0 == e1, "fingerprint of a 0-row matrix: device = host");
-  int32_t bad[3] = {0, 4, 2};
+  int32_t bad[3] = {0, 1000000, 2}; /* row 0 would read far past the arrays */
   int32_t *g_bad = up(bad, sizeof bad);
   EXPECT(tilerap_csr_fingerprint_i32(2, g_bad, g_col, NULL, 0, TILERAP_MEM_DEVICE, &v), TILERAP_ERR_INVALID,
          "device fingerprint with decreasing row pointers");
@@ -412,21 +437,24 @@ static void check_buffers(uint64_t *seed)
   const size_t sizes[] = {1, 1000, 3u << 20, (25u << 20) + 17};
   for (size_t t = 0; t < sizeof sizes / sizeof sizes[0]; t++) {
     const size_t n = sizes[t];
-    unsigned char *h = malloc(n), *b = malloc(n);
+    unsigned char *h = malloc(n), *b = malloc(n), *h0 = malloc(n);
     for (size_t k = 0; k < n; k++) h[k] = (unsigned char)(ref_rand01(seed) * 256);
+    memcpy(h0, h, n);
     void *d1 = NULL, *d2 = NULL;
     int err = tilerap_device_malloc(n, &d1);
     if (!err) err = tilerap_device_malloc(n, &d2);
     if (!err) err = tilerap_memcpy(d1, TILERAP_MEM_DEVICE, h, TILERAP_MEM_HOST, n);
-    memset(h + n / 2, 0, n - n / 2); /* the source is free on return */
+    memset(h, 0, n); /* the source is free on return */
     if (!err) err = tilerap_memcpy(d2, TILERAP_MEM_DEVICE, d1, TILERAP_MEM_DEVICE, n);
     if (!err) err = tilerap_memcpy(b, TILERAP_MEM_HOST, d2, TILERAP_MEM_DEVICE, n);
-    if (!err) err = tilerap_memcpy(h + n / 2, TILERAP_MEM_HOST, b + n / 2, TILERAP_MEM_HOST, n - n / 2);
-    tap_ok(!err && !memcmp(h, b, n), "device buffer of %zu bytes: host -> device -> device -> host, identical (%s)", n,
+    tap_ok(!err && !memcmp(h0, b, n),
+           "device buffer of %zu bytes: host -> device (source cleared on return) -> device -> host, identical (%s)", n,
            err ? tilerap_last_error() : "ok");
+    if (!err) err = tilerap_memcpy(h, TILERAP_MEM_HOST, b, TILERAP_MEM_HOST, n);
+    tap_ok(!err && !memcmp(h0, h, n), "  ... and host -> host");
     tilerap_device_free(d1);
     tilerap_device_free(d2);
-    free(h); free(b);
+    free(h); free(b); free(h0);
   }
   void *p = (void *)1;
   tap_ok(tilerap_device_malloc(0, &p) == TILERAP_SUCCESS && p == NULL, "device buffer of 0 bytes: NULL, no error");

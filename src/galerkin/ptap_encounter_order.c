@@ -11,10 +11,10 @@ int tilerap_ptap_csr_encounter_order_device_i32(const tilerap_tile_matrix *C, in
   static const char what[] = "encounter-order CSR";
   if (unreached) *unreached = 0;
   if (!C) return tilerap_set_error(TILERAP_ERR_NULL, "%s: C is NULL", what);
-  if (!a_rowptr || !p_rowptr || !rowptr || !colidx)
+  if (!a_rowptr || !p_rowptr || !rowptr)
     return tilerap_set_error(TILERAP_ERR_NULL, "%s: NULL %s", what,
-                             !a_rowptr ? "A row pointers" : !p_rowptr ? "P row pointers"
-                             : !rowptr ? "output row pointers" : "output columns");
+                             !a_rowptr ? "A row pointers" : !p_rowptr ? "P row pointers" : "output row pointers");
+  if (!colidx && C->nnz > 0) return tilerap_set_error(TILERAP_ERR_NULL, "%s: NULL output columns", what);
   if (na > 0 && (!a_colidx || !p_colidx))
     return tilerap_set_error(TILERAP_ERR_NULL, "%s: NULL column indices of %s", what, !a_colidx ? "A" : "P");
   if (C->memtype != TILERAP_MEM_DEVICE)

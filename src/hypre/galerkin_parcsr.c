@@ -628,6 +628,7 @@ typedef struct {
   uint64_t fp;
 } tr_kept;
 static tr_kept g_kept;
+static pthread_mutex_t g_kept_lock = PTHREAD_MUTEX_INITIALIZER; /* setups on several threads */
 
 static void tr_kept_free(tr_kept *k)
 {
@@ -637,7 +638,14 @@ static void tr_kept_free(tr_kept *k)
   memset(k, 0, sizeof *k);
 }
 
-void tr_hypre_drop_kept(void) { tr_kept_free(&g_kept); }
+void tr_hypre_drop_kept(void)
+{
+  pthread_mutex_lock(&g_kept_lock);
+  tr_kept k = g_kept;
+  memset(&g_kept, 0, sizeof g_kept);
+  pthread_mutex_unlock(&g_kept_lock);
+  tr_kept_free(&k);
+}
 
 /* Ad is made of the kept product's arrays (same pointers and sizes): a
  * candidate, to be proven unchanged by its fingerprint. */
@@ -698,9 +706,10 @@ static int tr_upload_block(hypre_CSRMatrix *M, int32_t ncols, int32_t **di, int3
   const int32_t *mi = (const int32_t *)hypre_CSRMatrixI(M), *mj = (const int32_t *)hypre_CSRMatrixJ(M);
   const size_t nnz = (size_t)mi[m];
   double *da = NULL;
+  /* one element at least: an empty block still gets non-NULL arrays */
   int err = tilerap_device_malloc(((size_t)m + 1) * sizeof(int32_t), (void **)di);
-  if (!err) err = tilerap_device_malloc(nnz * sizeof(int32_t), (void **)dj);
-  if (!err) err = tilerap_device_malloc(nnz * sizeof(double), (void **)&da);
+  if (!err) err = tilerap_device_malloc((nnz + 1) * sizeof(int32_t), (void **)dj);
+  if (!err) err = tilerap_device_malloc((nnz + 1) * sizeof(double), (void **)&da);
   if (!err) err = tilerap_memcpy(*di, TILERAP_MEM_DEVICE, mi, TILERAP_MEM_HOST, ((size_t)m + 1) * sizeof(int32_t));
   if (!err) err = tilerap_memcpy(*dj, TILERAP_MEM_DEVICE, mj, TILERAP_MEM_HOST, nnz * sizeof(int32_t));
   if (!err) err = tilerap_memcpy(da, TILERAP_MEM_DEVICE, hypre_CSRMatrixData(M), TILERAP_MEM_HOST, nnz * sizeof(double));
@@ -717,13 +726,25 @@ int tr_hypre_galerkin(hypre_ParCSRMatrix *RT, hypre_ParCSRMatrix *A, hypre_ParCS
                       HYPRE_Int keepT, int force_diagonal, int order_hypre, int local_refusal,
                       hypre_ParCSRMatrix **RAP_out)
 {
+  static int at_exit = 0;
+  pthread_mutex_lock(&g_kept_lock);
   tr_kept in = g_kept, out;
   memset(&g_kept, 0, sizeof g_kept);
+  pthread_mutex_unlock(&g_kept_lock);
   memset(&out, 0, sizeof out);
   const int r = tr_hypre_galerkin_run(RT, A, P, keepT, force_diagonal, order_hypre, local_refusal, &in, &out, RAP_out);
   tr_kept_free(&in); /* whatever this call did not take over */
-  if (r == 0) g_kept = out;
-  else tr_kept_free(&out);
+  if (r != 0) tr_kept_free(&out);
+  else if (out.C) {
+    /* after the first product is kept, so after CUDA set up its own exit
+     * handler: this one runs first, with the device still there */
+    if (!at_exit) at_exit = atexit(tr_hypre_drop_kept) == 0;
+    pthread_mutex_lock(&g_kept_lock);
+    tr_kept old = g_kept; /* another thread's, if setups run concurrently */
+    g_kept = out;
+    pthread_mutex_unlock(&g_kept_lock);
+    tr_kept_free(&old);
+  }
   return r;
 }
 
@@ -884,8 +905,10 @@ static int tr_hypre_galerkin_run(hypre_ParCSRMatrix *RT, hypre_ParCSRMatrix *A, 
       dA = kept_in->C; d_ai = kept_in->ci; d_aj = kept_in->cj;
       kept_in->C = NULL; kept_in->ci = kept_in->cj = NULL;
       speculative = 1;
-    } else if ((err = tr_upload_block(Ad, (int32_t)nAc, &d_ai, &d_aj, &dA)))
-      goto engine_failed;
+    } else {
+      tr_kept_free(kept_in); /* not needed: its device memory goes back first */
+      if ((err = tr_upload_block(Ad, (int32_t)nAc, &d_ai, &d_aj, &dA))) goto engine_failed;
+    }
     if ((err = tr_upload_block(Pd, (int32_t)ncP, &d_pi, &d_pj, &dP))) goto engine_failed;
     PHASE(TR_PH_UPLOAD);
   } else if (direct) {
@@ -962,8 +985,8 @@ products:
         int64_t unreached = 0;
         uint64_t fp = 0;
         err = tilerap_device_malloc(((size_t)ncR + 1) * sizeof(int32_t), (void **)&d_ci);
-        if (!err) err = tilerap_device_malloc(nz * sizeof(int32_t), (void **)&d_cj);
-        if (!err) err = tilerap_device_malloc(nz * sizeof(double), (void **)&d_ca);
+        if (!err) err = tilerap_device_malloc((nz + 1) * sizeof(int32_t), (void **)&d_cj);
+        if (!err) err = tilerap_device_malloc((nz + 1) * sizeof(double), (void **)&d_ca);
         if (!err)
           err = tilerap_ptap_csr_encounter_order_device_i32(dC, (int32_t)nA, d_ai, d_aj, d_pi, d_pj, 1, d_ci, d_cj,
                                                             d_ca, &unreached);

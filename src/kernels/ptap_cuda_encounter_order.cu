@@ -34,7 +34,9 @@ static __device__ __forceinline__ int64_t tr_find(const int32_t *col, int64_t lo
   return lo;
 }
 
-/* Row pointers of A or P: start at 0, never decrease, end at most at max */
+/* Row pointers of A or P: start at 0, never decrease.  Their last entry
+ * is trusted to be the length of the column array (the caller's contract,
+ * as for any CSR handed over as three device pointers). */
 static __global__ void k_check_rowptr(int32_t n, const int32_t *rp, tr_order_flags *f)
 {
   const int32_t i = blockIdx.x * blockDim.x + threadIdx.x;

@@ -68,7 +68,9 @@ static void tr_stage_release(void)
   for (int d = 0; d < TR_STAGE_MAX_DEVICES; d++) {
     tr_stage_ring *r = &tr_rings[d];
     if (r->state != 1) continue;
-    std::lock_guard<std::mutex> busy(r->lock);
+    /* a ring in use by a copy (exit called while a copy holds it) stays */
+    std::unique_lock<std::mutex> busy(r->lock, std::try_to_lock);
+    if (!busy.owns_lock()) continue;
     int cur = 0;
     if (cudaGetDevice(&cur) == cudaSuccess && cudaSetDevice(d) == cudaSuccess) {
       for (int k = 0; k < TR_STAGE_SLOTS; k++) {
