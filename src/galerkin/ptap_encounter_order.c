@@ -25,13 +25,13 @@ int tilerap_ptap_csr_encounter_order_device_i32(const tilerap_tile_matrix *C, in
   if (C->nnz > INT32_MAX)
     return tilerap_set_error(TILERAP_ERR_OVERFLOW, "%s: %lld entries do not fit 32-bit row pointers", what,
                              (long long)C->nnz);
+  const int err = tr_require_cuda(what);
+  if (err) return err;
 #ifdef TILERAP_HAVE_CUDA
-  if (!tilerap_engine_available(TILERAP_ENGINE_CUDA))
-    return tilerap_set_error(TILERAP_ERR_ENGINE, "%s: no CUDA device is visible", what);
   return tr_cuda_ptap_encounter_order(C, na, a_rowptr, a_colidx, p_rowptr, p_colidx, diag_first, rowptr, colidx, val,
                                       unreached);
 #else
   (void)a_colidx; (void)p_colidx; (void)diag_first; (void)val;
-  return tilerap_set_error(TILERAP_ERR_ENGINE, "%s: tilerap was built without the CUDA engine", what);
+  return TILERAP_ERR_ENGINE;
 #endif
 }

@@ -39,16 +39,16 @@ int tilerap_csr_fingerprint_i32(int32_t m, const int32_t *rowptr, const int32_t 
   if (mem == TILERAP_MEM_HOST) return tr_fingerprint_host(m, rowptr, colidx, val, ordered != 0, fingerprint);
   if (mem != TILERAP_MEM_DEVICE)
     return tilerap_set_error(TILERAP_ERR_INVALID, "CSR fingerprint: memory type %d is neither host nor device", (int)mem);
+  int err = tr_require_cuda("CSR fingerprint");
+  if (err) return err;
 #ifdef TILERAP_HAVE_CUDA
-  if (!tilerap_engine_available(TILERAP_ENGINE_CUDA))
-    return tilerap_set_error(TILERAP_ERR_ENGINE, "CSR fingerprint: no CUDA device is visible");
   uint64_t sum = 0;
   int64_t nnz = 0;
-  int err = tr_cuda_csr_fingerprint(m, rowptr, colidx, val, ordered != 0, &sum, &nnz);
+  err = tr_cuda_csr_fingerprint(m, rowptr, colidx, val, ordered != 0, &sum, &nnz);
   if (!err) *fingerprint = sum + tr_fp_sizes(m, nnz);
   return err;
 #else
   (void)colidx; (void)val; (void)ordered;
-  return tilerap_set_error(TILERAP_ERR_ENGINE, "CSR fingerprint: tilerap was built without the CUDA engine");
+  return TILERAP_ERR_ENGINE;
 #endif
 }

@@ -3,7 +3,7 @@
 #include "tile_internal.h"
 #include "engine_cuda.h"
 
-static int tr_need_cuda(const char *what)
+int tr_require_cuda(const char *what)
 {
 #ifdef TILERAP_HAVE_CUDA
   if (!tilerap_engine_available(TILERAP_ENGINE_CUDA))
@@ -18,7 +18,7 @@ int tilerap_device_malloc(size_t bytes, void **p)
 {
   if (!p) return tilerap_set_error(TILERAP_ERR_NULL, "device buffer: NULL output");
   *p = NULL;
-  int err = tr_need_cuda("device buffer");
+  int err = tr_require_cuda("device buffer");
   if (err || !bytes) return err;
 #ifdef TILERAP_HAVE_CUDA
   return tr_cuda_malloc(bytes, p);
@@ -47,7 +47,7 @@ int tilerap_memcpy(void *dst, tilerap_memtype dst_mem, const void *src, tilerap_
     tr_host_copy(dst, src, bytes);
     return TILERAP_SUCCESS;
   }
-  int err = tr_need_cuda("tilerap_memcpy");
+  int err = tr_require_cuda("tilerap_memcpy");
   if (err) return err;
 #ifdef TILERAP_HAVE_CUDA
   return tr_cuda_memcpy(dst, dst_mem, src, src_mem, bytes);

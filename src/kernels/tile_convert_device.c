@@ -5,17 +5,6 @@
 #include "tile_internal.h"
 #include "engine_cuda.h"
 
-static int tr_device_engine(const char *what)
-{
-#ifdef TILERAP_HAVE_CUDA
-  if (!tilerap_engine_available(TILERAP_ENGINE_CUDA))
-    return tilerap_set_error(TILERAP_ERR_ENGINE, "%s: no CUDA device is visible", what);
-  return TILERAP_SUCCESS;
-#else
-  return tilerap_set_error(TILERAP_ERR_ENGINE, "%s: tilerap was built without the CUDA engine", what);
-#endif
-}
-
 static int tr_check_mem(tilerap_memtype mem, const char *what)
 {
   if (mem != TILERAP_MEM_HOST && mem != TILERAP_MEM_DEVICE)
@@ -44,7 +33,7 @@ static int tr_from_csr_device(int32_t m, int32_t n, const int64_t *rp64, const i
   int err = tr_check_mem(mem, what);
   if (err) return err;
   if (m < 0 || n < 0) return tilerap_set_error(TILERAP_ERR_SIZE, "CSR with negative size %d x %d", m, n);
-  if ((err = tr_device_engine(what))) return err;
+  if ((err = tr_require_cuda(what))) return err;
 #ifdef TILERAP_HAVE_CUDA
   return tr_cuda_tile_from_csr(m, n, rp64, rp32, colidx, val, mem, unsorted, T);
 #else
@@ -84,7 +73,7 @@ int tilerap_tile_update_values_from_csr_device(tilerap_tile_matrix *T, const dou
   if (!err) err = tr_check_mem(val_mem, what);
   if (err) return err;
   if (!val && T->nnz) return tilerap_set_error(TILERAP_ERR_NULL, "%s: NULL CSR values", what);
-  if ((err = tr_device_engine(what))) return err;
+  if ((err = tr_require_cuda(what))) return err;
 #ifdef TILERAP_HAVE_CUDA
   return tr_cuda_tile_values_from_csr(T, val, val_mem);
 #else
@@ -101,7 +90,7 @@ static int tr_to_csr_device(const tilerap_tile_matrix *T, int64_t *rp64, int32_t
   if (err) return err;
   if (rp32 && T->nnz > INT32_MAX)
     return tilerap_set_error(TILERAP_ERR_OVERFLOW, "%lld entries do not fit 32-bit row pointers", (long long)T->nnz);
-  if ((err = tr_device_engine(what))) return err;
+  if ((err = tr_require_cuda(what))) return err;
 #ifdef TILERAP_HAVE_CUDA
   if (!rp64 && !rp32 && !colidx && !val) return TILERAP_SUCCESS;
   return tr_cuda_tile_to_csr(T, rp64, rp32, colidx, val, mem, diag_first);
@@ -142,7 +131,7 @@ int tilerap_tile_to_csr_values_device(const tilerap_tile_matrix *T, double *val,
   if (!err) err = tr_check_mem(val_mem, what);
   if (err) return err;
   if (!val && T->nnz) return tilerap_set_error(TILERAP_ERR_NULL, "%s: NULL output values", what);
-  if ((err = tr_device_engine(what))) return err;
+  if ((err = tr_require_cuda(what))) return err;
 #ifdef TILERAP_HAVE_CUDA
   return tr_cuda_tile_values_to_csr(T, val, val_mem);
 #else

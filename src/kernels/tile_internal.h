@@ -25,6 +25,11 @@ int tilerap_set_error(int code, const char *fmt, ...)
 void *tilerap_host_alloc(size_t count, size_t size);
 void *tilerap_host_calloc(size_t count, size_t size);
 
+/* TILERAP_SUCCESS when the CUDA engine is compiled in and a GPU is
+ * visible; otherwise TILERAP_ERR_ENGINE with a message naming `what`
+ * (device_buffers.c). */
+int tr_require_cuda(const char *what);
+
 /* memcpy of host arrays, up to TR_HOST_COPY_THREADS threads for large
  * ones (host_copy.c). */
 #define TR_HOST_COPY_THREADS 4
