@@ -11,6 +11,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The call returns `code` (message: the library's last error). */
+#define EXPECT(call, code, what)                                                                               \
+  do {                                                                                                         \
+    int e_ = (call);                                                                                           \
+    tap_ok(e_ == (code), "%s -> %s (got %d: %s)", what, tilerap_error_string(code), e_, tilerap_last_error()); \
+  } while (0)
+
 static inline void gpu_skip_without_device(void)
 {
   if (!tilerap_engine_available(TILERAP_ENGINE_CUDA)) {

@@ -9,11 +9,6 @@
 #include "test_gpu_common.h"
 #include <cuda_runtime_api.h>
 
-#define EXPECT(call, code, what)                                                                               \
-  do {                                                                                                         \
-    int e_ = (call);                                                                                           \
-    tap_ok(e_ == (code), "%s -> %s (got %d: %s)", what, tilerap_error_string(code), e_, tilerap_last_error()); \
-  } while (0)
 
 static void *dup_to_device(const void *h, size_t bytes)
 {

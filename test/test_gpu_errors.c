@@ -4,12 +4,6 @@
  * allocated), and that the engine keeps working afterwards. */
 #include "test_gpu_common.h"
 
-#define EXPECT(call, code, what)                                                                               \
-  do {                                                                                                         \
-    int e_ = (call);                                                                                           \
-    tap_ok(e_ == (code), "%s -> %s (got %d: %s)", what, tilerap_error_string(code), e_, tilerap_last_error()); \
-  } while (0)
-
 int main(void)
 {
   gpu_skip_without_device();

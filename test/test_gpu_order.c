@@ -12,12 +12,6 @@
  *  - tilerap_device_malloc / tilerap_memcpy round trips. */
 #include "test_gpu_common.h"
 
-#define EXPECT(call, code, what)                                                                               \
-  do {                                                                                                         \
-    int e_ = (call);                                                                                           \
-    tap_ok(e_ == (code), "%s -> %s (got %d: %s)", what, tilerap_error_string(code), e_, tilerap_last_error()); \
-  } while (0)
-
 static void *up(const void *h, size_t bytes)
 {
   void *d = NULL;

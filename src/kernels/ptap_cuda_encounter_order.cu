@@ -24,16 +24,6 @@ typedef struct {
   unsigned long long unreached;     /* entries of C no path reaches */
 } tr_order_flags;
 
-static __device__ __forceinline__ int64_t tr_find(const int32_t *col, int64_t lo, int64_t hi, int32_t c)
-{
-  while (lo < hi) {
-    const int64_t mid = (lo + hi) >> 1;
-    if (col[mid] < c) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo;
-}
-
 /* Row pointers of A or P: start at 0, never decrease.  Their last entry
  * is trusted to be the length of the column array (the caller's contract,
  * as for any CSR handed over as three device pointers). */
@@ -50,7 +40,7 @@ static __global__ void k_diagonal_key(int32_t m, const int32_t *rp, const int32_
 {
   const int32_t r = blockIdx.x * blockDim.x + threadIdx.x;
   if (r >= m) return;
-  const int64_t q = tr_find(scol, rp[r], rp[r + 1], r);
+  const int64_t q = tr_lower_bound(scol, rp[r], rp[r + 1], r);
   if (q < rp[r + 1] && scol[q] == r) key[q] = 0;
   else atomicMin(&f->missing_diag, (unsigned long long)r);
 }
@@ -79,7 +69,7 @@ static __global__ void k_path_keys(int32_t na, int32_t m, const int32_t *arp, co
       for (int32_t x = x0; x < x1; x++) {
         const int32_t c = pcol[x];
         if (c < 0 || c >= m) { atomicAdd(&f->bad_index, 1ull); continue; }
-        const int64_t q = tr_find(scol, rb, re, c);
+        const int64_t q = tr_lower_bound(scol, rb, re, c);
         if (q >= re || scol[q] != c) { atomicAdd(&f->not_in_c, 1ull); continue; }
         const uint64_t v = (((uint64_t)k << 32) | (uint32_t)x) + 1;
         if (v < key[q]) atomicMin((unsigned long long *)&key[q], (unsigned long long)v);

@@ -170,6 +170,18 @@ static inline tr_dview tr_view(const tilerap_tile_matrix *T)
   return v;
 }
 
+/* First position in [lo, hi) of the ascending idx whose value is >= v
+ * (hi if none). */
+static __device__ __forceinline__ int64_t tr_lower_bound(const int32_t *idx, int64_t lo, int64_t hi, int32_t v)
+{
+  while (lo < hi) {
+    const int64_t mid = (lo + hi) >> 1;
+    if (idx[mid] < v) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
 static inline unsigned tr_blocks(int64_t work, int per_block)
 {
   return (unsigned)((work + per_block - 1) / per_block);

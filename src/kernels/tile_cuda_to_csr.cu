@@ -78,12 +78,8 @@ static __global__ void k_missing_diagonal(int32_t m, tr_dview T, int *first_miss
   const int32_t i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= m) return;
   const int32_t I = i >> 4;
-  int64_t lo = T.tile_ptr[I], hi = T.tile_ptr[I + 1];
-  while (lo < hi) { /* tile columns ascend within a tile row */
-    const int64_t mid = (lo + hi) >> 1;
-    if (T.tile_col[mid] < I) lo = mid + 1;
-    else hi = mid;
-  }
+  /* tile columns ascend within a tile row */
+  const int64_t lo = tr_lower_bound(T.tile_col, T.tile_ptr[I], T.tile_ptr[I + 1], I);
   const bool found = lo < T.tile_ptr[I + 1] && T.tile_col[lo] == I && ((T.row_mask[16 * lo + (i & 15)] >> (i & 15)) & 1u);
   if (!found) atomicMin(first_missing, i);
 }
