@@ -35,6 +35,12 @@ static void check_product(const tilerap_csr *A, const tilerap_csr *B, int thr, c
            "%s [thr %d]: plan info equal (tiles %lld/%lld, pairs %lld/%lld, flops %lld/%lld, dense %lld/%lld)", what, thr,
            (long long)ig.c_tiles, (long long)ic.c_tiles, (long long)ig.pairs, (long long)ic.pairs,
            (long long)ig.flops, (long long)ic.flops, (long long)ig.dense_tiles, (long long)ic.dense_tiles);
+    /* a plan's first run walks the pairs in the CPU engine's order, the
+     * same bits, when its lanes' walks are short (at most 32 multiply-adds
+     * a lane on average) and no tensor-core pairs make it take hits now */
+    if (ig.tc_pairs == 0 && ig.c_tiles > 0 && ig.flops <= 2 * 16 * 32 * ig.c_tiles && !getenv("TILERAP_CUDA_HITS") &&
+        !getenv("TILERAP_CUDA_WALK_MAX"))
+      tap_ok(e1 == 0.0, "%s [thr %d]: first run (pair walk) equals the CPU engine bit for bit (relerr %.2e)", what, thr, e1);
   }
 
   /* device-resident CUDA */
@@ -131,6 +137,13 @@ int main(int argc, char **argv)
     tilerap_csr_destroy(&A); tilerap_csr_destroy(&B);
   }
   check_heavy(&seed);
+  /* C with more than 2^32 possible tiles (70000 x 70000 tile grid): step 1
+   * sorts its pairs on 64-bit tile numbers */
+  if (!quick) {
+    tilerap_csr *A = ref_random(16 * 70000, 40, 2e-4, 0, &seed), *B = ref_random(40, 16 * 70000, 2e-4, 0, &seed);
+    check_product(A, B, 192, "1120000 x 40 * 40 x 1120000 (64-bit tile keys)");
+    tilerap_csr_destroy(&A); tilerap_csr_destroy(&B);
+  }
   /* a model operator times its prolongator */
   if (!quick) {
     tilerap_csr *A = NULL, *P = NULL;

@@ -75,8 +75,20 @@ static int tr_refresh_pt(tilerap_ptap_plan G, const tilerap_tile_matrix *P)
 #endif
 }
 
+static int tr_ptap_plan_create_mode(const tilerap_tile_matrix *A, const tilerap_tile_matrix *P,
+                                    const tilerap_options *opt, int one_shot, tilerap_ptap_plan *plan,
+                                    tilerap_tile_matrix **C);
+
 int tilerap_ptap_plan_create(const tilerap_tile_matrix *A, const tilerap_tile_matrix *P, const tilerap_options *opt,
                              tilerap_ptap_plan *plan, tilerap_tile_matrix **C)
+{
+  return tr_ptap_plan_create_mode(A, P, opt, 0, plan, C);
+}
+
+/* one_shot: the plan serves one numeric run (tilerap_ptap) */
+static int tr_ptap_plan_create_mode(const tilerap_tile_matrix *A, const tilerap_tile_matrix *P,
+                                    const tilerap_options *opt, int one_shot, tilerap_ptap_plan *plan,
+                                    tilerap_tile_matrix **C)
 {
   if (!plan || !C) return tilerap_set_error(TILERAP_ERR_NULL, "tilerap_ptap_plan_create: NULL output");
   *plan = NULL; *C = NULL;
@@ -108,8 +120,8 @@ int tilerap_ptap_plan_create(const tilerap_tile_matrix *A, const tilerap_tile_ma
     if ((err = tr_cpu_spgemm_plan_create_atb(wP, G->AP, &o, &G->c_plan, &wC))) goto fail;
   } else {
     if ((err = tilerap_tile_transpose(wP, &G->Pt, &G->perm))) goto fail;
-    if ((err = tilerap_spgemm_plan_create(wA, wP, &o, &G->ap_plan, &G->AP))) goto fail;
-    if ((err = tilerap_spgemm_plan_create(G->Pt, G->AP, &o, &G->c_plan, &wC))) goto fail;
+    if ((err = tr_spgemm_plan_create_mode(wA, wP, &o, one_shot, &G->ap_plan, &G->AP))) goto fail;
+    if ((err = tr_spgemm_plan_create_mode(G->Pt, G->AP, &o, one_shot, &G->c_plan, &wC))) goto fail;
   }
   if (wA != A) { /* host-resident: keep the device C, hand out a host copy */
     G->dC = wC;
@@ -166,7 +178,7 @@ int tilerap_ptap(const tilerap_tile_matrix *A, const tilerap_tile_matrix *P, con
                  tilerap_tile_matrix **C)
 {
   tilerap_ptap_plan G = NULL;
-  int err = tilerap_ptap_plan_create(A, P, opt, &G, C);
+  int err = tr_ptap_plan_create_mode(A, P, opt, 1, &G, C);
   if (!err) err = tilerap_ptap_numeric(G, A, P, *C);
   if (err) tilerap_tile_destroy(C);
   tilerap_ptap_plan_destroy(&G);

@@ -22,8 +22,10 @@ int tr_cuda_tile_copy_values(const tilerap_tile_matrix *src, tilerap_tile_matrix
 
 /* SpGEMM plan on the device: A, B device-resident; C allocated on the device. */
 typedef struct tr_cuda_spgemm tr_cuda_spgemm;
+/* one_shot: the plan serves one numeric run (tilerap_spgemm, tilerap_ptap):
+ * no hit records are made (spgemm_cuda_step3_pairs.cu) */
 int tr_cuda_spgemm_plan(const tilerap_tile_matrix *A, const tilerap_tile_matrix *B,
-                        const tilerap_options *opt, tr_cuda_spgemm **plan, tilerap_tile_matrix **C,
+                        const tilerap_options *opt, int one_shot, tr_cuda_spgemm **plan, tilerap_tile_matrix **C,
                         tilerap_spgemm_info *info);
 int tr_cuda_spgemm_numeric(tr_cuda_spgemm *plan, const tilerap_tile_matrix *A,
                            const tilerap_tile_matrix *B, tilerap_tile_matrix *C);

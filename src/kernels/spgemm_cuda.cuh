@@ -51,6 +51,9 @@ typedef struct {
 } tr_tmp;
 int tr_tmp_alloc(tr_tmp *t, void **p, size_t bytes, const char *what);
 void tr_tmp_free_all(tr_tmp *t);
+/* p (a temporary of t) is handed over: tr_tmp_free_all leaves it; its new
+ * owner frees it with tr_dfree */
+void tr_tmp_keep(tr_tmp *t, void *p);
 
 /* Host <-> device copies (tile_cuda_staging.cu): large ones through a
  * ring of pinned chunks.  tr_d2h returns once dst holds the data.  tr_h2d
@@ -129,6 +132,20 @@ struct tr_cuda_spgemm {
   tr_tc *tcs;        /* [ntc] grouped by chunk, tile */
   tr_chunk *chunks;  /* [nchunks] */
   uint16_t *acc_loc; /* [c_tiles] slot of each tile inside its chunk */
+  /* Hits are made on a plan's second numeric run (spgemm_cuda_step3_pairs.cu
+   * says why); until then the numeric phase walks the pair lists, which
+   * the plan keeps from steps 1-2.  One-shot plans (tilerap_spgemm,
+   * tilerap_ptap) never make hits and keep only what the walk reads. */
+  int one_shot;      /* plan of a one-shot product: no hits, ever */
+  int pairs_walk;    /* numeric runs walk the pairs (hits not made yet) */
+  int64_t runs;      /* numeric runs so far */
+  int64_t np, ncap;  /* pairs; candidates (bound of the scan arrays) */
+  int32_t *pair_a, *pair_b; /* [np] grouped by candidate, ascending k */
+  int32_t *cand_ptr;        /* [ncand+1] */
+  int32_t *cand_tile;       /* [ncap] C tile of each candidate, -1: dropped */
+  int32_t *d_ncand;         /* device scalar */
+  int32_t *pair_cand, *hloc; /* [np] for the deferred hits (not one-shot) */
+  void *scan;               /* [ncap+1] step 2's scan records (not one-shot) */
 };
 
 /* Step 1 output: candidate tiles of C and their pairs (device temporaries). */
@@ -150,9 +167,17 @@ int tr_cuda_step1_structure(const tilerap_tile_matrix *A, const tilerap_tile_mat
 int tr_cuda_step2_masks(const tilerap_tile_matrix *A, const tilerap_tile_matrix *B, const tr_cuda_cand *cand,
                         tr_tmp *tmp, struct tr_cuda_spgemm *plan, tilerap_tile_matrix **C, int64_t *ncand_out,
                         int64_t *pairs_out, int64_t *flops_out, int64_t *dense_out, int64_t *tc_out);
+/* Step 2, deferred part: the hit records and tensor-core pairs, from
+ * the pair lists the plan kept (launches only). */
+int tr_cuda_step2_fill_hits(const struct tr_cuda_spgemm *plan, const tilerap_tile_matrix *A,
+                            const tilerap_tile_matrix *B, const tilerap_tile_matrix *C);
 /* Step 3: launches only (no allocation, no synchronisation). */
 int tr_cuda_step3_numeric(const struct tr_cuda_spgemm *plan, const tilerap_tile_matrix *A,
                           const tilerap_tile_matrix *B, tilerap_tile_matrix *C);
+/* Step 3 on the pair lists (first run of a plan; every run of a one-shot
+ * plan): launches only. */
+int tr_cuda_step3_pairs(const struct tr_cuda_spgemm *plan, const tilerap_tile_matrix *A,
+                        const tilerap_tile_matrix *B, tilerap_tile_matrix *C);
 
 /* Device view of a tile matrix passed to kernels by value. */
 typedef struct {

@@ -1,5 +1,7 @@
 /* CUDA SpGEMM plan: runs steps 1 and 2 on the plan's stream, keeps the
- * hit lists and chunks, and launches step 3 on numeric calls.
+ * pair lists (first run: step 3 on the pairs), hit lists and chunks
+ * (the second run fills the hits; later runs use them), and launches
+ * step 3 on numeric calls.
  * Plan creation synchronises with the host only to read the totals that
  * size allocations (pair count; C's tile/entry/hit counts; for large
  * products also the candidate count).  Everything temporary is freed
@@ -36,12 +38,14 @@ static void tr_plan_free(tr_cuda_spgemm *P)
   tr_dfree(P->tcs, P->stream);
   tr_dfree(P->chunks, P->stream);
   tr_dfree(P->acc_loc, P->stream);
+  void *kept[] = {P->pair_a, P->pair_b, P->cand_ptr, P->cand_tile, P->d_ncand, P->pair_cand, P->hloc, P->scan};
+  for (size_t i = 0; i < sizeof kept / sizeof kept[0]; i++) tr_dfree(kept[i], P->stream);
   free(P);
 }
 
 extern "C" int tr_cuda_spgemm_plan(const tilerap_tile_matrix *A, const tilerap_tile_matrix *B,
-                                   const tilerap_options *opt, tr_cuda_spgemm **plan, tilerap_tile_matrix **C,
-                                   tilerap_spgemm_info *info)
+                                   const tilerap_options *opt, int one_shot, tr_cuda_spgemm **plan,
+                                   tilerap_tile_matrix **C, tilerap_spgemm_info *info)
 {
   *plan = NULL;
   *C = NULL;
@@ -54,6 +58,7 @@ extern "C" int tr_cuda_spgemm_plan(const tilerap_tile_matrix *A, const tilerap_t
   P->dense_threshold = opt ? opt->dense_threshold : 192;
   P->tc_threshold = opt ? opt->tc_threshold : -1;
   P->precision = opt ? (int)opt->precision : 0;
+  P->one_shot = one_shot;
   if (P->tc_threshold >= 0 && P->precision == TILERAP_PRECISION_FP64) {
     int err = tr_tc_shape(&P->tc_shape);
     if (err) { free(P); return err; }
@@ -92,7 +97,15 @@ extern "C" int tr_cuda_spgemm_numeric(tr_cuda_spgemm *P, const tilerap_tile_matr
   if (C->num_tiles != P->c_tiles || C->nnz != P->c_nnz)
     return tilerap_set_error(TILERAP_ERR_STRUCTURE, "CUDA SpGEMM numeric: C differs from the plan's");
   int err = P->nonblocking ? tr_order_after_legacy(P->stream) : TILERAP_SUCCESS;
-  if (!err) err = tr_cuda_step3_numeric(P, A, B, C);
+  if (!err && P->pairs_walk && (P->runs == 0 || P->one_shot)) err = tr_cuda_step3_pairs(P, A, B, C);
+  else {
+    if (!err && P->pairs_walk) { /* second run: the hits, then the hit kernel from now on */
+      err = tr_cuda_step2_fill_hits(P, A, B, C);
+      if (!err) P->pairs_walk = 0;
+    }
+    if (!err) err = tr_cuda_step3_numeric(P, A, B, C);
+  }
+  if (!err) P->runs++;
   if (!err && P->nonblocking) err = tr_order_legacy_after(P->stream);
   return err;
 }

@@ -1,12 +1,23 @@
 /* Step 1 (CUDA): symbolic SpGEMM of the tile graphs, on the device.
  * Every (A tile a, B tile b) with col(a) == row(b) is a pair feeding C
  * tile (row(a), col(b)).  Pairs are expanded per A tile (scan of B's tile
- * row lengths), stably sorted by tile column inside each tile row of A
- * (CUB segmented sort: pairs of one C tile stay in ascending k, as on the
- * CPU), and runs of equal column become the candidate tiles.  Only the
- * pair total comes back to the host, to size the expansion. */
+ * row lengths; a warp per A tile, so the writes coalesce) and stably
+ * sorted by C tile (row, column): pairs of one C tile stay in ascending
+ * k, as on the CPU.  Runs of equal key become the candidate tiles.
+ *
+ * The sort is one LSD radix sort over the whole pair list on the key
+ * row * tile_cols + column, cut to the bits the product needs (32-bit
+ * keys while tile_rows * tile_cols fits, 64-bit beyond).  A segmented
+ * sort by column inside each tile row (the first version) spent 2.8 ms
+ * on the 6M pairs of a BoomerAMG level-0 P^T (AP) on the H100: its
+ * segments (tile rows of P^T) are long and few, which CUB's
+ * large-segment kernel handles one block per segment.
+ * TILERAP_STEP1_SORT=segmented keeps that sort, for comparisons.  Only
+ * the pair total comes back to the host, to size the expansion. */
 #include "spgemm_cuda.cuh"
 #include <cub/cub.cuh>
+#include <stdlib.h>
+#include <string.h>
 
 /* A tile row of every A tile; pair count of every A tile (B row length). */
 static __global__ void k_rows_and_counts(tr_dview A, int32_t tile_rows, int64_t na, tr_dview B, int32_t *arow,
@@ -29,17 +40,22 @@ static __global__ void k_segments(const int64_t *tile_ptr, int32_t tile_rows, co
   if (I <= tile_rows) seg[I] = (int32_t)poff[tile_ptr[I]];
 }
 
-/* Pair expansion: key = tile column of C, value = pair number. */
-static __global__ void k_expand(tr_dview A, int64_t na, tr_dview B, const int64_t *poff, int32_t *key, int32_t *pid,
-                                int32_t *pa, int32_t *pb)
+/* Pair expansion, a warp per A tile: key = C tile (row * tile_cols +
+ * column), or its column alone for the segmented sort (K = int32_t,
+ * tc = 0); value = pair number. */
+template <typename K>
+static __global__ void k_expand(tr_dview A, int64_t na, tr_dview B, const int32_t *arow, int64_t tc,
+                                const int64_t *poff, K *key, int32_t *pid, int32_t *pa, int32_t *pb)
 {
-  int64_t a = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+  const int64_t a = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) >> 5;
+  const int lane = threadIdx.x & 31;
   if (a >= na) return;
-  int32_t k = A.tile_col[a];
-  int64_t b0 = B.tile_ptr[k], nbk = B.tile_ptr[k + 1] - b0, p0 = poff[a];
-  for (int64_t j = 0; j < nbk; j++) {
-    int64_t p = p0 + j, b = b0 + j;
-    key[p] = B.tile_col[b];
+  const int32_t k = A.tile_col[a];
+  const int64_t b0 = B.tile_ptr[k], nbk = B.tile_ptr[k + 1] - b0, p0 = poff[a];
+  const K row = (K)((int64_t)arow[a] * tc);
+  for (int64_t j = lane; j < nbk; j += 32) {
+    const int64_t p = p0 + j, b = b0 + j;
+    key[p] = row + (K)B.tile_col[b];
     pid[p] = (int32_t)p;
     pa[p] = (int32_t)a;
     pb[p] = (int32_t)b;
@@ -47,8 +63,9 @@ static __global__ void k_expand(tr_dview A, int64_t na, tr_dview B, const int64_
 }
 
 /* Sorted pairs: A/B tiles, and a flag where a new candidate starts (new
- * tile row or new column). */
-static __global__ void k_heads(int64_t np, const int32_t *key, const int32_t *sid, const int32_t *pa, const int32_t *pb,
+ * key; with column keys, also a new tile row). */
+template <typename K>
+static __global__ void k_heads(int64_t np, const K *key, const int32_t *sid, const int32_t *pa, const int32_t *pb,
                                const int32_t *arow, int32_t *pair_a, int32_t *pair_b, int32_t *head)
 {
   int64_t q = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
@@ -57,19 +74,21 @@ static __global__ void k_heads(int64_t np, const int32_t *key, const int32_t *si
   pair_a[q] = a;
   pair_b[q] = pb[sid[q]];
   int h = 1;
-  if (q > 0) h = key[q] != key[q - 1] || arow[a] != arow[pa[sid[q - 1]]];
+  if (q > 0) h = key[q] != key[q - 1] || (arow && arow[a] != arow[pa[sid[q - 1]]]);
   head[q] = h;
 }
 
-/* candidate number of every pair (inclusive scan of heads, minus one) */
-static __global__ void k_candidates(int64_t np, const int32_t *key, const int32_t *head, const int32_t *cid,
+/* candidate number of every pair (inclusive scan of heads, minus one);
+ * a candidate's column is its key's remainder by tc (tc = 0: the key) */
+template <typename K>
+static __global__ void k_candidates(int64_t np, const K *key, int64_t tc, const int32_t *head, const int32_t *cid,
                                     int32_t *pair_cand, int32_t *cand_ptr, int32_t *cand_col, int32_t *d_ncand)
 {
   int64_t q = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
   if (q >= np) return;
   int32_t t = cid[q] - 1;
   pair_cand[q] = t;
-  if (head[q]) { cand_ptr[t] = (int32_t)q; cand_col[t] = key[q]; }
+  if (head[q]) { cand_ptr[t] = (int32_t)q; cand_col[t] = (int32_t)(tc ? (int64_t)(key[q] % (K)tc) : (int64_t)key[q]); }
   if (q == np - 1) { cand_ptr[t + 1] = (int32_t)np; *d_ncand = t + 1; }
 }
 
@@ -93,6 +112,38 @@ static __global__ void k_row_cand(int32_t tile_rows, int64_t np, const int32_t *
     if (r_) return r_;             \
   } while (0)
 
+/* Expansion, sort and candidates with key type K.  tc > 0: radix sort
+ * of C tile numbers on bits [0, bits); tc = 0: segmented sort of tile
+ * columns inside each tile row (bits = tile rows, segments seg). */
+template <typename K>
+static int tr_step1_group(tr_dview dA, int64_t na, tr_dview dB, const int32_t *arow, int64_t tc, int bits,
+                          const int32_t *seg, const int64_t *poff, int64_t np, void *key_v, void *skey_v,
+                          int32_t *pid, int32_t *pa, int32_t *pb, int32_t *sid, int32_t *head, int32_t *cid,
+                          tr_tmp *tmp, tr_cuda_cand *c)
+{
+  cudaStream_t s = tmp->s;
+  K *key = (K *)key_v, *skey = (K *)skey_v;
+  k_expand<K><<<tr_blocks(32 * na, 128), 128, 0, s>>>(dA, na, dB, arow, tc, poff, key, pid, pa, pb);
+  TRY(tr_cuda_check_launch("step 1 expansion"));
+  size_t tb = 0, tb2 = 0;
+  void *ts = NULL;
+  for (int pass = 0; pass < 2; pass++) { /* sizing, then sorting */
+    if (tc) TRY_CU(cub::DeviceRadixSort::SortPairs(ts, tb, key, skey, pid, sid, (int)np, 0, bits, s), "step 1 sort");
+    else TRY_CU(cub::DeviceSegmentedSort::StableSortPairs(ts, tb, key, skey, pid, sid, np, bits, seg, seg + 1, s),
+                "step 1 sort");
+    if (pass) break;
+    TRY_CU(cub::DeviceScan::InclusiveSum(NULL, tb2, head, cid, np, s), "step 1 scan");
+    if (tb2 > tb) tb = tb2;
+    TRY(tr_tmp_alloc(tmp, &ts, tb, "step 1 sort storage"));
+  }
+  k_heads<K><<<tr_blocks(np, 256), 256, 0, s>>>(np, skey, sid, pa, pb, tc ? NULL : arow, c->pair_a, c->pair_b, head);
+  TRY(tr_cuda_check_launch("step 1 heads"));
+  TRY_CU(cub::DeviceScan::InclusiveSum(ts, tb, head, cid, np, s), "step 1 scan");
+  k_candidates<K><<<tr_blocks(np, 256), 256, 0, s>>>(np, skey, tc, head, cid, c->pair_cand, c->cand_ptr, c->cand_col,
+                                                     c->d_ncand);
+  return tr_cuda_check_launch("step 1 candidates");
+}
+
 int tr_cuda_step1_structure(const tilerap_tile_matrix *A, const tilerap_tile_matrix *B, tr_tmp *tmp,
                             tr_cuda_cand *c)
 {
@@ -110,7 +161,7 @@ int tr_cuda_step1_structure(const tilerap_tile_matrix *A, const tilerap_tile_mat
   TRY(tr_tmp_alloc(tmp, (void **)&poff, ((size_t)na + 1) * sizeof(int64_t), "step 1 pair offsets"));
   k_rows_and_counts<<<tr_blocks(TR > 0 ? TR : 1, 128), 128, 0, s>>>(dA, TR, na, dB, arow, nb);
   TRY(tr_cuda_check_launch("step 1 counts"));
-  size_t tb = 0, tb2 = 0;
+  size_t tb = 0;
   TRY_CU(cub::DeviceScan::ExclusiveSum(NULL, tb, nb, poff, na + 1, s), "step 1 scan");
   void *ts;
   TRY(tr_tmp_alloc(tmp, &ts, tb, "step 1 scan storage"));
@@ -123,14 +174,12 @@ int tr_cuda_step1_structure(const tilerap_tile_matrix *A, const tilerap_tile_mat
   if (np >= INT32_MAX)
     return tilerap_set_error(TILERAP_ERR_OVERFLOW, "product has %lld tile pairs (CUDA engine limit 2^31)", (long long)np);
 
-  int32_t *seg, *key, *pid, *pa, *pb, *skey, *sid, *head, *cid;
+  int32_t *seg, *pid, *pa, *pb, *sid, *head, *cid;
   size_t npb = (size_t)np * sizeof(int32_t);
   TRY(tr_tmp_alloc(tmp, (void **)&seg, ((size_t)TR + 1) * sizeof(int32_t), "step 1 segments"));
-  TRY(tr_tmp_alloc(tmp, (void **)&key, npb, "step 1 keys"));
   TRY(tr_tmp_alloc(tmp, (void **)&pid, npb, "step 1 pair ids"));
   TRY(tr_tmp_alloc(tmp, (void **)&pa, npb, "step 1 pairs"));
   TRY(tr_tmp_alloc(tmp, (void **)&pb, npb, "step 1 pairs"));
-  TRY(tr_tmp_alloc(tmp, (void **)&skey, npb, "step 1 sorted keys"));
   TRY(tr_tmp_alloc(tmp, (void **)&sid, npb, "step 1 sorted ids"));
   TRY(tr_tmp_alloc(tmp, (void **)&head, npb, "step 1 heads"));
   TRY(tr_tmp_alloc(tmp, (void **)&cid, npb, "step 1 candidate ids"));
@@ -141,25 +190,24 @@ int tr_cuda_step1_structure(const tilerap_tile_matrix *A, const tilerap_tile_mat
   TRY(tr_tmp_alloc(tmp, (void **)&c->cand_col, npb, "step 1 candidate columns"));
   TRY(tr_tmp_alloc(tmp, (void **)&c->row_cand, ((size_t)TR + 1) * sizeof(int32_t), "step 1 row candidates"));
   TRY(tr_tmp_alloc(tmp, (void **)&c->d_ncand, sizeof(int32_t), "step 1 candidate count"));
-
   k_segments<<<tr_blocks((int64_t)TR + 1, 256), 256, 0, s>>>(A->tile_ptr, TR, poff, seg);
   TRY(tr_cuda_check_launch("step 1 segments"));
-  k_expand<<<tr_blocks(na, 128), 128, 0, s>>>(dA, na, dB, poff, key, pid, pa, pb);
-  TRY(tr_cuda_check_launch("step 1 expansion"));
-  tb = 0;
-  TRY_CU(cub::DeviceSegmentedSort::StableSortPairs(NULL, tb, key, skey, pid, sid, np, TR, seg, seg + 1, s),
-         "step 1 sort");
-  TRY_CU(cub::DeviceScan::InclusiveSum(NULL, tb2, head, cid, np, s), "step 1 scan");
-  if (tb2 > tb) tb = tb2;
-  TRY(tr_tmp_alloc(tmp, &ts, tb, "step 1 sort storage"));
-  TRY_CU(cub::DeviceSegmentedSort::StableSortPairs(ts, tb, key, skey, pid, sid, np, TR, seg, seg + 1, s),
-         "step 1 sort");
-  k_heads<<<tr_blocks(np, 256), 256, 0, s>>>(np, skey, sid, pa, pb, arow, c->pair_a, c->pair_b, head);
-  TRY(tr_cuda_check_launch("step 1 heads"));
-  TRY_CU(cub::DeviceScan::InclusiveSum(ts, tb, head, cid, np, s), "step 1 scan");
-  k_candidates<<<tr_blocks(np, 256), 256, 0, s>>>(np, skey, head, cid, c->pair_cand, c->cand_ptr, c->cand_col,
-                                                  c->d_ncand);
-  TRY(tr_cuda_check_launch("step 1 candidates"));
+
+  /* keys: C tile numbers (radix sort) or tile columns (segmented sort) */
+  const int64_t TC = B->tile_cols;
+  const unsigned long long ntiles_c = (unsigned long long)(TR > 0 ? TR : 1) * (unsigned long long)(TC > 0 ? TC : 1);
+  const char *env = getenv("TILERAP_STEP1_SORT");
+  const int segmented = env && !strcmp(env, "segmented");
+  const int wide = !segmented && ntiles_c > 0xffffffffull;
+  int end_bit = 1;
+  while (end_bit < 64 && (ntiles_c - 1) >> end_bit) end_bit++;
+  void *key, *skey;
+  const size_t kb = (size_t)np * (wide ? sizeof(uint64_t) : sizeof(uint32_t));
+  TRY(tr_tmp_alloc(tmp, &key, kb, "step 1 keys"));
+  TRY(tr_tmp_alloc(tmp, &skey, kb, "step 1 sorted keys"));
+  if (segmented) TRY(tr_step1_group<int32_t>(dA, na, dB, arow, 0, TR, seg, poff, np, key, skey, pid, pa, pb, sid, head, cid, tmp, c));
+  else if (wide) TRY(tr_step1_group<uint64_t>(dA, na, dB, arow, TC, end_bit, seg, poff, np, key, skey, pid, pa, pb, sid, head, cid, tmp, c));
+  else TRY(tr_step1_group<uint32_t>(dA, na, dB, arow, TC, end_bit, seg, poff, np, key, skey, pid, pa, pb, sid, head, cid, tmp, c));
   k_row_cand<<<tr_blocks((int64_t)TR + 1, 256), 256, 0, s>>>(TR, np, seg, cid, c->row_cand);
   TRY(tr_cuda_check_launch("step 1 row candidates"));
   return TILERAP_SUCCESS;

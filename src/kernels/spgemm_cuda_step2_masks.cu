@@ -17,6 +17,10 @@
  * numeric phase only reads the resulting records. */
 #include "spgemm_cuda.cuh"
 #include <cub/cub.cuh>
+#include <stdlib.h>
+#include <string.h>
+
+#define TR_WALK_MAX_MADDS 32.0
 
 /* exclusive-scan element: kept tiles, their pairs, entries, hits and
  * accumulator slots (entries, or 256 for the dense accumulator) */
@@ -107,7 +111,7 @@ static __global__ void k_masks(tr_dview A, tr_dview B, int64_t ncap, const int32
 /* C's tiles from the kept candidates; the scan record of every kept tile */
 static __global__ void k_build(const int32_t *d_ncand, const int32_t *cand_col, const uint16_t *cmask,
                                const tr_scan *sc, int32_t *tile_col, int64_t *tile_off, uint16_t *row_mask,
-                               uint8_t *row_ptr, uint8_t *idx, tr_scan *ks)
+                               uint8_t *row_ptr, uint8_t *idx, tr_scan *ks, int32_t *cand_tile)
 {
   const int r = threadIdx.x & 15;
   const int64_t t = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) >> 4;
@@ -117,6 +121,7 @@ static __global__ void k_build(const int32_t *d_ncand, const int32_t *cand_col, 
   if (t < ncand) {
     kept = sc[t + 1].tiles != sc[t].tiles;
     if (kept) m = cmask[16 * t + r];
+    if (cand_tile && r == 0) cand_tile[t] = kept ? sc[t].tiles : -1;
   }
   int c = __popc(m), incl = c;
   for (int o = 1; o < 16; o <<= 1) {
@@ -256,6 +261,19 @@ static __global__ void k_zero_tile_ptr(int32_t tile_rows, int64_t *tile_ptr, int
     if ((err = (call))) goto fail;                                          \
   } while (0)
 
+/* Largest mean multiply-adds per lane (flops / 2 / 16 / C tiles) for
+ * which a plan's first run walks the pairs.  TILERAP_CUDA_HITS=plan: hits
+ * in the plan always (the walk never runs); TILERAP_CUDA_WALK_MAX=x sets
+ * the bound (measurements). */
+static double tr_walk_max(void)
+{
+  const char *when = getenv("TILERAP_CUDA_HITS");
+  if (when && !strcmp(when, "plan")) return -1.0;
+  const char *w = getenv("TILERAP_CUDA_WALK_MAX");
+  if (w && *w) return atof(w);
+  return TR_WALK_MAX_MADDS;
+}
+
 int tr_cuda_step2_masks(const tilerap_tile_matrix *A, const tilerap_tile_matrix *B, const tr_cuda_cand *cand,
                         tr_tmp *tmp, struct tr_cuda_spgemm *plan, tilerap_tile_matrix **Cout, int64_t *ncand_out,
                         int64_t *pairs_out, int64_t *flops_out, int64_t *dense_out, int64_t *tc_out)
@@ -328,24 +346,50 @@ int tr_cuda_step2_masks(const tilerap_tile_matrix *A, const tilerap_tile_matrix 
       goto fail;
     }
     const int64_t nchunks = ntiles > 0 ? (nhits + h.last.acc + TR_TC_WORK * ntc) / TR_CHUNK_WORK + 1 : 0;
+    /* hits later (second numeric run) or never (one-shot): the numeric
+     * phase walks the pairs until then, when a lane's walk is short (a lane
+     * sums its row's products alone: on denser coarse operators, 100+
+     * multiply-adds a lane, the walk was 1.5x slower than hits + their
+     * numeric run).  Plans with tensor-core pairs make hits now: only the
+     * hit path runs those pairs on tensor cores. */
+    plan->pairs_walk = ntc == 0 && ntiles > 0 && (double)h.tot.flops <= 2.0 * 16.0 * tr_walk_max() * (double)ntiles;
+    const int no_hits = plan->pairs_walk && plan->one_shot;
 
     TRY(tr_cuda_tile_new(A->m, B->n, ntiles, nnz, s, &C));
-    TRY(tr_dalloc((void **)&plan->hits, (size_t)nhits * sizeof(tr_hit), s, "plan hits"));
-    TRY(tr_dalloc((void **)&plan->tcs, (size_t)ntc * sizeof(tr_tc), s, "plan tensor-core pairs"));
-    TRY(tr_dalloc((void **)&plan->chunks, (size_t)nchunks * sizeof(tr_chunk), s, "plan chunks"));
-    TRY(tr_dalloc((void **)&plan->acc_loc, (size_t)ntiles * sizeof(uint16_t), s, "plan tile slots"));
+    if (!no_hits) {
+      TRY(tr_dalloc((void **)&plan->hits, (size_t)nhits * sizeof(tr_hit), s, "plan hits"));
+      TRY(tr_dalloc((void **)&plan->tcs, (size_t)ntc * sizeof(tr_tc), s, "plan tensor-core pairs"));
+      TRY(tr_dalloc((void **)&plan->chunks, (size_t)nchunks * sizeof(tr_chunk), s, "plan chunks"));
+      TRY(tr_dalloc((void **)&plan->acc_loc, (size_t)ntiles * sizeof(uint16_t), s, "plan tile slots"));
+    }
     tr_scan *ks;
     TRY(tr_tmp_alloc(tmp, (void **)&ks, ((size_t)ntiles + 1) * sizeof(tr_scan), "step 2 kept tiles"));
+    int32_t *cand_tile = NULL;
+    if (plan->pairs_walk) TRY(tr_tmp_alloc(tmp, (void **)&cand_tile, ((size_t)ncap + 1) * sizeof(int32_t), "step 2 candidate tiles"));
 
     k_build<<<tr_blocks(16 * (ncap + 1), 128), 128, 0, s>>>(cand->d_ncand, cand->cand_col, cmask, sc, C->tile_col,
-                                                             C->tile_off, C->row_mask, C->row_ptr, C->idx, ks);
+                                                             C->tile_off, C->row_mask, C->row_ptr, C->idx, ks,
+                                                             cand_tile);
     TRY(tr_cuda_check_launch("step 2 build"));
     k_tile_ptr<<<tr_blocks((int64_t)TR + 1, 256), 256, 0, s>>>(TR, cand->row_cand, sc, C->tile_ptr);
     TRY(tr_cuda_check_launch("step 2 tile pointers"));
-    if (ntiles > 0) {
+    if (ntiles > 0 && !no_hits) {
       TRY_CU(cudaMemsetAsync(plan->chunks, 0, (size_t)nchunks * sizeof(tr_chunk), s), "step 2 chunks");
       k_chunks<<<tr_blocks(ntiles + 1, 256), 256, 0, s>>>(ntiles, ks, plan->dense_threshold, plan->chunks);
       TRY(tr_cuda_check_launch("step 2 chunks"));
+    }
+    plan->np = np;
+    plan->ncap = ncap;
+    if (plan->pairs_walk) { /* the plan keeps the pair lists */
+      plan->pair_a = cand->pair_a; plan->pair_b = cand->pair_b; plan->cand_ptr = cand->cand_ptr;
+      plan->cand_tile = cand_tile; plan->d_ncand = cand->d_ncand;
+      tr_tmp_keep(tmp, plan->pair_a); tr_tmp_keep(tmp, plan->pair_b); tr_tmp_keep(tmp, plan->cand_ptr);
+      tr_tmp_keep(tmp, cand_tile); tr_tmp_keep(tmp, plan->d_ncand);
+      if (!plan->one_shot) { /* and what the deferred hits read */
+        plan->pair_cand = cand->pair_cand; plan->hloc = hloc; plan->scan = sc;
+        tr_tmp_keep(tmp, plan->pair_cand); tr_tmp_keep(tmp, hloc); tr_tmp_keep(tmp, sc);
+      }
+    } else if (ntiles > 0) {
       k_fill_hits<<<tr_blocks(16 * np, 128), 128, 0, s>>>(tr_view(A), tr_view(B), np, cand->pair_cand, cand->cand_ptr,
                                                           cand->pair_a, cand->pair_b, hloc, sc, plan->chunks,
                                                           C->row_mask, C->row_ptr, plan->dense_threshold, plan->hits,
@@ -368,4 +412,14 @@ int tr_cuda_step2_masks(const tilerap_tile_matrix *A, const tilerap_tile_matrix 
 fail:
   if (C) { tr_cuda_tile_free(C); free(C); }
   return err;
+}
+
+int tr_cuda_step2_fill_hits(const struct tr_cuda_spgemm *P, const tilerap_tile_matrix *A, const tilerap_tile_matrix *B,
+                            const tilerap_tile_matrix *C)
+{
+  if (!P->scan || !P->hits) return tilerap_set_error(TILERAP_ERR_INVALID, "internal: plan kept no pair lists for its hits");
+  k_fill_hits<<<tr_blocks(16 * P->np, 128), 128, 0, P->stream>>>(
+      tr_view(A), tr_view(B), P->np, P->pair_cand, P->cand_ptr, P->pair_a, P->pair_b, P->hloc, (const tr_scan *)P->scan,
+      P->chunks, C->row_mask, C->row_ptr, P->dense_threshold, P->hits, P->tcs, P->acc_loc);
+  return tr_cuda_check_launch("deferred hits");
 }

@@ -211,20 +211,26 @@ int tr_cpu_spgemm_plan_create_atb(const tilerap_tile_matrix *A, const tilerap_ti
 
 #ifdef TILERAP_HAVE_CUDA
 static int tr_plan_cuda(tilerap_spgemm_plan P, const tilerap_tile_matrix *A, const tilerap_tile_matrix *B,
-                        const tilerap_options *opt, tilerap_tile_matrix **C)
+                        const tilerap_options *opt, int one_shot, tilerap_tile_matrix **C)
 {
   int err;
-  if (A->memtype == TILERAP_MEM_DEVICE) return tr_cuda_spgemm_plan(A, B, opt, &P->cuda, C, &P->info);
+  if (A->memtype == TILERAP_MEM_DEVICE) return tr_cuda_spgemm_plan(A, B, opt, one_shot, &P->cuda, C, &P->info);
   /* host-resident interface: mirror on the device, bring C's structure back */
   if ((err = tilerap_tile_copy(A, TILERAP_MEM_DEVICE, &P->dA))) return err;
   if ((err = tilerap_tile_copy(B, TILERAP_MEM_DEVICE, &P->dB))) return err;
-  if ((err = tr_cuda_spgemm_plan(P->dA, P->dB, opt, &P->cuda, &P->dC, &P->info))) return err;
+  if ((err = tr_cuda_spgemm_plan(P->dA, P->dB, opt, one_shot, &P->cuda, &P->dC, &P->info))) return err;
   return tilerap_tile_copy(P->dC, TILERAP_MEM_HOST, C);
 }
 #endif
 
 int tilerap_spgemm_plan_create(const tilerap_tile_matrix *A, const tilerap_tile_matrix *B, const tilerap_options *opt,
                                tilerap_spgemm_plan *plan, tilerap_tile_matrix **C)
+{
+  return tr_spgemm_plan_create_mode(A, B, opt, 0, plan, C);
+}
+
+int tr_spgemm_plan_create_mode(const tilerap_tile_matrix *A, const tilerap_tile_matrix *B, const tilerap_options *opt,
+                               int one_shot, tilerap_spgemm_plan *plan, tilerap_tile_matrix **C)
 {
   if (!plan || !C) return tilerap_set_error(TILERAP_ERR_NULL, "tilerap_spgemm_plan_create: NULL output");
   *plan = NULL; *C = NULL;
@@ -257,7 +263,7 @@ int tilerap_spgemm_plan_create(const tilerap_tile_matrix *A, const tilerap_tile_
   if (engine == TILERAP_ENGINE_CPU) err = tr_plan_cpu(P, A, B, opt->cpu_kernel, C);
   else {
 #ifdef TILERAP_HAVE_CUDA
-    err = tr_plan_cuda(P, A, B, opt, C);
+    err = tr_plan_cuda(P, A, B, opt, one_shot, C);
 #else
     err = tilerap_set_error(TILERAP_ERR_ENGINE, "built without CUDA");
 #endif
@@ -325,7 +331,7 @@ int tilerap_spgemm(const tilerap_tile_matrix *A, const tilerap_tile_matrix *B, c
                    tilerap_tile_matrix **C)
 {
   tilerap_spgemm_plan P = NULL;
-  int err = tilerap_spgemm_plan_create(A, B, opt, &P, C);
+  int err = tr_spgemm_plan_create_mode(A, B, opt, 1, &P, C);
   if (!err) err = tilerap_spgemm_numeric(P, A, B, *C);
   if (err) tilerap_tile_destroy(C);
   tilerap_spgemm_plan_destroy(&P);

@@ -92,6 +92,12 @@ int tr_tmp_alloc(tr_tmp *t, void **p, size_t bytes, const char *what)
   return err;
 }
 
+void tr_tmp_keep(tr_tmp *t, void *p)
+{
+  for (int i = 0; i < t->n; i++)
+    if (t->p[i] == p) { t->p[i] = t->p[--t->n]; return; }
+}
+
 void tr_tmp_free_all(tr_tmp *t)
 {
   for (int i = 0; i < t->n; i++) tr_dfree(t->p[i], t->s);

@@ -74,6 +74,12 @@ static inline int tr_fingerprint_equal(tr_fingerprint a, const tilerap_tile_matr
 /* Returns TILERAP_SUCCESS if T is a non-NULL host tile matrix with its arrays. */
 int tr_require_host(const tilerap_tile_matrix *T, const char *name);
 
+/* tilerap_spgemm_plan_create; one_shot: the plan serves a single numeric
+ * run (tilerap_spgemm, tilerap_ptap), which the CUDA engine then does
+ * without hit records */
+int tr_spgemm_plan_create_mode(const tilerap_tile_matrix *A, const tilerap_tile_matrix *B, const tilerap_options *opt,
+                               int one_shot, tilerap_spgemm_plan *plan, tilerap_tile_matrix **C);
+
 #ifdef __cplusplus
 }
 #endif
