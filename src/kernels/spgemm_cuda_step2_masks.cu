@@ -8,7 +8,9 @@
  * read back of the totals) and filled: tile_ptr, tile_col, tile_off,
  * masks, row pointers and idx.  The kept tiles are cut into chunks (one
  * numeric block each, about TR_CHUNK_WORK hits + accumulator slots) and
- * the hit records are written, one 16-lane group per pair.
+ * the hit records are written, one 16-lane group per pair: here, or on the
+ * plan's second numeric run from the pair lists the plan keeps
+ * (tr_cuda_step2_fill_hits), or never for one-shot products.
  *
  * Tensor-core classification (tc_threshold >= 0): a pair whose scalar
  * multiply-adds (the popcounts of the B rows its A entries select) reach

@@ -1,5 +1,6 @@
-/* Step 3 (CUDA): numeric C = A*B on the plan's hits.  No allocation, no
- * synchronisation: one launch on the plan's stream.
+/* Step 3 (CUDA): numeric C = A*B on the plan's hits (every run from a
+ * plan's second on; the first walks the pairs, spgemm_cuda_step3_pairs.cu).
+ * No allocation, no synchronisation: one launch on the plan's stream.
  *
  * AMG tiles are very sparse (a pair yields ten-odd products), so walking
  * pairs row by row leaves most lanes idle behind a chain of dependent
