@@ -52,8 +52,10 @@ typedef struct {
 int tr_tmp_alloc(tr_tmp *t, void **p, size_t bytes, const char *what);
 void tr_tmp_free_all(tr_tmp *t);
 /* p (a temporary of t) is handed over: tr_tmp_free_all leaves it; its new
- * owner frees it with tr_dfree */
-void tr_tmp_keep(tr_tmp *t, void *p);
+ * owner frees it with tr_dfree.  An error if p is not one of t's. */
+int tr_tmp_keep(tr_tmp *t, void *p);
+/* tr_dfree is stream-ordered (a memory pool), so it never waits for the device */
+int tr_dfree_is_async(void);
 
 /* Host <-> device copies (tile_cuda_staging.cu): large ones through a
  * ring of pinned chunks.  tr_d2h returns once dst holds the data.  tr_h2d

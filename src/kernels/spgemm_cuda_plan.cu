@@ -31,6 +31,17 @@ static int tr_tc_shape(int *shape)
   return TILERAP_SUCCESS;
 }
 
+/* the pair lists kept for the first run and the deferred hits */
+static void tr_plan_free_pairs(tr_cuda_spgemm *P)
+{
+  void **kept[] = {(void **)&P->pair_a, (void **)&P->pair_b, (void **)&P->cand_ptr, (void **)&P->cand_tile,
+                   (void **)&P->d_ncand, (void **)&P->pair_cand, (void **)&P->hloc, &P->scan};
+  for (size_t i = 0; i < sizeof kept / sizeof kept[0]; i++) {
+    tr_dfree(*kept[i], P->stream);
+    *kept[i] = NULL;
+  }
+}
+
 static void tr_plan_free(tr_cuda_spgemm *P)
 {
   if (!P) return;
@@ -38,8 +49,7 @@ static void tr_plan_free(tr_cuda_spgemm *P)
   tr_dfree(P->tcs, P->stream);
   tr_dfree(P->chunks, P->stream);
   tr_dfree(P->acc_loc, P->stream);
-  void *kept[] = {P->pair_a, P->pair_b, P->cand_ptr, P->cand_tile, P->d_ncand, P->pair_cand, P->hloc, P->scan};
-  for (size_t i = 0; i < sizeof kept / sizeof kept[0]; i++) tr_dfree(kept[i], P->stream);
+  tr_plan_free_pairs(P);
   free(P);
 }
 
@@ -94,6 +104,8 @@ extern "C" int tr_cuda_spgemm_numeric(tr_cuda_spgemm *P, const tilerap_tile_matr
   if (!P) return tilerap_set_error(TILERAP_ERR_NULL, "CUDA SpGEMM numeric: NULL plan");
   if (A->memtype != TILERAP_MEM_DEVICE || B->memtype != TILERAP_MEM_DEVICE || C->memtype != TILERAP_MEM_DEVICE)
     return tilerap_set_error(TILERAP_ERR_MEMTYPE, "CUDA SpGEMM numeric: A, B and C must be device matrices");
+  /* C's structure must be the plan's (the public entry checks its
+   * fingerprint): the second run builds the hit records from C's masks */
   if (C->num_tiles != P->c_tiles || C->nnz != P->c_nnz)
     return tilerap_set_error(TILERAP_ERR_STRUCTURE, "CUDA SpGEMM numeric: C differs from the plan's");
   int err = P->nonblocking ? tr_order_after_legacy(P->stream) : TILERAP_SUCCESS;
@@ -101,7 +113,12 @@ extern "C" int tr_cuda_spgemm_numeric(tr_cuda_spgemm *P, const tilerap_tile_matr
   else {
     if (!err && P->pairs_walk) { /* second run: the hits, then the hit kernel from now on */
       err = tr_cuda_step2_fill_hits(P, A, B, C);
-      if (!err) P->pairs_walk = 0;
+      if (!err) {
+        P->pairs_walk = 0;
+        /* the pair lists are done with; given back now only where that does
+         * not wait for the device (pool frees are stream-ordered) */
+        if (tr_dfree_is_async()) tr_plan_free_pairs(P);
+      }
     }
     if (!err) err = tr_cuda_step3_numeric(P, A, B, C);
   }

@@ -23,6 +23,10 @@
 #include <string.h>
 
 #define TR_WALK_MAX_MADDS 32.0
+/* longest walk of one lane (pairs + multiply-adds / 16) a first run takes
+ * on, in units of the mean bound (512 by default): a pair costs a chain of
+ * dependent loads, about a microsecond */
+#define TR_WALK_TILE_FACTOR 16.0
 
 /* exclusive-scan element: kept tiles, their pairs, entries, hits and
  * accumulator slots (entries, or 256 for the dense accumulator) */
@@ -42,6 +46,7 @@ struct tr_scan_add {
 /* totals summed with integer atomics (exact, order-free) */
 struct tr_totals {
   unsigned long long flops, dense, maxhits;
+  unsigned long long maxwalk; /* longest first-run walk of a lane: pairs + multiply-adds / 16 */
 };
 
 /* chunk of a kept tile from its scan record */
@@ -105,6 +110,7 @@ static __global__ void k_masks(tr_dview A, tr_dview B, int64_t ncap, const int32
       atomicAdd(&tot->flops, (unsigned long long)fl);
       if (dense) atomicAdd(&tot->dense, 1ull);
       atomicMax(&tot->maxhits, (unsigned long long)nh);
+      atomicMax(&tot->maxwalk, (unsigned long long)(np + fl / 32));
     }
     sc[t] = v;
   }
@@ -264,7 +270,8 @@ static __global__ void k_zero_tile_ptr(int32_t tile_rows, int64_t *tile_ptr, int
   } while (0)
 
 /* Largest mean multiply-adds per lane (flops / 2 / 16 / C tiles) for
- * which a plan's first run walks the pairs.  TILERAP_CUDA_HITS=plan: hits
+ * which a plan's first run walks the pairs (and, times
+ * TR_WALK_TILE_FACTOR, the longest walk of a single lane).  TILERAP_CUDA_HITS=plan: hits
  * in the plan always (the walk never runs); TILERAP_CUDA_WALK_MAX=x sets
  * the bound (measurements). */
 static double tr_walk_max(void)
@@ -352,9 +359,14 @@ int tr_cuda_step2_masks(const tilerap_tile_matrix *A, const tilerap_tile_matrix 
      * phase walks the pairs until then, when a lane's walk is short (a lane
      * sums its row's products alone: on denser coarse operators, 100+
      * multiply-adds a lane, the walk was 1.5x slower than hits + their
-     * numeric run).  Plans with tensor-core pairs make hits now: only the
-     * hit path runs those pairs on tensor cores. */
-    plan->pairs_walk = ntc == 0 && ntiles > 0 && (double)h.tot.flops <= 2.0 * 16.0 * tr_walk_max() * (double)ntiles;
+     * numeric run), and when no single C tile's walk is long (a dense row
+     * of A can give one tile thousands of pairs, and its group alone would
+     * set the run's length; the hit path splits it into chunks).  Plans
+     * with tensor-core pairs make hits now: only the hit path runs those
+     * pairs on tensor cores. */
+    const double walk_max = tr_walk_max();
+    plan->pairs_walk = ntc == 0 && ntiles > 0 && (double)h.tot.flops <= 2.0 * 16.0 * walk_max * (double)ntiles &&
+                       (double)h.tot.maxwalk <= TR_WALK_TILE_FACTOR * walk_max;
     const int no_hits = plan->pairs_walk && plan->one_shot;
 
     TRY(tr_cuda_tile_new(A->m, B->n, ntiles, nnz, s, &C));
@@ -382,15 +394,14 @@ int tr_cuda_step2_masks(const tilerap_tile_matrix *A, const tilerap_tile_matrix 
     }
     plan->np = np;
     plan->ncap = ncap;
-    if (plan->pairs_walk) { /* the plan keeps the pair lists */
-      plan->pair_a = cand->pair_a; plan->pair_b = cand->pair_b; plan->cand_ptr = cand->cand_ptr;
-      plan->cand_tile = cand_tile; plan->d_ncand = cand->d_ncand;
-      tr_tmp_keep(tmp, plan->pair_a); tr_tmp_keep(tmp, plan->pair_b); tr_tmp_keep(tmp, plan->cand_ptr);
-      tr_tmp_keep(tmp, cand_tile); tr_tmp_keep(tmp, plan->d_ncand);
+    if (plan->pairs_walk) { /* the plan keeps the pair lists (owned once handed over) */
+#define TR_KEEP(field, ptr) do { TRY(tr_tmp_keep(tmp, (ptr))); plan->field = (ptr); } while (0)
+      TR_KEEP(pair_a, cand->pair_a); TR_KEEP(pair_b, cand->pair_b); TR_KEEP(cand_ptr, cand->cand_ptr);
+      TR_KEEP(cand_tile, cand_tile); TR_KEEP(d_ncand, cand->d_ncand);
       if (!plan->one_shot) { /* and what the deferred hits read */
-        plan->pair_cand = cand->pair_cand; plan->hloc = hloc; plan->scan = sc;
-        tr_tmp_keep(tmp, plan->pair_cand); tr_tmp_keep(tmp, hloc); tr_tmp_keep(tmp, sc);
+        TR_KEEP(pair_cand, cand->pair_cand); TR_KEEP(hloc, hloc); TR_KEEP(scan, (void *)sc);
       }
+#undef TR_KEEP
     } else if (ntiles > 0) {
       k_fill_hits<<<tr_blocks(16 * np, 128), 128, 0, s>>>(tr_view(A), tr_view(B), np, cand->pair_cand, cand->cand_ptr,
                                                           cand->pair_a, cand->pair_b, hloc, sc, plan->chunks,

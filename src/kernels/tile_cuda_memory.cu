@@ -92,11 +92,14 @@ int tr_tmp_alloc(tr_tmp *t, void **p, size_t bytes, const char *what)
   return err;
 }
 
-void tr_tmp_keep(tr_tmp *t, void *p)
+int tr_tmp_keep(tr_tmp *t, void *p)
 {
   for (int i = 0; i < t->n; i++)
-    if (t->p[i] == p) { t->p[i] = t->p[--t->n]; return; }
+    if (t->p[i] == p) { t->p[i] = t->p[--t->n]; return TILERAP_SUCCESS; }
+  return tilerap_set_error(TILERAP_ERR_INVALID, "internal: kept array is not a temporary");
 }
+
+int tr_dfree_is_async(void) { return tr_pool() != NULL; }
 
 void tr_tmp_free_all(tr_tmp *t)
 {
