@@ -12,7 +12,8 @@
  * on the 6M pairs of a BoomerAMG level-0 P^T (AP) on the H100: its
  * segments (tile rows of P^T) are long and few, which CUB's
  * large-segment kernel handles one block per segment.
- * TILERAP_STEP1_SORT=segmented keeps that sort, for comparisons.  Only
+ * TILERAP_STEP1_SORT=segmented sorts the same keys inside each tile row
+ * with that sort instead, for comparisons.  Only
  * the pair total comes back to the host, to size the expansion. */
 #include "spgemm_cuda.cuh"
 #include <cub/cub.cuh>
@@ -41,8 +42,7 @@ static __global__ void k_segments(const int64_t *tile_ptr, int32_t tile_rows, co
 }
 
 /* Pair expansion, a warp per A tile: key = C tile (row * tile_cols +
- * column), or its column alone for the segmented sort (K = int32_t,
- * tc = 0); value = pair number. */
+ * column), value = pair number. */
 template <typename K>
 static __global__ void k_expand(tr_dview A, int64_t na, tr_dview B, const int32_t *arow, int64_t tc,
                                 const int64_t *poff, K *key, int32_t *pid, int32_t *pa, int32_t *pb)
@@ -62,24 +62,20 @@ static __global__ void k_expand(tr_dview A, int64_t na, tr_dview B, const int32_
   }
 }
 
-/* Sorted pairs: A/B tiles, and a flag where a new candidate starts (new
- * key; with column keys, also a new tile row). */
+/* Sorted pairs: A/B tiles, and a flag where a new candidate starts (new key). */
 template <typename K>
 static __global__ void k_heads(int64_t np, const K *key, const int32_t *sid, const int32_t *pa, const int32_t *pb,
-                               const int32_t *arow, int32_t *pair_a, int32_t *pair_b, int32_t *head)
+                               int32_t *pair_a, int32_t *pair_b, int32_t *head)
 {
   int64_t q = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
   if (q >= np) return;
-  int32_t a = pa[sid[q]];
-  pair_a[q] = a;
+  pair_a[q] = pa[sid[q]];
   pair_b[q] = pb[sid[q]];
-  int h = 1;
-  if (q > 0) h = key[q] != key[q - 1] || (arow && arow[a] != arow[pa[sid[q - 1]]]);
-  head[q] = h;
+  head[q] = q == 0 || key[q] != key[q - 1];
 }
 
 /* candidate number of every pair (inclusive scan of heads, minus one);
- * a candidate's column is its key's remainder by tc (tc = 0: the key) */
+ * a candidate's column is its key's remainder by tc */
 template <typename K>
 static __global__ void k_candidates(int64_t np, const K *key, int64_t tc, const int32_t *head, const int32_t *cid,
                                     int32_t *pair_cand, int32_t *cand_ptr, int32_t *cand_col, int32_t *d_ncand)
@@ -88,7 +84,7 @@ static __global__ void k_candidates(int64_t np, const K *key, int64_t tc, const 
   if (q >= np) return;
   int32_t t = cid[q] - 1;
   pair_cand[q] = t;
-  if (head[q]) { cand_ptr[t] = (int32_t)q; cand_col[t] = (int32_t)(tc ? (int64_t)(key[q] % (K)tc) : (int64_t)key[q]); }
+  if (head[q]) { cand_ptr[t] = (int32_t)q; cand_col[t] = (int32_t)(key[q] % (K)tc); }
   if (q == np - 1) { cand_ptr[t + 1] = (int32_t)np; *d_ncand = t + 1; }
 }
 
@@ -112,12 +108,13 @@ static __global__ void k_row_cand(int32_t tile_rows, int64_t np, const int32_t *
     if (r_) return r_;             \
   } while (0)
 
-/* Expansion, sort and candidates with key type K.  tc > 0: radix sort
- * of C tile numbers on bits [0, bits); tc = 0: segmented sort of tile
- * columns inside each tile row (bits = tile rows, segments seg). */
+/* Expansion, sort and candidates with key type K (C tile numbers,
+ * row * tc + column, below 2^bits): one radix sort, or (segmented) a
+ * sort inside each of the ntr tile rows' segments seg. */
 template <typename K>
 static int tr_step1_group(tr_dview dA, int64_t na, tr_dview dB, const int32_t *arow, int64_t tc, int bits,
-                          const int32_t *seg, const int64_t *poff, int64_t np, void *key_v, void *skey_v,
+                          int segmented, int32_t ntr, const int32_t *seg, const int64_t *poff, int64_t np,
+                          void *key_v, void *skey_v,
                           int32_t *pid, int32_t *pa, int32_t *pb, int32_t *sid, int32_t *head, int32_t *cid,
                           tr_tmp *tmp, tr_cuda_cand *c)
 {
@@ -128,15 +125,15 @@ static int tr_step1_group(tr_dview dA, int64_t na, tr_dview dB, const int32_t *a
   size_t tb = 0, tb2 = 0;
   void *ts = NULL;
   for (int pass = 0; pass < 2; pass++) { /* sizing, then sorting */
-    if (tc) TRY_CU(cub::DeviceRadixSort::SortPairs(ts, tb, key, skey, pid, sid, (int)np, 0, bits, s), "step 1 sort");
-    else TRY_CU(cub::DeviceSegmentedSort::StableSortPairs(ts, tb, key, skey, pid, sid, np, bits, seg, seg + 1, s),
+    if (!segmented) TRY_CU(cub::DeviceRadixSort::SortPairs(ts, tb, key, skey, pid, sid, (int)np, 0, bits, s), "step 1 sort");
+    else TRY_CU(cub::DeviceSegmentedSort::StableSortPairs(ts, tb, key, skey, pid, sid, np, ntr, seg, seg + 1, s),
                 "step 1 sort");
     if (pass) break;
     TRY_CU(cub::DeviceScan::InclusiveSum(NULL, tb2, head, cid, np, s), "step 1 scan");
     if (tb2 > tb) tb = tb2;
     TRY(tr_tmp_alloc(tmp, &ts, tb, "step 1 sort storage"));
   }
-  k_heads<K><<<tr_blocks(np, 256), 256, 0, s>>>(np, skey, sid, pa, pb, tc ? NULL : arow, c->pair_a, c->pair_b, head);
+  k_heads<K><<<tr_blocks(np, 256), 256, 0, s>>>(np, skey, sid, pa, pb, c->pair_a, c->pair_b, head);
   TRY(tr_cuda_check_launch("step 1 heads"));
   TRY_CU(cub::DeviceScan::InclusiveSum(ts, tb, head, cid, np, s), "step 1 scan");
   k_candidates<K><<<tr_blocks(np, 256), 256, 0, s>>>(np, skey, tc, head, cid, c->pair_cand, c->cand_ptr, c->cand_col,
@@ -193,21 +190,24 @@ int tr_cuda_step1_structure(const tilerap_tile_matrix *A, const tilerap_tile_mat
   k_segments<<<tr_blocks((int64_t)TR + 1, 256), 256, 0, s>>>(A->tile_ptr, TR, poff, seg);
   TRY(tr_cuda_check_launch("step 1 segments"));
 
-  /* keys: C tile numbers (radix sort) or tile columns (segmented sort) */
+  /* keys: C tile numbers, 32 bits while they fit */
   const int64_t TC = B->tile_cols;
   const unsigned long long ntiles_c = (unsigned long long)(TR > 0 ? TR : 1) * (unsigned long long)(TC > 0 ? TC : 1);
   const char *env = getenv("TILERAP_STEP1_SORT");
   const int segmented = env && !strcmp(env, "segmented");
-  const int wide = !segmented && ntiles_c > 0xffffffffull;
+  const int wide = ntiles_c > 0xffffffffull;
   int end_bit = 1;
   while (end_bit < 64 && (ntiles_c - 1) >> end_bit) end_bit++;
   void *key, *skey;
   const size_t kb = (size_t)np * (wide ? sizeof(uint64_t) : sizeof(uint32_t));
   TRY(tr_tmp_alloc(tmp, &key, kb, "step 1 keys"));
   TRY(tr_tmp_alloc(tmp, &skey, kb, "step 1 sorted keys"));
-  if (segmented) TRY(tr_step1_group<int32_t>(dA, na, dB, arow, 0, TR, seg, poff, np, key, skey, pid, pa, pb, sid, head, cid, tmp, c));
-  else if (wide) TRY(tr_step1_group<uint64_t>(dA, na, dB, arow, TC, end_bit, seg, poff, np, key, skey, pid, pa, pb, sid, head, cid, tmp, c));
-  else TRY(tr_step1_group<uint32_t>(dA, na, dB, arow, TC, end_bit, seg, poff, np, key, skey, pid, pa, pb, sid, head, cid, tmp, c));
+  if (wide)
+    TRY(tr_step1_group<uint64_t>(dA, na, dB, arow, TC, end_bit, segmented, TR, seg, poff, np, key, skey, pid, pa, pb,
+                                 sid, head, cid, tmp, c));
+  else
+    TRY(tr_step1_group<uint32_t>(dA, na, dB, arow, TC, end_bit, segmented, TR, seg, poff, np, key, skey, pid, pa, pb,
+                                 sid, head, cid, tmp, c));
   k_row_cand<<<tr_blocks((int64_t)TR + 1, 256), 256, 0, s>>>(TR, np, seg, cid, c->row_cand);
   TRY(tr_cuda_check_launch("step 1 row candidates"));
   return TILERAP_SUCCESS;
