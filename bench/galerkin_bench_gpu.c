@@ -24,7 +24,12 @@
  *   column pair (many orders of magnitude, symmetric scaling).
  *   The fp64 tensor-core instruction shape follows TILERAP_TC_SHAPE
  *   (m8n8k4 or m16n8k16, read at plan creation; run once per shape to
- *   compare them). */
+ *   compare them).
+ *
+ * --overhead  the fixed costs a plan pays whatever its size, on this
+ *   device: a queued 4-byte memset (a launch), a launch followed by a
+ *   stream synchronisation, and a stream-ordered 4 KB allocation and free
+ *   from a memory pool (host wall clock, median of 9 batches of 200). */
 #include "tilerap.h"
 #include "tilerap_model.h"
 #include "../test/ref_gustavson.h"
@@ -288,8 +293,41 @@ static void run_tc_case(const char *spec)
   tilerap_csr_destroy(&A);
 }
 
+/* microseconds per iteration of the fixed-cost probes (--overhead) */
+static void run_overhead(void)
+{
+  cudaStream_t s;
+  CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  int *d = NULL;
+  CK(cudaMalloc((void **)&d, 64));
+  const int n = 200;
+  double t[3][9];
+  for (int b = -1; b < 9; b++) {
+    double t0 = bench_now();
+    for (int i = 0; i < n; i++) CK(cudaMemsetAsync(d, 0, 4, s));
+    CK(cudaStreamSynchronize(s));
+    double t1 = bench_now();
+    for (int i = 0; i < n; i++) { CK(cudaMemsetAsync(d, 0, 4, s)); CK(cudaStreamSynchronize(s)); }
+    double t2 = bench_now();
+    for (int i = 0; i < n; i++) {
+      void *p = NULL;
+      CK(cudaMallocAsync(&p, 4096, s));
+      CK(cudaFreeAsync(p, s));
+    }
+    CK(cudaStreamSynchronize(s));
+    double t3 = bench_now();
+    if (b < 0) continue;
+    t[0][b] = (t1 - t0) * 1e6 / n; t[1][b] = (t2 - t1) * 1e6 / n; t[2][b] = (t3 - t2) * 1e6 / n;
+  }
+  printf("# fixed costs (us, median of 9 x %d): queued launch %.2f, launch + stream sync %.2f, pool alloc + free %.2f\n",
+         n, bench_median(t[0], 9), bench_median(t[1], 9), bench_median(t[2], 9));
+  CK(cudaFree(d));
+  CK(cudaStreamDestroy(s));
+}
+
 int main(int argc, char **argv)
 {
+  int overhead = 0;
   const char *defaults[] = {"p2d5:1024", "p2d9:1024", "p3d7:101", "p3d27:101", "p3d7:200"};
   const char *cases[32];
   int nc = 0;
@@ -300,11 +338,16 @@ int main(int argc, char **argv)
       continue;
     }
     if (!strcmp(argv[i], "--prec-thr") && i + 1 < argc) { prec_thr = atoi(argv[++i]); continue; }
+    if (!strcmp(argv[i], "--overhead")) { overhead = 1; continue; }
     if (nc < 32) cases[nc++] = argv[i];
   }
   if (reps < 1 || reps > 63) reps = 9;
-  if (!nc) for (int i = 0; i < 5; i++) cases[nc++] = defaults[i];
   if (!tilerap_engine_available(TILERAP_ENGINE_CUDA)) { printf("no CUDA device: nothing to measure\n"); return 0; }
+  if (overhead) {
+    run_overhead();
+    if (!nc) return 0;
+  }
+  if (!nc) for (int i = 0; i < 5; i++) cases[nc++] = defaults[i];
   cusparseHandle_t h;
   CS(cusparseCreate(&h));
   struct cudaDeviceProp prop;

@@ -582,6 +582,9 @@ int main(void)
     {100, 100, 0.05, 0, "100 x 100"},
     {257, 31, 0.1, 5, "257 x 31 (tall)"},
     {31, 1000, 0.05, 0, "31 x 1000 (wide, many tiles per tile row)"},
+    /* long tile rows, and rows whose tiles are unevenly filled */
+    {40, 5000, 0.03, 0, "40 x 5000 (312 tiles per tile row)"},
+    {500, 4001, 0.01, 2, "500 x 4001, every other row empty (uneven runs of tiles)"},
     {1000, 999, 0.003, 2, "1000 x 999 sparse, half the rows empty"},
     {45, 45, 0.0, 0, "45 x 45 without entries"},
     {3001, 2049, 0.004, 11, "3001 x 2049"},
