@@ -16,6 +16,19 @@ static int cmp_i32(const void *a, const void *b)
   return (x > y) - (x < y);
 }
 
+/* A tile row has a few dozen candidate columns at most on AMG products:
+ * insertion sort beats qsort's calls through a comparison function there */
+static void tr_sort_cols(int32_t *c, int64_t n)
+{
+  if (n > 64) { qsort(c, (size_t)n, sizeof *c, cmp_i32); return; }
+  for (int64_t i = 1; i < n; i++) {
+    int32_t x = c[i];
+    int64_t j = i;
+    for (; j > 0 && c[j - 1] > x; j--) c[j] = c[j - 1];
+    c[j] = x;
+  }
+}
+
 int tr_cpu_step1_structure(const tilerap_tile_matrix *A, const tilerap_tile_matrix *B, int64_t *tile_ptr,
                            int32_t **tile_col_out, tr_pairs *pairs)
 {
@@ -79,30 +92,29 @@ int tr_cpu_step1_structure(const tilerap_tile_matrix *A, const tilerap_tile_matr
       for (int32_t I = 0; I < TR; I++) {
         int64_t t0 = tile_ptr[I], nt = tile_ptr[I + 1] - t0, k0 = 0;
         int32_t *cols = tile_col + t0;
+        /* one walk collects the row's tile columns and counts each one's
+         * pairs (cursor is indexed by column J here) */
         for (int64_t a = A->tile_ptr[I]; a < A->tile_ptr[I + 1]; a++) {
           int32_t k = A->tile_col[a];
           for (int64_t b = B->tile_ptr[k]; b < B->tile_ptr[k + 1]; b++) {
             int32_t J = B->tile_col[b];
-            if (slot[J] < 0) { slot[J] = 0; cols[k0++] = J; }
+            if (slot[J] < 0) { slot[J] = 0; cols[k0++] = J; cursor[J] = 0; }
+            cursor[J]++;
           }
         }
-        qsort(cols, (size_t)nt, sizeof *cols, cmp_i32);
-        for (int64_t s = 0; s < nt; s++) { slot[cols[s]] = (int32_t)s; cursor[s] = 0; }
-        for (int64_t a = A->tile_ptr[I]; a < A->tile_ptr[I + 1]; a++) {
-          int32_t k = A->tile_col[a];
-          for (int64_t b = B->tile_ptr[k]; b < B->tile_ptr[k + 1]; b++) cursor[slot[B->tile_col[b]]]++;
-        }
+        tr_sort_cols(cols, nt);
         int64_t p = pair_row[I];
         for (int64_t s = 0; s < nt; s++) {
-          int64_t c = cursor[s];
+          int32_t J = cols[s];
+          int64_t c = cursor[J];
           pairs->pair_ptr[t0 + s] = p;
-          cursor[s] = p;
+          cursor[J] = p;
           p += c;
         }
         for (int64_t a = A->tile_ptr[I]; a < A->tile_ptr[I + 1]; a++) {
           int32_t k = A->tile_col[a];
           for (int64_t b = B->tile_ptr[k]; b < B->tile_ptr[k + 1]; b++) {
-            int64_t q = cursor[slot[B->tile_col[b]]]++;
+            int64_t q = cursor[B->tile_col[b]]++;
             pairs->pair_a[q] = (int32_t)a;
             pairs->pair_b[q] = (int32_t)b;
           }
