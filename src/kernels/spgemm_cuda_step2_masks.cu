@@ -58,9 +58,11 @@ static __device__ __forceinline__ int64_t tr_chunk_of(const tr_scan &x)
 /* Lanes of a 16-lane group; the whole warp takes part in the closing
  * shuffles, a group alone in those of its pair loop.  hloc[p]: hits of
  * the candidate's pairs before p. */
-static __global__ void k_masks(tr_dview A, tr_dview B, int64_t ncap, const int32_t *d_ncand, const int32_t *cand_ptr,
-                               const int32_t *pair_a, const int32_t *pair_b, int dense_threshold, int tc_threshold,
-                               uint16_t *cmask, int32_t *hloc, tr_scan *sc, tr_totals *tot)
+#define TR_MASKS_THREADS 128
+static __global__ void __launch_bounds__(TR_MASKS_THREADS)
+    k_masks(tr_dview A, tr_dview B, int64_t ncap, const int32_t *d_ncand, const int32_t *cand_ptr,
+            const int32_t *pair_a, const int32_t *pair_b, int dense_threshold, int tc_threshold, uint16_t *cmask,
+            int32_t *hloc, tr_scan *sc, tr_totals *tot)
 {
   const int r = threadIdx.x & 15;
   const unsigned gmask = 0xffffu << (threadIdx.x & 16);
@@ -102,17 +104,40 @@ static __global__ void k_masks(tr_dview A, tr_dview B, int64_t ncap, const int32
     cnt += __shfl_xor_sync(0xffffffffu, cnt, o, 16);
     fl += __shfl_xor_sync(0xffffffffu, fl, o, 16);
   }
+  unsigned long long q[4] = {0, 0, 0, 0}; /* flops, dense tiles, max hits, max walk of this tile */
   if (r == 0 && t <= ncap) {
     tr_scan v = {0, 0, 0, 0, 0, 0};
     if (active && cnt > 0) {
       const bool dense = cnt > dense_threshold;
       v.tiles = 1; v.pairs = np; v.nnz = cnt; v.hits = nh; v.acc = dense ? 256 : cnt; v.tc = ntc;
-      atomicAdd(&tot->flops, (unsigned long long)fl);
-      if (dense) atomicAdd(&tot->dense, 1ull);
-      atomicMax(&tot->maxhits, (unsigned long long)nh);
-      atomicMax(&tot->maxwalk, (unsigned long long)(np + fl / 32));
+      q[0] = (unsigned long long)fl; q[1] = dense; q[2] = (unsigned long long)nh;
+      q[3] = (unsigned long long)(np + fl / 32);
     }
     sc[t] = v;
+  }
+  /* Totals: one atomic per block and total.  Four same-address atomics
+   * per C tile bound this kernel: the L2 serialises them (level-0 AP of
+   * 3D 7-point at 200^3, 2.8 M tiles: 6.6 ms with them, 1.8 ms without). */
+  for (int o = 16; o > 0; o >>= 1) {
+    q[0] += __shfl_xor_sync(0xffffffffu, q[0], o);
+    q[1] += __shfl_xor_sync(0xffffffffu, q[1], o);
+    q[2] = max(q[2], __shfl_xor_sync(0xffffffffu, q[2], o));
+    q[3] = max(q[3], __shfl_xor_sync(0xffffffffu, q[3], o));
+  }
+  __shared__ unsigned long long red[4][TR_MASKS_THREADS / 32];
+  const int w = threadIdx.x >> 5;
+  if ((threadIdx.x & 31) == 0)
+    for (int i = 0; i < 4; i++) red[i][w] = q[i];
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    for (int j = 1; j < TR_MASKS_THREADS / 32; j++) {
+      q[0] += red[0][j]; q[1] += red[1][j];
+      q[2] = max(q[2], red[2][j]); q[3] = max(q[3], red[3][j]);
+    }
+    if (q[0]) atomicAdd(&tot->flops, q[0]);
+    if (q[1]) atomicAdd(&tot->dense, q[1]);
+    if (q[2]) atomicMax(&tot->maxhits, q[2]);
+    if (q[3]) atomicMax(&tot->maxwalk, q[3]);
   }
 }
 
@@ -274,6 +299,22 @@ static __global__ void k_zero_tile_ptr(int32_t tile_rows, int64_t *tile_ptr, int
  * TR_WALK_TILE_FACTOR, the longest walk of a single lane).  TILERAP_CUDA_HITS=plan: hits
  * in the plan always (the walk never runs); TILERAP_CUDA_WALK_MAX=x sets
  * the bound (measurements). */
+/* Largest mean walk of a lane (pairs + multiply-adds / 16 per C tile)
+ * for which a plan's first run walks the pairs.  Each pair is a chain of
+ * dependent loads for every lane, while the hit path spreads pairs over
+ * lanes; measured on the H100 (Nsight Compute, walk against hit fill +
+ * hit numeric run): walk faster at 8-13 (level-0 AP of 3D 7-point: 675 vs
+ * 719 us at 101^3), hits faster from about 24 (level-0 P^T(AP): 881 vs
+ * 499 us; level-1 AP at 200^3, 24: 636 vs 558 us).
+ * TILERAP_CUDA_WALK_MEAN=x sets it (measurements). */
+#define TR_WALK_MEAN 16.0
+static double tr_walk_mean(void)
+{
+  const char *w = getenv("TILERAP_CUDA_WALK_MEAN");
+  if (w && *w) return atof(w);
+  return TR_WALK_MEAN;
+}
+
 static double tr_walk_max(void)
 {
   const char *when = getenv("TILERAP_CUDA_HITS");
@@ -326,10 +367,9 @@ int tr_cuda_step2_masks(const tilerap_tile_matrix *A, const tilerap_tile_matrix 
     TRY(tr_tmp_alloc(tmp, (void **)&sc, ((size_t)ncap + 1) * sizeof(tr_scan), "step 2 offsets"));
     TRY(tr_tmp_alloc(tmp, (void **)&tot, sizeof(tr_totals), "step 2 totals"));
     TRY_CU(cudaMemsetAsync(tot, 0, sizeof(tr_totals), s), "step 2 totals");
-    k_masks<<<tr_blocks(16 * (ncap + 1), 128), 128, 0, s>>>(tr_view(A), tr_view(B), ncap, cand->d_ncand,
-                                                             cand->cand_ptr, cand->pair_a, cand->pair_b,
-                                                             plan->dense_threshold, plan->tc_threshold, cmask, hloc,
-                                                             sc_in, tot);
+    k_masks<<<tr_blocks(16 * (ncap + 1), TR_MASKS_THREADS), TR_MASKS_THREADS, 0, s>>>(
+        tr_view(A), tr_view(B), ncap, cand->d_ncand, cand->cand_ptr, cand->pair_a, cand->pair_b, plan->dense_threshold,
+        plan->tc_threshold, cmask, hloc, sc_in, tot);
     TRY(tr_cuda_check_launch("step 2 masks"));
     size_t tb = 0;
     tr_scan zero = {0, 0, 0, 0, 0, 0};
@@ -366,7 +406,8 @@ int tr_cuda_step2_masks(const tilerap_tile_matrix *A, const tilerap_tile_matrix 
      * pairs on tensor cores. */
     const double walk_max = tr_walk_max();
     plan->pairs_walk = ntc == 0 && ntiles > 0 && (double)h.tot.flops <= 2.0 * 16.0 * walk_max * (double)ntiles &&
-                       (double)h.tot.maxwalk <= TR_WALK_TILE_FACTOR * walk_max;
+                       (double)h.tot.maxwalk <= TR_WALK_TILE_FACTOR * walk_max &&
+                       (double)kpairs + (double)h.tot.flops / 32.0 <= tr_walk_mean() * (double)ntiles;
     const int no_hits = plan->pairs_walk && plan->one_shot;
 
     TRY(tr_cuda_tile_new(A->m, B->n, ntiles, nnz, s, &C));
