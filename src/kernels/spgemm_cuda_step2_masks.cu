@@ -294,11 +294,6 @@ static __global__ void k_zero_tile_ptr(int32_t tile_rows, int64_t *tile_ptr, int
     if ((err = (call))) goto fail;                                          \
   } while (0)
 
-/* Largest mean multiply-adds per lane (flops / 2 / 16 / C tiles) for
- * which a plan's first run walks the pairs (and, times
- * TR_WALK_TILE_FACTOR, the longest walk of a single lane).  TILERAP_CUDA_HITS=plan: hits
- * in the plan always (the walk never runs); TILERAP_CUDA_WALK_MAX=x sets
- * the bound (measurements). */
 /* Largest mean walk of a lane (pairs + multiply-adds / 16 per C tile)
  * for which a plan's first run walks the pairs.  Each pair is a chain of
  * dependent loads for every lane, while the hit path spreads pairs over
@@ -315,6 +310,11 @@ static double tr_walk_mean(void)
   return TR_WALK_MEAN;
 }
 
+/* Largest mean multiply-adds per lane (flops / 2 / 16 / C tiles) for
+ * which a plan's first run walks the pairs (and, times
+ * TR_WALK_TILE_FACTOR, the longest walk of a single lane).  TILERAP_CUDA_HITS=plan: hits
+ * in the plan always (the walk never runs); TILERAP_CUDA_WALK_MAX=x sets
+ * the bound (measurements). */
 static double tr_walk_max(void)
 {
   const char *when = getenv("TILERAP_CUDA_HITS");
