@@ -17,15 +17,16 @@
 #define TR_PAIRS_THREADS 128
 
 /* What lane r needs of pair (a, b) before it sums: its row's entries in
- * A's tile [ao + e0, ao + e1), B's tile at bo with blen entries. */
+ * A's tile [ao + e0, ao + e1), B's tile b at bo with blen entries. */
 typedef struct {
-  int64_t ao, bo;
+  int64_t b, ao, bo;
   int e0, e1, blen;
 } tr_pair_at;
 static __device__ __forceinline__ tr_pair_at tr_pair_load(const tr_dview &A, const tr_dview &B, int64_t a, int64_t b,
                                                           int r)
 {
   tr_pair_at x;
+  x.b = b;
   x.ao = A.tile_off[a];
   x.e0 = A.row_ptr[16 * a + r];
   x.e1 = r < 15 ? A.row_ptr[16 * a + r + 1] : (int)(A.tile_off[a + 1] - x.ao);
@@ -59,22 +60,21 @@ static __global__ void __launch_bounds__(TR_PAIRS_THREADS)
    * are loaded while this pair is summed, so each pair waits on one link
    * of the chain instead of three.  The sums keep their order. */
   const int32_t p0 = cand_ptr[t], p1 = cand_ptr[t + 1];
-  int64_t b = 0, an = 0, bn = 0;
-  tr_pair_at cur = {0, 0, 0, 0, 0};
+  int64_t an = 0, bn = 0;
+  tr_pair_at cur = {0, 0, 0, 0, 0, 0};
   if (p0 < p1) {
-    b = pair_b[p0];
     if (p0 + 1 < p1) { an = pair_a[p0 + 1]; bn = pair_b[p0 + 1]; }
-    cur = tr_pair_load(A, B, pair_a[p0], b, r);
+    cur = tr_pair_load(A, B, pair_a[p0], pair_b[p0], r);
   }
   for (int32_t p = p0; p < p1; p++) {
     /* next pair: offsets of pair p+1, tile numbers of pair p+2 */
     int64_t an2 = 0, bn2 = 0;
-    tr_pair_at nxt = {0, 0, 0, 0, 0};
+    tr_pair_at nxt = {0, 0, 0, 0, 0, 0};
     if (p + 1 < p1) {
       if (p + 2 < p1) { an2 = pair_a[p + 2]; bn2 = pair_b[p + 2]; }
       nxt = tr_pair_load(A, B, an, bn, r);
     }
-    const int64_t ao = cur.ao, bo = cur.bo;
+    const int64_t b = cur.b, ao = cur.ao, bo = cur.bo;
     const int e0 = cur.e0, e1 = cur.e1, blen = cur.blen;
     for (int e = e0; e < e1; e++) {
       const int k = aidx[ao + e] & 15;
@@ -85,7 +85,7 @@ static __global__ void __launch_bounds__(TR_PAIRS_THREADS)
         acc[c] = __dadd_rn(acc[c], __dmul_rn(x, bval[bo + f]));
       }
     }
-    cur = nxt; b = bn;
+    cur = nxt;
     an = an2; bn = bn2;
   }
   unsigned m = cmask[16 * (int64_t)u + r];
