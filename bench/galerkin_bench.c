@@ -6,10 +6,12 @@
  * is checked against the plain CSR reference before its time counts.
  *
  *   galerkin-bench [-reps N] [-engine cpu|cuda|auto] [-cpu-kernel auto|tiles|recorded]
- *                  [-no-petsc] [case ...]
+ *                  [-plan-values 0|1] [-no-petsc] [case ...]
  *   case = p2d5:N | p2d9:N | p3d7:N | p3d27:N   (default: p3d7:64 p3d7:101)
  *
- * Columns: tr_first = plan + numeric of a fresh plan; tr_num1 = that
+ * Columns: tr_first = a fresh plan with its first values: one call with
+ * plan_values = 1 (the default; -plan-values 0: plan, then numeric, the
+ * way it was measured before plan_values existed); tr_num1 = that
  * plan's first re-run (where the CPU engine's AUTO kernel records the
  * products); tr_num = steady re-runs of one plan, interleaved with
  * PETSc's MAT_REUSE_MATRIX (petsc_re); x* = PETSc time / tilerap time.
@@ -35,6 +37,7 @@
 #define MAXREPS 101
 
 static tilerap_cpu_kernel g_cpu_kernel = TILERAP_CPU_KERNEL_AUTO; /* -cpu-kernel */
+static int g_plan_values = 1;                                      /* -plan-values */
 
 typedef struct {
   double conv, first, rerun1, numeric, petsc_first, petsc_reuse, relerr, petsc_relerr;
@@ -98,6 +101,7 @@ static int run_case(const char *spec, int reps, tilerap_engine engine, int with_
   tilerap_options_default(&opt);
   opt.engine = engine;
   opt.cpu_kernel = g_cpu_kernel;
+  opt.plan_values = g_plan_values;
 
   double tb = bench_now();
   tilerap_csr *Al[5] = {0}, *Pl[4] = {0};
@@ -142,7 +146,7 @@ static int run_case(const char *spec, int reps, tilerap_engine engine, int with_
       tilerap_ptap_plan_destroy(&plan); tilerap_tile_destroy(&tC);
       double t0 = bench_now();
       int err = tilerap_ptap_plan_create(tA, tP, &opt, &plan, &tC);
-      if (!err) err = tilerap_ptap_numeric(plan, tA, tP, tC);
+      if (!err && !opt.plan_values) err = tilerap_ptap_numeric(plan, tA, tP, tC);
       if (err) { fprintf(stderr, "tilerap: %s\n", tilerap_last_error()); return 1; }
       double t1 = bench_now();
       if (r == 0) {
@@ -232,9 +236,10 @@ int main(int argc, char **argv)
       if (tilerap_engine_parse(argv[++i], &engine)) { fprintf(stderr, "%s\n", tilerap_last_error()); return 2; }
     } else if (!strcmp(argv[i], "-cpu-kernel") && i + 1 < argc) {
       if (tilerap_cpu_kernel_parse(argv[++i], &g_cpu_kernel)) { fprintf(stderr, "%s\n", tilerap_last_error()); return 2; }
-    } else if (!strcmp(argv[i], "-no-petsc")) with_petsc = 0;
+    } else if (!strcmp(argv[i], "-plan-values") && i + 1 < argc) g_plan_values = atoi(argv[++i]) != 0;
+    else if (!strcmp(argv[i], "-no-petsc")) with_petsc = 0;
     else if (argv[i][0] == '-') {
-      fprintf(stderr, "usage: %s [-reps N] [-engine cpu|cuda|auto] [-cpu-kernel auto|tiles|recorded] [-no-petsc] [case ...]\n", argv[0]);
+      fprintf(stderr, "usage: %s [-reps N] [-engine cpu|cuda|auto] [-cpu-kernel auto|tiles|recorded] [-plan-values 0|1] [-no-petsc] [case ...]\n", argv[0]);
       return 2;
     }
     else if (ncases < 32) cases[ncases++] = argv[i];
@@ -251,8 +256,8 @@ int main(int argc, char **argv)
   threads = omp_get_max_threads();
 #endif
   engine = tilerap_engine_resolve(engine);
-  printf("# galerkin-bench: engine %s (CPU kernel %s), %d OpenMP threads, median of %d after warm-up, times in ms%s\n",
-         tilerap_engine_name(engine), tilerap_cpu_kernel_name(g_cpu_kernel), threads, reps,
+  printf("# galerkin-bench: engine %s (CPU kernel %s, plan_values %d), %d OpenMP threads, median of %d after warm-up, times in ms%s\n",
+         tilerap_engine_name(engine), tilerap_cpu_kernel_name(g_cpu_kernel), g_plan_values, threads, reps,
          with_petsc ? "; PETSc MatPtAP on SEQAIJ (1 thread)" : "");
   printf("%-10s %3s %9s %10s %9s %9s %11s %9s %9s %9s %9s", "case", "lvl", "n", "nnzA", "nnzP", "nnzC", "flops",
          "csr2tile", "tr_first", "tr_num1", "tr_num");

@@ -118,6 +118,16 @@ typedef struct {
                             The CPU engine ignores it (always fp64). */
   tilerap_precision precision; /* operands of tensor-core pairs; default FP64 */
   tilerap_cpu_kernel cpu_kernel; /* CPU engine's numeric kernel; default AUTO */
+  int plan_values;       /* 1: plan creation also sets C's values from A's and
+                            B's current ones, so a first product needs no
+                            numeric call (the run counts as the plan's first:
+                            AUTO records on the next).  The CPU engine then
+                            does steps 2 and 3 in one walk, same bits (on one
+                            core 11-16 % less time than plan + numeric on the
+                            3D Poisson hierarchies); the CUDA engine runs its
+                            numeric phase at the end of the plan.
+                            0 (default): C's values are undefined until the
+                            first numeric call.  The one-shot products use 1. */
 } tilerap_options;
 
 /* Fills *opt with the defaults (AUTO engine, threshold 192, tensor cores

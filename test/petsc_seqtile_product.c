@@ -126,6 +126,23 @@ int main(int argc, char **argv)
       tap_ok(st.rebuilds == 1 && st.value_refreshes >= 1, "A's tile copy: values refreshed, never rebuilt (rebuilds %d, refreshes %d)", (int)st.rebuilds, (int)st.value_refreshes);
     }
     PetscCall(check_tile_sync(C, "PtAP reuse"));
+    /* values changed between the symbolic and the numeric phase: the
+     * values the CPU plan computed at symbolic time must not be used */
+    {
+      Mat D;
+      PetscCall(MatProductCreate(A, P, NULL, &D));
+      PetscCall(MatProductSetType(D, MATPRODUCT_PtAP));
+      PetscCall(MatProductSetFromOptions(D));
+      PetscCall(MatProductSymbolic(D));
+      PetscCall(new_values(A, Aaij, 550 + s));
+      PetscCall(MatProductNumeric(D));
+      PetscCall(MatDestroy(&Cref));
+      PetscCall(MatPtAP(Aaij, Paij, MAT_INITIAL_MATRIX, 2.0, &Cref));
+      PetscCall(check(D, Cref, "PtAP with A's values changed between symbolic and numeric"));
+      PetscCall(MatProductNumeric(D)); /* and once more, unchanged */
+      PetscCall(check(D, Cref, "PtAP numeric again"));
+      PetscCall(MatDestroy(&D));
+    }
     /* three more re-runs with new values: the CPU engine's default (AUTO)
      * kernel records the products on the second run and replays them
      * afterwards; every run must equal AIJ's */

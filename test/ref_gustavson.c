@@ -184,3 +184,14 @@ double ref_wtime(void)
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
+
+int ref_same_tiles(const tilerap_tile_matrix *X, const tilerap_tile_matrix *Y)
+{
+  if (X->m != Y->m || X->n != Y->n || X->num_tiles != Y->num_tiles || X->nnz != Y->nnz) return 0;
+  const size_t nt = (size_t)X->num_tiles, nz = (size_t)X->nnz;
+  return !memcmp(X->tile_ptr, Y->tile_ptr, ((size_t)X->tile_rows + 1) * sizeof *X->tile_ptr) &&
+         (!nt || (!memcmp(X->tile_col, Y->tile_col, nt * sizeof *X->tile_col) &&
+                  !memcmp(X->tile_off, Y->tile_off, (nt + 1) * sizeof *X->tile_off) &&
+                  !memcmp(X->row_ptr, Y->row_ptr, 16 * nt) && !memcmp(X->row_mask, Y->row_mask, 16 * nt * sizeof *X->row_mask))) &&
+         (!nz || (!memcmp(X->idx, Y->idx, nz) && !memcmp(X->val, Y->val, nz * sizeof *X->val)));
+}

@@ -33,6 +33,8 @@ tilerap_csr *ref_copy(const tilerap_csr *A);
 tilerap_csr *ref_tile_to_csr(const tilerap_tile_matrix *T);
 /* CSR -> tile through the library's conversion (aborts on error). */
 tilerap_tile_matrix *ref_csr_to_tile(const tilerap_csr *A);
+/* 1 if two host tile matrices have the same tiles, indices and value bits. */
+int ref_same_tiles(const tilerap_tile_matrix *X, const tilerap_tile_matrix *Y);
 
 /* Wall-clock seconds. */
 double ref_wtime(void);

@@ -51,6 +51,25 @@ static void check_hierarchy(tilerap_stencil s, int32_t n, void *stream)
     tap_ok(same && e1 <= 1e-14 && dC[L]->memtype == TILERAP_MEM_DEVICE,
            "%s n=%d level %d (%s): device-resident, same tiles %d, vs CPU %.2e %s", sn, n, L, how, same, e1,
            err ? tilerap_last_error() : "");
+    /* plan_values: plan and first run in one call, against plan + numeric
+     * (same structure, values to 1e-14: two CUDA runs of one product are
+     * not bit-identical, their sums' order varies at 1e-16) */
+    if (Cd) {
+      tilerap_options ov = og;
+      ov.plan_values = 1;
+      tilerap_ptap_plan pv = NULL;
+      tilerap_tile_matrix *Vh = NULL, *Vd = NULL, *Vdh = NULL;
+      int ev = tilerap_ptap_plan_create(gA, hP[L], &ov, &pv, &Vh);
+      const double eh = !ev && gpu_same_tiles(Vh, Ch[L]) ? gpu_relerr(Vh, Ch[L]) : INFINITY;
+      tilerap_ptap_plan_destroy(&pv);
+      ev = tilerap_ptap_plan_create(dAl, dP[L], &ov, &pv, &Vd);
+      if (!ev) Vdh = gpu_to_host(Vd);
+      const double ed = Vdh && gpu_same_tiles(Vdh, Cd) ? gpu_relerr(Vdh, Cd) : INFINITY;
+      tap_ok(eh <= 1e-14 && ed <= 1e-14, "%s n=%d level %d (%s): plan with values equals plan + numeric (host-resident %.2e, device-resident %.2e)",
+             sn, n, L, how, eh, ed);
+      tilerap_ptap_plan_destroy(&pv);
+      tilerap_tile_destroy(&Vh); tilerap_tile_destroy(&Vd); tilerap_tile_destroy(&Vdh);
+    }
     tilerap_tile_destroy(&Cd);
     dims[0] = cd[0]; dims[1] = cd[1]; dims[2] = cd[2];
   }

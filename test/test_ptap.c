@@ -56,6 +56,17 @@ static void check_hierarchy(tilerap_stencil s, int32_t n)
     tap_ok(e <= 1e-14, "%s n=%d [%s] level %d: %d -> %d, nnz(C) %lld, relerr %.2e %s", tilerap_stencil_name(s), n,
            tilerap_cpu_kernel_name(g_kernel), L, Al[L]->m, Al[L + 1]->m, (long long)Al[L + 1]->nnz, e,
            err ? tilerap_last_error() : "");
+    /* the same level planned with its values (steps 2 and 3 in one walk
+     * per product): the same C, bit for bit */
+    tilerap_options ov = o;
+    ov.plan_values = 1;
+    tilerap_ptap_plan pv = NULL;
+    tilerap_tile_matrix *tV = NULL;
+    int errv = tilerap_ptap_plan_create(lvlA, tP[L], &ov, &pv, &tV);
+    tap_ok(!err && !errv && ref_same_tiles(tV, tC[L]), "%s n=%d [%s] level %d: plan with values gives the same C bit for bit",
+           tilerap_stencil_name(s), n, tilerap_cpu_kernel_name(g_kernel), L);
+    tilerap_ptap_plan_destroy(&pv);
+    tilerap_tile_destroy(&tV);
     dims[0] = cd[0]; dims[1] = cd[1]; dims[2] = cd[2];
   }
   tap_ok(L >= 2, "%s n=%d: hierarchy has %d levels", tilerap_stencil_name(s), n, L);

@@ -77,6 +77,37 @@ static int recorded_ok(const tilerap_spgemm_info *info)
   return info->recorded == 0 || info->recorded == info->flops / 2;
 }
 
+/* A plan created with plan_values (steps 2 and 3 in one walk) hands out
+ * C with its values: the same structure and bits as a tile-kernel plan
+ * followed by a numeric run; the plan's next numeric run gives them again. */
+static void check_plan_values(int at, const tilerap_tile_matrix *tA, const tilerap_tile_matrix *tB, int threshold,
+                              const char *what)
+{
+  tilerap_options o = opts(threshold);
+  o.plan_values = 1;
+  tilerap_spgemm_plan plan = NULL, twin = NULL;
+  tilerap_tile_matrix *tC = NULL, *tT = NULL;
+  int err = plan_create(at, tA, tB, &o, &plan, &tC);
+  o.plan_values = 0;
+  o.cpu_kernel = TILERAP_CPU_KERNEL_TILES;
+  int err2 = plan_create(at, tA, tB, &o, &twin, &tT);
+  if (!err2) err2 = tilerap_spgemm_numeric(twin, tA, tB, tT);
+  tilerap_spgemm_info i1 = {0}, i2 = {0};
+  tilerap_spgemm_plan_info(plan, &i1);
+  tilerap_spgemm_plan_info(twin, &i2);
+  const int same = !err && !err2 && tilerap_tile_check(tC) == 0 && ref_same_tiles(tC, tT) && i1.flops == i2.flops &&
+                   i1.pairs == i2.pairs;
+  int again = 0;
+  if (!err) {
+    for (int64_t q = 0; q < tC->nnz; q++) tC->val[q] = NAN;
+    again = !tilerap_spgemm_numeric(plan, tA, tB, tC) && ref_same_tiles(tC, tT);
+  }
+  tap_ok(same && again, "%s%s [%s, thr %d]: plan with values equals plan + numeric bit for bit (%s), and its next run (%s)",
+         at ? "A^T*B " : "", what, KN, threshold, same ? "yes" : "NO", again ? "yes" : "NO");
+  tilerap_spgemm_plan_destroy(&plan); tilerap_spgemm_plan_destroy(&twin);
+  tilerap_tile_destroy(&tC); tilerap_tile_destroy(&tT);
+}
+
 /* Plans C = A*B, runs numeric, compares; then new values + numeric re-run
  * compared with a fresh reference. */
 static void check_product(const tilerap_csr *A, const tilerap_csr *B, int threshold, const char *what)
@@ -104,6 +135,7 @@ static void check_product(const tilerap_csr *A, const tilerap_csr *B, int thresh
 
   tap_ok(recorded_ok(&info), "%s [%s, thr %d]: %lld products recorded", what, tilerap_cpu_kernel_name(g_kernel),
          threshold, (long long)info.recorded);
+  check_plan_values(0, tA, tB, threshold, what);
   check_reruns(plan, 0, tA, tB, tC, A, B, threshold, what);
   tilerap_csr_destroy(&R); tilerap_csr_destroy(&C);
 out:
@@ -134,6 +166,7 @@ static void check_atb(const tilerap_csr *A, const tilerap_csr *B, int threshold,
          e, (long long)R->nnz, (long long)info.flops, (long long)ref_flops);
   tap_ok(recorded_ok(&info), "A^T*B %s [%s, thr %d]: %lld products recorded", what, tilerap_cpu_kernel_name(g_kernel),
          threshold, (long long)info.recorded);
+  check_plan_values(1, tA, tB, threshold, what);
   check_reruns(plan, 1, tA, tB, tC, A, B, threshold, what);
   /* a B of another structure is refused */
   tap_ok(tilerap_spgemm_numeric(plan, tA, tA, tC) == TILERAP_ERR_STRUCTURE || (A->n == B->n && A->nnz == B->nnz),
@@ -187,6 +220,23 @@ int main(void)
     g_kernel = TILERAP_CPU_KERNEL_AUTO;
     tilerap_csr_destroy(&A); tilerap_csr_destroy(&At);
   }
+  /* large enough for the OpenMP regions (more than 128 tile rows): the
+   * fused walk's per-thread value buffers are copied into C */
+  {
+    tilerap_csr *A = NULL;
+    int32_t dims[3];
+    int nd;
+    tilerap_model_poisson(TILERAP_P3D7, 21, &A, dims, &nd);
+    tilerap_tile_matrix *tA = ref_csr_to_tile(A);
+    for (int k = 0; k < 3; k++) {
+      g_kernel = kernels[k];
+      check_plan_values(0, tA, tA, 192, "p3d7 21^3 A*A");
+      check_plan_values(1, tA, tA, 192, "p3d7 21^3 A^T*A");
+    }
+    g_kernel = TILERAP_CPU_KERNEL_AUTO;
+    tilerap_tile_destroy(&tA);
+    tilerap_csr_destroy(&A);
+  }
   /* a candidate tile whose product is empty: A(0,0) has only column 3,
    * B(0,0) only row 5, so step 1 proposes C(0,0) and step 2 must drop it */
   {
@@ -219,6 +269,18 @@ int main(void)
                tilerap_tile_check(tC) == 0,
            "empty candidate tile dropped in step 2 (%lld of %lld candidates kept)", (long long)info.c_tiles,
            (long long)info.c_tiles_step1);
+    tilerap_spgemm_plan_destroy(&plan); tilerap_tile_destroy(&tC);
+    o.plan_values = 1;
+    err = tilerap_spgemm_plan_create(tA, tB, &o, &plan, &tC);
+    if (!err) tilerap_spgemm_plan_info(plan, &info);
+    tap_ok(!err && info.c_tiles == 0 && tC->num_tiles == 0 && tC->nnz == 0 && tilerap_tile_check(tC) == 0,
+           "empty candidate tile dropped by the plan with values too");
+    o.plan_values = 2;
+    tilerap_spgemm_plan_destroy(&plan); tilerap_tile_destroy(&tC);
+    tap_ok(tilerap_spgemm_plan_create(tA, tB, &o, &plan, &tC) == TILERAP_ERR_INVALID && !plan && !tC,
+           "plan refuses plan_values = 2");
+    tap_ok(tr_cpu_spgemm_plan_create_atb(tB, tB, &o, &plan, &tC) == TILERAP_ERR_INVALID && !plan && !tC,
+           "A^T*B plan refuses plan_values = 2");
     tilerap_spgemm_plan_destroy(&plan);
     tilerap_tile_destroy(&tA); tilerap_tile_destroy(&tB); tilerap_tile_destroy(&tC);
     tilerap_csr_destroy(&A); tilerap_csr_destroy(&B);

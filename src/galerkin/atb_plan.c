@@ -126,8 +126,11 @@ int tilerap_atb(const tilerap_tile_matrix *A, const tilerap_tile_matrix *B, cons
                 tilerap_tile_matrix **C)
 {
   tilerap_atb_plan G = NULL;
-  int err = tilerap_atb_plan_create(A, B, opt, &G, C);
-  if (!err) err = tilerap_atb_numeric(G, A, B, *C);
+  tilerap_options o;
+  if (opt) o = *opt;
+  else tilerap_options_default(&o);
+  o.plan_values = 1; /* plan and values together */
+  int err = tilerap_atb_plan_create(A, B, &o, &G, C);
   if (err) tilerap_tile_destroy(C);
   tilerap_atb_plan_destroy(&G);
   return err;

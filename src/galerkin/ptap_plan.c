@@ -178,8 +178,11 @@ int tilerap_ptap(const tilerap_tile_matrix *A, const tilerap_tile_matrix *P, con
                  tilerap_tile_matrix **C)
 {
   tilerap_ptap_plan G = NULL;
-  int err = tr_ptap_plan_create_mode(A, P, opt, 1, &G, C);
-  if (!err) err = tilerap_ptap_numeric(G, A, P, *C);
+  tilerap_options o;
+  if (opt) o = *opt;
+  else tilerap_options_default(&o);
+  o.plan_values = 1; /* plan and values together */
+  int err = tr_ptap_plan_create_mode(A, P, &o, 1, &G, C);
   if (err) tilerap_tile_destroy(C);
   tilerap_ptap_plan_destroy(&G);
   return err;

@@ -13,6 +13,7 @@ void tilerap_options_default(tilerap_options *opt)
   opt->tc_threshold = 256; /* measured on the H100: BENCHMARKS.md section 5 */
   opt->precision = TILERAP_PRECISION_FP64;
   opt->cpu_kernel = TILERAP_CPU_KERNEL_AUTO;
+  opt->plan_values = 0;
 }
 
 const char *tilerap_precision_name(tilerap_precision p)

@@ -40,6 +40,16 @@ typedef struct {
 
 void tr_pairs_free(tr_pairs *P);
 
+/* Popcount of a 16-bit mask: the popcnt instruction in a variant compiled
+ * for it (hw = 1; x86 only, chosen at run time), the byte table elsewhere. */
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+#define TR_HAVE_POPCNT_VARIANT 1
+#endif
+static inline __attribute__((always_inline)) int tr_pop16(unsigned m, const int hw)
+{
+  return hw ? __builtin_popcount(m) : tr_popcount16(m);
+}
+
 /* Step 1: candidate tile structure of C = A*B from the tile graphs, with
  * the pairing list of every candidate tile.  Fills tile_ptr[A->tile_rows+1],
  * *tile_col (allocated) and *pairs. */
@@ -53,6 +63,25 @@ int tr_cpu_step1_structure(const tilerap_tile_matrix *A, const tilerap_tile_matr
  * pairs->rec_tile_ptr set, rec_tile_ptr[t+1] receives kept tile t's. */
 int tr_cpu_step2_masks(const tilerap_tile_matrix *A, const tilerap_tile_matrix *B, const int64_t *cand_ptr,
                        const int32_t *cand_col, tr_pairs *pairs, tilerap_tile_matrix **C, int64_t *flops);
+
+/* Second half of step 2, shared with the fused walk: from the candidate
+ * tiles' masks (*maskp, 16 per candidate; may be adopted as C's and then
+ * set to NULL), sizes cnt and per-tile-row counts kept_ptr[I+1] (kept
+ * tiles) and nnz_row[I+1] (entries), both turned into prefix sums here:
+ * allocates C exactly, writes its tiles' columns, offsets, row pointers
+ * and packed indices (not its values), and drops the pairs of empty
+ * candidates. */
+int tr_cpu_step2_build(const tilerap_tile_matrix *A, const tilerap_tile_matrix *B, const int64_t *cand_ptr,
+                       const int32_t *cand_col, tr_pairs *pairs, uint16_t **maskp, const int32_t *cnt,
+                       int64_t *kept_ptr, int64_t *nnz_row, tilerap_tile_matrix **C);
+
+/* Steps 2 and 3 in one walk, for a plan whose first product is wanted at
+ * once: every pair's masks and its products (into a dense 16x16
+ * accumulator, in the summation order above) in the same pass, then the
+ * exact allocation; the values wait in per-thread buffers meanwhile.
+ * Same outputs as tr_cpu_step2_masks, plus C's values. */
+int tr_cpu_step23_fused(const tilerap_tile_matrix *A, const tilerap_tile_matrix *B, const int64_t *cand_ptr,
+                        const int32_t *cand_col, tr_pairs *pairs, tilerap_tile_matrix **C, int64_t *flops);
 
 /* Step 3: numeric values of C (sparse accumulator for tiles with at most
  * dense_threshold entries, dense 16x16 accumulator above).  No allocation. */

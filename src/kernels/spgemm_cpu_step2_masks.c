@@ -7,13 +7,6 @@
 
 #define TR_PF_DIST 16 /* pairs ahead whose B masks are prefetched */
 
-/* Popcount of a 16-bit mask: the popcnt instruction in the variant
- * compiled for it (hw = 1), the byte table elsewhere. */
-static inline __attribute__((always_inline)) int tr_pop16(unsigned m, const int hw)
-{
-  return hw ? __builtin_popcount(m) : tr_popcount16(m);
-}
-
 /* Masks of one pair OR-ed into m[16], branch-free: every entry (r,k) of
  * A's tile ORs in B's row k (an empty row adds nothing).  Returns the
  * pair's multiply-adds. */
@@ -74,8 +67,7 @@ static int64_t tr_masks_row_sw(const tilerap_tile_matrix *A, const tilerap_tile_
   return tr_masks_row(A, B, cand_ptr, pairs, I, mask, cnt, kept_ptr, nnz_row, 0);
 }
 
-#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
-#define TR_HAVE_POPCNT_VARIANT 1
+#ifdef TR_HAVE_POPCNT_VARIANT
 /* x86-64's baseline has no popcnt; this variant runs where the CPU has it
  * (one instruction instead of two table loads per entry: measured 7-8 %
  * of a first product at 101^3) */
@@ -98,7 +90,6 @@ int tr_cpu_step2_masks(const tilerap_tile_matrix *A, const tilerap_tile_matrix *
   int64_t *kept_ptr = tilerap_host_calloc((size_t)TR + 1, sizeof(int64_t));
   int64_t *nnz_row = tilerap_host_calloc((size_t)TR + 1, sizeof(int64_t));
   int err = TILERAP_SUCCESS;
-  tilerap_tile_matrix *C = NULL;
   if (!mask || !cnt || !kept_ptr || !nnz_row) { err = TILERAP_ERR_NOMEM; goto done; }
   int64_t flops = 0;
 #ifdef TR_HAVE_POPCNT_VARIANT
@@ -111,19 +102,33 @@ int tr_cpu_step2_masks(const tilerap_tile_matrix *A, const tilerap_tile_matrix *
 #endif
     flops += tr_masks_row_sw(A, B, cand_ptr, pairs, I, mask, cnt, kept_ptr, nnz_row);
   }
+  err = tr_cpu_step2_build(A, B, cand_ptr, cand_col, pairs, &mask, cnt, kept_ptr, nnz_row, Cout);
+  *flops_out = flops;
+done:
+  free(mask); free(cnt); free(kept_ptr); free(nnz_row);
+  return err;
+}
+
+int tr_cpu_step2_build(const tilerap_tile_matrix *A, const tilerap_tile_matrix *B, const int64_t *cand_ptr,
+                       const int32_t *cand_col, tr_pairs *pairs, uint16_t **maskp, const int32_t *cnt,
+                       int64_t *kept_ptr, int64_t *nnz_row, tilerap_tile_matrix **Cout)
+{
+  const int64_t ncand = pairs->num_tiles;
+  const int32_t TR = A->tile_rows;
+  tilerap_tile_matrix *C = NULL;
   for (int32_t I = 0; I < TR; I++) { kept_ptr[I + 1] += kept_ptr[I]; nnz_row[I + 1] += nnz_row[I]; }
 
-  err = tilerap_tile_create(A->m, B->n, kept_ptr[TR], nnz_row[TR], TILERAP_MEM_HOST, &C);
-  if (err) goto done;
+  int err = tilerap_tile_create(A->m, B->n, kept_ptr[TR], nnz_row[TR], TILERAP_MEM_HOST, &C);
+  if (err) return err;
   memcpy(C->tile_ptr, kept_ptr, ((size_t)TR + 1) * sizeof(int64_t));
   /* no candidate dropped (the rule on AMG products): the candidate masks
    * are C's masks as they stand; C's own array was never touched, so
    * swapping saves a copy and the page faults of a second array */
-  const uint16_t *cmask = mask;
+  const uint16_t *cmask = *maskp;
   if (C->num_tiles == ncand) {
     free(C->row_mask);
-    C->row_mask = mask;
-    mask = NULL;
+    C->row_mask = *maskp;
+    *maskp = NULL;
     cmask = C->row_mask;
   }
 #pragma omp parallel for schedule(dynamic, 64) if (TR > TR_OMP_MIN_ITEMS / 16)
@@ -169,10 +174,5 @@ int tr_cpu_step2_masks(const tilerap_tile_matrix *A, const tilerap_tile_matrix *
     pairs->num_tiles = u;
   }
   *Cout = C;
-  C = NULL;
-  *flops_out = flops;
-done:
-  tilerap_tile_destroy(&C);
-  free(mask); free(cnt); free(kept_ptr); free(nnz_row);
-  return err;
+  return TILERAP_SUCCESS;
 }

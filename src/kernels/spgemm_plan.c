@@ -132,9 +132,10 @@ static int tr_plan_record(tilerap_spgemm_plan P, const tilerap_tile_matrix *A, c
 }
 
 /* Steps 1-2 on the CPU.  at: A enters transposed (A^T * B); step 1 then
- * runs on A^T's tile structure and its pairs are renamed to A's tiles. */
+ * runs on A^T's tile structure and its pairs are renamed to A's tiles.
+ * values: C's values too, steps 2 and 3 in one walk (the plan's first run). */
 static int tr_plan_cpu(tilerap_spgemm_plan P, const tilerap_tile_matrix *A, const tilerap_tile_matrix *B,
-                       tilerap_cpu_kernel kernel, tilerap_tile_matrix **C)
+                       tilerap_cpu_kernel kernel, int values, tilerap_tile_matrix **C)
 {
   kernel = tr_cpu_kernel_resolve(kernel);
   if (A->memtype != TILERAP_MEM_HOST || B->memtype != TILERAP_MEM_HOST)
@@ -167,7 +168,9 @@ static int tr_plan_cpu(tilerap_spgemm_plan P, const tilerap_tile_matrix *A, cons
   if (P->at) { free(At.tile_ptr); free(At.tile_col); free(src); }
   if (!err) {
     P->info.c_tiles_step1 = P->pairs.num_tiles;
-    err = tr_cpu_step2_masks(S, B, cand_ptr, cand_col, &P->pairs, C, &P->info.flops);
+    if (values) err = tr_cpu_step23_fused(S, B, cand_ptr, cand_col, &P->pairs, C, &P->info.flops);
+    else err = tr_cpu_step2_masks(S, B, cand_ptr, cand_col, &P->pairs, C, &P->info.flops);
+    if (!err && values) P->cpu_runs = 1;
   }
   free(cand_ptr); free(cand_col);
   if (err) return err;
@@ -192,6 +195,8 @@ int tr_cpu_spgemm_plan_create_atb(const tilerap_tile_matrix *A, const tilerap_ti
     return tilerap_set_error(TILERAP_ERR_INVALID, "dense threshold %d outside [0,256]", dense_threshold);
   if ((unsigned)opt->cpu_kernel > (unsigned)TILERAP_CPU_KERNEL_RECORDED)
     return tilerap_set_error(TILERAP_ERR_INVALID, "unknown CPU kernel %d", (int)opt->cpu_kernel);
+  if ((unsigned)opt->plan_values > 1u)
+    return tilerap_set_error(TILERAP_ERR_INVALID, "plan_values is %d (0 or 1)", opt->plan_values);
   tilerap_spgemm_plan P = tilerap_host_calloc(1, sizeof *P);
   if (!P) return TILERAP_ERR_NOMEM;
   P->engine = TILERAP_ENGINE_CPU;
@@ -200,7 +205,7 @@ int tr_cpu_spgemm_plan_create_atb(const tilerap_tile_matrix *A, const tilerap_ti
   P->fa = tr_fingerprint_of(A);
   P->fb = tr_fingerprint_of(B);
   P->info.engine = TILERAP_ENGINE_CPU;
-  int err = tr_plan_cpu(P, A, B, opt->cpu_kernel, C);
+  int err = tr_plan_cpu(P, A, B, opt->cpu_kernel, opt->plan_values, C);
   if (err) { tilerap_spgemm_plan_destroy(&P); tilerap_tile_destroy(C); return err; }
   P->fc = tr_fingerprint_of(*C);
   P->info.c_tiles = (*C)->num_tiles;
@@ -214,11 +219,16 @@ static int tr_plan_cuda(tilerap_spgemm_plan P, const tilerap_tile_matrix *A, con
                         const tilerap_options *opt, int one_shot, tilerap_tile_matrix **C)
 {
   int err;
-  if (A->memtype == TILERAP_MEM_DEVICE) return tr_cuda_spgemm_plan(A, B, opt, one_shot, &P->cuda, C, &P->info);
-  /* host-resident interface: mirror on the device, bring C's structure back */
+  if (A->memtype == TILERAP_MEM_DEVICE) {
+    if ((err = tr_cuda_spgemm_plan(A, B, opt, one_shot, &P->cuda, C, &P->info))) return err;
+    return opt->plan_values ? tr_cuda_spgemm_numeric(P->cuda, A, B, *C) : TILERAP_SUCCESS;
+  }
+  /* host-resident interface: mirror on the device, bring C back (with its
+   * values when they are asked for: one download either way) */
   if ((err = tilerap_tile_copy(A, TILERAP_MEM_DEVICE, &P->dA))) return err;
   if ((err = tilerap_tile_copy(B, TILERAP_MEM_DEVICE, &P->dB))) return err;
   if ((err = tr_cuda_spgemm_plan(P->dA, P->dB, opt, one_shot, &P->cuda, &P->dC, &P->info))) return err;
+  if (opt->plan_values && (err = tr_cuda_spgemm_numeric(P->cuda, P->dA, P->dB, P->dC))) return err;
   return tilerap_tile_copy(P->dC, TILERAP_MEM_HOST, C);
 }
 #endif
@@ -246,6 +256,8 @@ int tr_spgemm_plan_create_mode(const tilerap_tile_matrix *A, const tilerap_tile_
     return tilerap_set_error(TILERAP_ERR_INVALID, "unknown precision %d", (int)opt->precision);
   if ((unsigned)opt->cpu_kernel > (unsigned)TILERAP_CPU_KERNEL_RECORDED)
     return tilerap_set_error(TILERAP_ERR_INVALID, "unknown CPU kernel %d", (int)opt->cpu_kernel);
+  if ((unsigned)opt->plan_values > 1u)
+    return tilerap_set_error(TILERAP_ERR_INVALID, "plan_values is %d (0 or 1)", opt->plan_values);
   tilerap_engine engine = tilerap_engine_resolve(opt->engine);
   /* device matrices can only be multiplied where they are */
   if (A->memtype == TILERAP_MEM_DEVICE) engine = TILERAP_ENGINE_CUDA;
@@ -260,7 +272,7 @@ int tr_spgemm_plan_create_mode(const tilerap_tile_matrix *A, const tilerap_tile_
   P->fa = tr_fingerprint_of(A);
   P->fb = tr_fingerprint_of(B);
   P->info.engine = engine;
-  if (engine == TILERAP_ENGINE_CPU) err = tr_plan_cpu(P, A, B, opt->cpu_kernel, C);
+  if (engine == TILERAP_ENGINE_CPU) err = tr_plan_cpu(P, A, B, opt->cpu_kernel, opt->plan_values, C);
   else {
 #ifdef TILERAP_HAVE_CUDA
     err = tr_plan_cuda(P, A, B, opt, one_shot, C);
@@ -331,8 +343,11 @@ int tilerap_spgemm(const tilerap_tile_matrix *A, const tilerap_tile_matrix *B, c
                    tilerap_tile_matrix **C)
 {
   tilerap_spgemm_plan P = NULL;
-  int err = tr_spgemm_plan_create_mode(A, B, opt, 1, &P, C);
-  if (!err) err = tilerap_spgemm_numeric(P, A, B, *C);
+  tilerap_options o;
+  if (opt) o = *opt;
+  else tilerap_options_default(&o);
+  o.plan_values = 1; /* plan and values together */
+  int err = tr_spgemm_plan_create_mode(A, B, &o, 1, &P, C);
   if (err) tilerap_tile_destroy(C);
   tilerap_spgemm_plan_destroy(&P);
   return err;
