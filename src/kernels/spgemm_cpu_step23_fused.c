@@ -145,11 +145,11 @@ int tr_cpu_step23_fused(const tilerap_tile_matrix *A, const tilerap_tile_matrix 
   int64_t *kept_ptr = tilerap_host_calloc((size_t)TR + 1, sizeof(int64_t));
   int64_t *nnz_row = tilerap_host_calloc((size_t)TR + 1, sizeof(int64_t));
   int64_t *row_src = tilerap_host_alloc((size_t)TR + 1, sizeof(int64_t)); /* buffer offset of each tile row */
-  int16_t *row_thr = tilerap_host_alloc((size_t)TR + 1, sizeof(int16_t));  /* and the thread that holds it */
+  int32_t *row_thr = tilerap_host_alloc((size_t)TR + 1, sizeof(int32_t));  /* and the thread that holds it */
   tr_valbuf *vb = tilerap_host_calloc((size_t)nth, sizeof(tr_valbuf));
   tilerap_tile_matrix *C = NULL;
-  int err = TILERAP_SUCCESS, used = 0;
-  if (!mask || !cnt || !kept_ptr || !nnz_row || !row_src || !row_thr || !vb || nth > INT16_MAX) {
+  int err = TILERAP_SUCCESS, others = 0; /* a thread other than 0 filled rows */
+  if (!mask || !cnt || !kept_ptr || !nnz_row || !row_src || !row_thr || !vb) {
     err = TILERAP_ERR_NOMEM;
     goto done;
   }
@@ -157,7 +157,7 @@ int tr_cpu_step23_fused(const tilerap_tile_matrix *A, const tilerap_tile_matrix 
 #ifdef TR_HAVE_POPCNT_VARIANT
   const int hw = __builtin_cpu_supports("popcnt");
 #endif
-#pragma omp parallel reduction(+ : flops) reduction(| : used) if (par)
+#pragma omp parallel reduction(+ : flops) reduction(| : others) if (par)
   {
 #ifdef _OPENMP
     const int th = omp_get_thread_num();
@@ -170,10 +170,10 @@ int tr_cpu_step23_fused(const tilerap_tile_matrix *A, const tilerap_tile_matrix 
 #pragma omp for schedule(dynamic, 64)
     for (int32_t I = 0; I < TR; I++) {
       const int64_t nt = cand_ptr[I + 1] - cand_ptr[I];
-      used |= nt ? 1 << (th < 30 ? th : 30) : 0;
+      others |= nt && th;
       if (mine->failed || tr_valbuf_reserve(mine, 256 * nt)) continue;
       row_src[I] = mine->len;
-      row_thr[I] = (int16_t)th;
+      row_thr[I] = th;
 #ifdef TR_HAVE_POPCNT_VARIANT
       if (hw) { flops += tr_fused_row_hw(A, B, cand_ptr, pairs, I, mask, cnt, kept_ptr, nnz_row, acc, mine); continue; }
 #endif
@@ -185,7 +185,7 @@ int tr_cpu_step23_fused(const tilerap_tile_matrix *A, const tilerap_tile_matrix 
 
   if ((err = tr_cpu_step2_build(A, B, cand_ptr, cand_col, pairs, &mask, cnt, kept_ptr, nnz_row, &C))) goto done;
   /* nnz_row holds prefix sums now: tile row I's values go to nnz_row[I] */
-  if (used <= 1 && C->nnz) { /* thread 0 alone, rows in order: its buffer is C's value array */
+  if (!others && C->nnz) { /* thread 0 alone, rows in order: its buffer is C's value array */
     free(C->val);
     double *v = realloc(vb[0].v, (size_t)C->nnz * sizeof(double));
     C->val = v ? v : vb[0].v;
