@@ -65,15 +65,17 @@ int tr_cpu_step2_masks(const tilerap_tile_matrix *A, const tilerap_tile_matrix *
                        const int32_t *cand_col, tr_pairs *pairs, tilerap_tile_matrix **C, int64_t *flops);
 
 /* Second half of step 2, shared with the fused walk: from the candidate
- * tiles' masks (*maskp, 16 per candidate; may be adopted as C's and then
- * set to NULL), sizes cnt and per-tile-row counts kept_ptr[I+1] (kept
- * tiles) and nnz_row[I+1] (entries), both turned into prefix sums here:
- * allocates C exactly, writes its tiles' columns, offsets, row pointers
- * and packed indices (not its values), and drops the pairs of empty
- * candidates. */
+ * tiles' masks (*maskp, 16 per candidate), sizes cnt and per-tile-row
+ * counts kept_ptr[I+1] (kept tiles) and nnz_row[I+1] (entries), both
+ * turned into prefix sums here: allocates C exactly, writes its tiles'
+ * columns and offsets, and drops the pairs of empty candidates.  Row
+ * pointers and packed indices: made here from the masks (rowpp NULL), or
+ * the caller's (*rowpp, 16 per candidate; the caller writes C's idx).
+ * When no candidate is dropped, *maskp and *rowpp become C's arrays and
+ * are set to NULL.  Values are not written. */
 int tr_cpu_step2_build(const tilerap_tile_matrix *A, const tilerap_tile_matrix *B, const int64_t *cand_ptr,
-                       const int32_t *cand_col, tr_pairs *pairs, uint16_t **maskp, const int32_t *cnt,
-                       int64_t *kept_ptr, int64_t *nnz_row, tilerap_tile_matrix **C);
+                       const int32_t *cand_col, tr_pairs *pairs, uint16_t **maskp, uint8_t **rowpp,
+                       const int32_t *cnt, int64_t *kept_ptr, int64_t *nnz_row, tilerap_tile_matrix **C);
 
 /* Steps 2 and 3 in one walk, for a plan whose first product is wanted at
  * once: every pair's masks and its products (into a dense 16x16

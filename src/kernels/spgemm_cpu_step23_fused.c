@@ -3,9 +3,12 @@
  * A entries; done apart, each pays for fetching the pairs' tiles.  Here one
  * walk per candidate tile ORs the row masks and adds the products into a
  * dense 16x16 accumulator (C's structure is not known yet), then packs the
- * tile's values in mask order (which is C's entry order) into a per-thread
- * buffer.  After the exact allocation the buffers are copied into C; a
- * single thread's buffer is C's value array already and is adopted.
+ * tile's values and packed indices in mask order (which is C's entry
+ * order) into a per-thread buffer, and its row pointers into a per-
+ * candidate array.  After the exact allocation the buffers are copied into
+ * C; a single thread's buffers are C's value and index arrays already and
+ * are adopted (so are the masks and row pointers when no candidate is
+ * dropped).
  * Products are added in the order of every other CPU kernel, so C is the
  * same bit for bit. */
 #include "spgemm_cpu.h"
@@ -15,10 +18,14 @@
 
 #define TR_PF_DIST 16 /* pairs ahead whose B tiles are prefetched */
 
-/* Per-thread value buffer (grows by doubling; realloc of large blocks
- * remaps pages instead of copying them). */
+/* Per-thread buffer of packed tiles: values and their packed (row, col)
+ * bytes, which are C's idx as they stand (packing visits the entries in
+ * C's order anyway; a second pass over the masks in step 2's build cost
+ * a sixth of the AP walk at 101^3).  Grows by doubling; realloc of large
+ * blocks remaps pages instead of copying them. */
 typedef struct {
   double *v;
+  uint8_t *ix;
   int64_t len, cap;
   int failed;
 } tr_valbuf;
@@ -31,8 +38,20 @@ static inline int tr_valbuf_reserve(tr_valbuf *vb, int64_t more)
   double *v = realloc(vb->v, (size_t)cap * sizeof(double));
   if (!v) return vb->failed = 1;
   vb->v = v;
+  uint8_t *ix = realloc(vb->ix, (size_t)cap);
+  if (!ix) return vb->failed = 1;
+  vb->ix = ix;
   vb->cap = cap;
   return 0;
+}
+
+/* Adopts buf (bytes long once shrunk) in place of one of C's arrays, old,
+ * which is freed. */
+static void *tr_adopt(void *old, void *buf, size_t bytes)
+{
+  free(old);
+  void *p = realloc(buf, bytes);
+  return p ? p : buf;
 }
 
 /* One pair: masks OR-ed into m[16], products added into acc.  Returns the
@@ -47,16 +66,18 @@ static inline __attribute__((always_inline)) int64_t tr_pair_fused(const tilerap
   const int64_t ao = A->tile_off[a], bo = B->tile_off[b];
   const uint8_t *ai = A->idx + ao, *bi = B->idx + bo;
   const double *av = A->val + ao, *bv = B->val + bo;
-  const int na = (int)(A->tile_off[a + 1] - ao), blen = (int)(B->tile_off[b + 1] - bo);
+  const int na = (int)(A->tile_off[a + 1] - ao);
   int64_t f = 0;
   for (int e = 0; e < na; e++) {
     const unsigned id = at ? (unsigned)((ai[e] & 15u) << 4 | ai[e] >> 4) : ai[e], k = id & 15u, mk = mb[k];
     m[id >> 4] |= (uint16_t)mk;
-    f += tr_pop16(mk, hw);
+    /* B's row k holds popcount(mask) entries: no second row pointer to
+     * load, and no special case for the last row */
+    const int n = tr_pop16(mk, hw), fs = brp[k];
+    f += n;
     const double x = av[e];
     double *ar = acc + 16 * (id >> 4);
-    const int fe = k < 15 ? brp[k + 1] : blen;
-    for (int g = brp[k]; g < fe; g++) ar[bi[g] & 15] += x * bv[g];
+    for (int g = fs; g < fs + n; g++) ar[bi[g] & 15] += x * bv[g];
   }
   return f;
 }
@@ -66,7 +87,7 @@ static inline __attribute__((always_inline)) int64_t tr_pair_fused(const tilerap
 static inline __attribute__((always_inline)) int64_t tr_fused_row(const tilerap_tile_matrix *A,
                                                                   const tilerap_tile_matrix *B, const int64_t *cand_ptr,
                                                                   tr_pairs *pairs, int32_t I, uint16_t *mask,
-                                                                  int32_t *cnt, int64_t *kept_ptr, int64_t *nnz_row,
+                                                                  uint8_t *rowp, int32_t *cnt, int64_t *kept_ptr, int64_t *nnz_row,
                                                                   double *acc, tr_valbuf *vb, const int hw)
 {
   const int64_t np_all = pairs->pair_ptr[pairs->num_tiles];
@@ -89,16 +110,22 @@ static inline __attribute__((always_inline)) int64_t tr_fused_row(const tilerap_
     /* pack in C's entry order (rows, then columns ascending) and clear
      * exactly the touched entries: every product lands on a mask bit */
     double *out = vb->v + vb->len;
+    uint8_t *oix = vb->ix + vb->len;
     int c = 0;
     for (int q = 0; q < 4; q++) { /* four rows per 64-bit word: 4 loop exits per tile instead of 16 */
       uint64_t w = 0;
+      int run = c;
       for (int i = 0; i < 4; i++) {
-        mask[16 * t + 4 * q + i] = m[4 * q + i];
-        w |= (uint64_t)m[4 * q + i] << (16 * i);
+        const unsigned mr = m[4 * q + i];
+        mask[16 * t + 4 * q + i] = (uint16_t)mr;
+        rowp[16 * t + 4 * q + i] = (uint8_t)run;
+        run += tr_pop16(mr, hw);
+        w |= (uint64_t)mr << (16 * i);
       }
       while (w) {
         const int j = 64 * q + __builtin_ctzll(w);
         w &= w - 1;
+        oix[c] = (uint8_t)j; /* (row << 4) | col */
         out[c++] = acc[j];
         acc[j] = 0.0;
       }
@@ -112,20 +139,20 @@ static inline __attribute__((always_inline)) int64_t tr_fused_row(const tilerap_
 }
 
 static int64_t tr_fused_row_sw(const tilerap_tile_matrix *A, const tilerap_tile_matrix *B, const int64_t *cand_ptr,
-                               tr_pairs *pairs, int32_t I, uint16_t *mask, int32_t *cnt, int64_t *kept_ptr,
+                               tr_pairs *pairs, int32_t I, uint16_t *mask, uint8_t *rowp, int32_t *cnt, int64_t *kept_ptr,
                                int64_t *nnz_row, double *acc, tr_valbuf *vb)
 {
-  return tr_fused_row(A, B, cand_ptr, pairs, I, mask, cnt, kept_ptr, nnz_row, acc, vb, 0);
+  return tr_fused_row(A, B, cand_ptr, pairs, I, mask, rowp, cnt, kept_ptr, nnz_row, acc, vb, 0);
 }
 
 #ifdef TR_HAVE_POPCNT_VARIANT
 __attribute__((target("popcnt"))) static int64_t tr_fused_row_hw(const tilerap_tile_matrix *A,
                                                                  const tilerap_tile_matrix *B, const int64_t *cand_ptr,
                                                                  tr_pairs *pairs, int32_t I, uint16_t *mask,
-                                                                 int32_t *cnt, int64_t *kept_ptr, int64_t *nnz_row,
+                                                                 uint8_t *rowp, int32_t *cnt, int64_t *kept_ptr, int64_t *nnz_row,
                                                                  double *acc, tr_valbuf *vb)
 {
-  return tr_fused_row(A, B, cand_ptr, pairs, I, mask, cnt, kept_ptr, nnz_row, acc, vb, 1);
+  return tr_fused_row(A, B, cand_ptr, pairs, I, mask, rowp, cnt, kept_ptr, nnz_row, acc, vb, 1);
 }
 #endif
 
@@ -141,6 +168,7 @@ int tr_cpu_step23_fused(const tilerap_tile_matrix *A, const tilerap_tile_matrix 
   const int nth = 1;
 #endif
   uint16_t *mask = tilerap_host_alloc(16 * (size_t)ncand, sizeof(uint16_t));
+  uint8_t *rowp = tilerap_host_alloc(16 * (size_t)ncand, 1);
   int32_t *cnt = tilerap_host_alloc((size_t)ncand, sizeof(int32_t));
   int64_t *kept_ptr = tilerap_host_calloc((size_t)TR + 1, sizeof(int64_t));
   int64_t *nnz_row = tilerap_host_calloc((size_t)TR + 1, sizeof(int64_t));
@@ -149,7 +177,7 @@ int tr_cpu_step23_fused(const tilerap_tile_matrix *A, const tilerap_tile_matrix 
   tr_valbuf *vb = tilerap_host_calloc((size_t)nth, sizeof(tr_valbuf));
   tilerap_tile_matrix *C = NULL;
   int err = TILERAP_SUCCESS, others = 0; /* a thread other than 0 filled rows */
-  if (!mask || !cnt || !kept_ptr || !nnz_row || !row_src || !row_thr || !vb) {
+  if (!mask || !rowp || !cnt || !kept_ptr || !nnz_row || !row_src || !row_thr || !vb) {
     err = TILERAP_ERR_NOMEM;
     goto done;
   }
@@ -175,26 +203,28 @@ int tr_cpu_step23_fused(const tilerap_tile_matrix *A, const tilerap_tile_matrix 
       row_src[I] = mine->len;
       row_thr[I] = th;
 #ifdef TR_HAVE_POPCNT_VARIANT
-      if (hw) { flops += tr_fused_row_hw(A, B, cand_ptr, pairs, I, mask, cnt, kept_ptr, nnz_row, acc, mine); continue; }
+      if (hw) { flops += tr_fused_row_hw(A, B, cand_ptr, pairs, I, mask, rowp, cnt, kept_ptr, nnz_row, acc, mine); continue; }
 #endif
-      flops += tr_fused_row_sw(A, B, cand_ptr, pairs, I, mask, cnt, kept_ptr, nnz_row, acc, mine);
+      flops += tr_fused_row_sw(A, B, cand_ptr, pairs, I, mask, rowp, cnt, kept_ptr, nnz_row, acc, mine);
     }
   }
   for (int i = 0; i < nth; i++)
     if (vb[i].failed) { err = tilerap_set_error(TILERAP_ERR_NOMEM, "CPU plan: no memory for the first product's values"); goto done; }
 
-  if ((err = tr_cpu_step2_build(A, B, cand_ptr, cand_col, pairs, &mask, cnt, kept_ptr, nnz_row, &C))) goto done;
+  if ((err = tr_cpu_step2_build(A, B, cand_ptr, cand_col, pairs, &mask, &rowp, cnt, kept_ptr, nnz_row, &C))) goto done;
   /* nnz_row holds prefix sums now: tile row I's values go to nnz_row[I] */
-  if (!others && C->nnz) { /* thread 0 alone, rows in order: its buffer is C's value array */
-    free(C->val);
-    double *v = realloc(vb[0].v, (size_t)C->nnz * sizeof(double));
-    C->val = v ? v : vb[0].v;
-    vb[0].v = NULL;
+  if (!others && C->nnz) { /* thread 0 alone, rows in order: its buffers are C's arrays */
+    C->val = tr_adopt(C->val, vb[0].v, (size_t)C->nnz * sizeof(double));
+    C->idx = tr_adopt(C->idx, vb[0].ix, (size_t)C->nnz);
+    vb[0].v = NULL; vb[0].ix = NULL;
   } else {
 #pragma omp parallel for schedule(dynamic, 64) if (par)
     for (int32_t I = 0; I < TR; I++) {
       const int64_t n = nnz_row[I + 1] - nnz_row[I];
-      if (n) memcpy(C->val + nnz_row[I], vb[row_thr[I]].v + row_src[I], (size_t)n * sizeof(double));
+      if (!n) continue;
+      const tr_valbuf *src = vb + row_thr[I];
+      memcpy(C->val + nnz_row[I], src->v + row_src[I], (size_t)n * sizeof(double));
+      memcpy(C->idx + nnz_row[I], src->ix + row_src[I], (size_t)n);
     }
   }
   *Cout = C;
@@ -203,7 +233,7 @@ int tr_cpu_step23_fused(const tilerap_tile_matrix *A, const tilerap_tile_matrix 
 done:
   tilerap_tile_destroy(&C);
   if (vb)
-    for (int i = 0; i < nth; i++) free(vb[i].v);
-  free(vb); free(mask); free(cnt); free(kept_ptr); free(nnz_row); free(row_src); free(row_thr);
+    for (int i = 0; i < nth; i++) { free(vb[i].v); free(vb[i].ix); }
+  free(vb); free(mask); free(rowp); free(cnt); free(kept_ptr); free(nnz_row); free(row_src); free(row_thr);
   return err;
 }

@@ -102,7 +102,7 @@ int tr_cpu_step2_masks(const tilerap_tile_matrix *A, const tilerap_tile_matrix *
 #endif
     flops += tr_masks_row_sw(A, B, cand_ptr, pairs, I, mask, cnt, kept_ptr, nnz_row);
   }
-  err = tr_cpu_step2_build(A, B, cand_ptr, cand_col, pairs, &mask, cnt, kept_ptr, nnz_row, Cout);
+  err = tr_cpu_step2_build(A, B, cand_ptr, cand_col, pairs, &mask, NULL, cnt, kept_ptr, nnz_row, Cout);
   *flops_out = flops;
 done:
   free(mask); free(cnt); free(kept_ptr); free(nnz_row);
@@ -110,8 +110,8 @@ done:
 }
 
 int tr_cpu_step2_build(const tilerap_tile_matrix *A, const tilerap_tile_matrix *B, const int64_t *cand_ptr,
-                       const int32_t *cand_col, tr_pairs *pairs, uint16_t **maskp, const int32_t *cnt,
-                       int64_t *kept_ptr, int64_t *nnz_row, tilerap_tile_matrix **Cout)
+                       const int32_t *cand_col, tr_pairs *pairs, uint16_t **maskp, uint8_t **rowpp,
+                       const int32_t *cnt, int64_t *kept_ptr, int64_t *nnz_row, tilerap_tile_matrix **Cout)
 {
   const int64_t ncand = pairs->num_tiles;
   const int32_t TR = A->tile_rows;
@@ -125,11 +125,14 @@ int tr_cpu_step2_build(const tilerap_tile_matrix *A, const tilerap_tile_matrix *
    * are C's masks as they stand; C's own array was never touched, so
    * swapping saves a copy and the page faults of a second array */
   const uint16_t *cmask = *maskp;
-  if (C->num_tiles == ncand) {
+  const uint8_t *crowp = rowpp ? *rowpp : NULL;
+  const int adopt = C->num_tiles == ncand;
+  if (adopt) {
     free(C->row_mask);
     C->row_mask = *maskp;
     *maskp = NULL;
     cmask = C->row_mask;
+    if (rowpp) { free(C->row_ptr); C->row_ptr = *rowpp; *rowpp = NULL; }
   }
 #pragma omp parallel for schedule(dynamic, 64) if (TR > TR_OMP_MIN_ITEMS / 16)
   for (int32_t I = 0; I < TR; I++) {
@@ -139,16 +142,23 @@ int tr_cpu_step2_build(const tilerap_tile_matrix *A, const tilerap_tile_matrix *
       C->tile_col[u] = cand_col[t];
       C->tile_off[u] = off;
       int rp = 0;
-      for (int r = 0; r < 16; r++) {
-        unsigned m = cmask[16 * t + r];
-        C->row_mask[16 * u + r] = (uint16_t)m; /* u == t when cmask is C's */
-        C->row_ptr[16 * u + r] = (uint8_t)rp;
-        while (m) {
-          int c = __builtin_ctz(m);
-          m &= m - 1;
-          C->idx[off + rp++] = (uint8_t)((r << 4) | c);
+      if (crowp) { /* the walk's tiles: indices and row pointers are made */
+        rp = cnt[t];
+        if (!adopt) {
+          memcpy(C->row_mask + 16 * u, cmask + 16 * t, 16 * sizeof(uint16_t));
+          memcpy(C->row_ptr + 16 * u, crowp + 16 * t, 16);
         }
-      }
+      } else
+        for (int r = 0; r < 16; r++) {
+          unsigned m = cmask[16 * t + r];
+          C->row_mask[16 * u + r] = (uint16_t)m; /* u == t when cmask is C's */
+          C->row_ptr[16 * u + r] = (uint8_t)rp;
+          while (m) {
+            int c = __builtin_ctz(m);
+            m &= m - 1;
+            C->idx[off + rp++] = (uint8_t)((r << 4) | c);
+          }
+        }
       off += rp;
       u++;
     }
