@@ -71,13 +71,17 @@ static inline __attribute__((always_inline)) int64_t tr_pair_fused(const tilerap
   for (int e = 0; e < na; e++) {
     const unsigned id = at ? (unsigned)((ai[e] & 15u) << 4 | ai[e] >> 4) : ai[e], k = id & 15u, mk = mb[k];
     m[id >> 4] |= (uint16_t)mk;
-    /* B's row k holds popcount(mask) entries: no second row pointer to
-     * load, and no special case for the last row */
-    const int n = tr_pop16(mk, hw), fs = brp[k];
-    f += n;
+    /* an empty B row ends the visit here, on the branch the row's loop
+     * would take anyway; B's row k holds popcount(mask) entries: no
+     * second row pointer to load, no special case for the last row */
+    if (!mk) continue;
+    const int fs = brp[k], fe = fs + tr_pop16(mk, hw);
+    f += fe - fs;
     const double x = av[e];
     double *ar = acc + 16 * (id >> 4);
-    for (int g = fs; g < fs + n; g++) ar[bi[g] & 15] += x * bv[g];
+    int g = fs;
+    do ar[bi[g] & 15] += x * bv[g];
+    while (++g < fe);
   }
   return f;
 }
