@@ -13,6 +13,8 @@
  * records keep its summation order and both kernels agree bit for bit. */
 #include "spgemm_cpu.h"
 
+#define TR_REC_PF_DIST 16
+
 static inline void tr_record_tile(const tilerap_tile_matrix *A, const tilerap_tile_matrix *B, const tr_pairs *P,
                                   tilerap_tile_matrix *C, int64_t t, const int at)
 {
@@ -22,7 +24,14 @@ static inline void tr_record_tile(const tilerap_tile_matrix *A, const tilerap_ti
   uint8_t slot[256]; /* C entry of local (r,c), from C's packed indices */
   for (int e = 0; e < len; e++) { slot[ci[e]] = (uint8_t)e; cv[e] = 0.0; }
   uint32_t *out = P->rec + P->rec_tile_ptr[t];
+  const int64_t np_all = P->pair_ptr[P->num_tiles];
   for (int64_t p = P->pair_ptr[t]; p < P->pair_ptr[t + 1]; p++) {
+    if (p + TR_REC_PF_DIST < np_all) { /* as in the replay: the tiles of pairs ahead */
+      const int64_t ao = A->tile_off[P->pair_a[p + TR_REC_PF_DIST]], bo = B->tile_off[P->pair_b[p + TR_REC_PF_DIST]];
+      __builtin_prefetch(A->idx + ao); __builtin_prefetch(A->val + ao);
+      __builtin_prefetch(B->idx + bo); __builtin_prefetch(B->val + bo);
+      __builtin_prefetch(B->row_ptr + 16 * P->pair_b[p + TR_REC_PF_DIST]);
+    }
     const int64_t a = P->pair_a[p], b = P->pair_b[p];
     const uint8_t *ai = A->idx + A->tile_off[a], *bi = B->idx + B->tile_off[b], *brp = B->row_ptr + 16 * b;
     const double *av = A->val + A->tile_off[a], *bv = B->val + B->tile_off[b];

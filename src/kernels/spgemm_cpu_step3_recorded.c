@@ -8,12 +8,18 @@
  * GAMG's eigenvalue estimates amplify to 1e-9 differences in the coarse
  * operators against AIJ.)  Nothing is allocated. */
 #include "spgemm_cpu.h"
+/* pairs ahead whose A and B values are prefetched: a C tile's pairs name
+ * tiles all over A and B, and without it every pair starts with two cache
+ * misses (p3d7 101^3 level 0: 63 -> 54 ms a re-run; 8 or 32 pairs ahead,
+ * or a second cache line, gained less) */
+#define TR_RP_DIST 16
 
 void tr_cpu_step3_recorded(const tilerap_tile_matrix *A, const tilerap_tile_matrix *B, const tr_pairs *pairs,
                            tilerap_tile_matrix *C)
 {
   const uint32_t *rec = pairs->rec;
   const uint16_t *rl = pairs->rec_len;
+  const int64_t np_all = pairs->pair_ptr[pairs->num_tiles];
 #pragma omp parallel for schedule(dynamic, 256) if (C->num_tiles > TR_OMP_MIN_ITEMS)
   for (int64_t t = 0; t < C->num_tiles; t++) {
     double *restrict cv = C->val + C->tile_off[t];
@@ -21,6 +27,10 @@ void tr_cpu_step3_recorded(const tilerap_tile_matrix *A, const tilerap_tile_matr
     for (int e = 0; e < len; e++) cv[e] = 0.0;
     const uint32_t *w = rec + pairs->rec_tile_ptr[t];
     for (int64_t p = pairs->pair_ptr[t]; p < pairs->pair_ptr[t + 1]; p++) {
+      if (p + TR_RP_DIST < np_all) {
+        __builtin_prefetch(A->val + A->tile_off[pairs->pair_a[p + TR_RP_DIST]]);
+        __builtin_prefetch(B->val + B->tile_off[pairs->pair_b[p + TR_RP_DIST]]);
+      }
       const double *av = A->val + A->tile_off[pairs->pair_a[p]], *bv = B->val + B->tile_off[pairs->pair_b[p]];
       for (const uint32_t *end = w + rl[p]; w < end; w++) cv[*w >> 16] += av[*w & 255u] * bv[(*w >> 8) & 255u];
     }
