@@ -13,8 +13,6 @@
  * records keep its summation order and both kernels agree bit for bit. */
 #include "spgemm_cpu.h"
 
-#define TR_REC_PF_DIST 16
-
 static inline void tr_record_tile(const tilerap_tile_matrix *A, const tilerap_tile_matrix *B, const tr_pairs *P,
                                   tilerap_tile_matrix *C, int64_t t, const int at)
 {
@@ -26,11 +24,12 @@ static inline void tr_record_tile(const tilerap_tile_matrix *A, const tilerap_ti
   uint32_t *out = P->rec + P->rec_tile_ptr[t];
   const int64_t np_all = P->pair_ptr[P->num_tiles];
   for (int64_t p = P->pair_ptr[t]; p < P->pair_ptr[t + 1]; p++) {
-    if (p + TR_REC_PF_DIST < np_all) { /* as in the replay: the tiles of pairs ahead */
-      const int64_t ao = A->tile_off[P->pair_a[p + TR_REC_PF_DIST]], bo = B->tile_off[P->pair_b[p + TR_REC_PF_DIST]];
+    if (p + TR_PAIR_PREFETCH < np_all) {
+      const int64_t an = P->pair_a[p + TR_PAIR_PREFETCH], bn = P->pair_b[p + TR_PAIR_PREFETCH];
+      const int64_t ao = A->tile_off[an], bo = B->tile_off[bn];
       __builtin_prefetch(A->idx + ao); __builtin_prefetch(A->val + ao);
       __builtin_prefetch(B->idx + bo); __builtin_prefetch(B->val + bo);
-      __builtin_prefetch(B->row_ptr + 16 * P->pair_b[p + TR_REC_PF_DIST]);
+      __builtin_prefetch(B->row_ptr + 16 * bn);
     }
     const int64_t a = P->pair_a[p], b = P->pair_b[p];
     const uint8_t *ai = A->idx + A->tile_off[a], *bi = B->idx + B->tile_off[b], *brp = B->row_ptr + 16 * b;
