@@ -109,6 +109,37 @@ static void check_heavy(uint64_t *seed)
   tilerap_csr_destroy(&A); tilerap_csr_destroy(&B);
 }
 
+/* A's 200 tiles all in tile column 0, which is B's one long tile row
+ * (50 tiles) among 99 rows of one tile: 10000 pairs, far above what
+ * the small row path of step 1 expects from the counts (about 4 times
+ * the mean pairs of an A tile), so the plan is redone after a read-back
+ * of the pair count (the counted row path; with TILERAP_ROWS_MAX=0 the
+ * radix sort). */
+static void check_skewed(void)
+{
+  tilerap_csr *A = NULL, *B = NULL;
+  const int32_t m = 16 * 200, k = 16 * 100, n = 16 * 50;
+  if (tilerap_csr_create(m, k, m, &A) || tilerap_csr_create(k, n, 16 * 50 + 99, &B)) {
+    tap_ok(0, "skewed product: allocation");
+    return;
+  }
+  for (int32_t i = 0; i < m; i++) {
+    A->rowptr[i + 1] = i + 1;
+    A->colidx[i] = i % 16;
+    A->val[i] = 1.0 + (i % 7);
+  }
+  int64_t q = 0;
+  for (int32_t i = 0; i < k; i++) {
+    if (i < 16)
+      for (int32_t j = 0; j < 50; j++) { B->colidx[q] = 16 * j + i; B->val[q++] = 0.5 + j - i; }
+    else if (i % 16 == 0) { B->colidx[q] = 0; B->val[q++] = -2.0; }
+    B->rowptr[i + 1] = q;
+  }
+  B->nnz = q;
+  check_product(A, B, 192, "skewed B tile rows (pairs above the row path's bound)");
+  tilerap_csr_destroy(&A); tilerap_csr_destroy(&B);
+}
+
 int main(int argc, char **argv)
 {
   gpu_skip_without_device();
@@ -139,11 +170,20 @@ int main(int argc, char **argv)
     tilerap_csr_destroy(&A); tilerap_csr_destroy(&B);
   }
   check_heavy(&seed);
+  check_skewed();
   /* C with more than 2^32 possible tiles (70000 x 70000 tile grid): step 1
    * sorts its pairs on 64-bit tile numbers */
   if (!quick) {
     tilerap_csr *A = ref_random(16 * 70000, 40, 2e-4, 0, &seed), *B = ref_random(40, 16 * 70000, 2e-4, 0, &seed);
     check_product(A, B, 192, "1120000 x 40 * 40 x 1120000 (64-bit tile keys)");
+    tilerap_csr_destroy(&A); tilerap_csr_destroy(&B);
+  }
+  /* 40000 A tiles along one long inner dimension: step 1 takes the radix
+   * path (about 3.7e5 pairs, above the row path's limit), and the 40 C
+   * tiles of about 9000 pairs each the block-per-candidate masks kernel */
+  if (!quick) {
+    tilerap_csr *A = ref_random(64, 160000, 0.05, 0, &seed), *B = ref_random(160000, 160, 0.01, 0, &seed);
+    check_product(A, B, 192, "64 x 160000 * 160000 x 160 (radix path, long pair lists)");
     tilerap_csr_destroy(&A); tilerap_csr_destroy(&B);
   }
   /* a model operator times its prolongator */

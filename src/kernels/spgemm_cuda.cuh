@@ -14,6 +14,13 @@
  * TR_CHUNK_WORK + 256 doubles (the last tile may be dense). */
 #define TR_CHUNK_WORK 1536
 #define TR_CHUNK_ACC (TR_CHUNK_WORK + 256)
+/* Small products cut their work into smaller chunks (at least
+ * TR_CHUNK_MIN), so that their few chunks still spread over about
+ * TR_CHUNK_SPREAD blocks per multiprocessor: a coarse level of a few
+ * thousand hits otherwise runs as a handful of blocks, each a long
+ * serial loop. */
+#define TR_CHUNK_MIN 256
+#define TR_CHUNK_SPREAD 2
 #define TR_NUMERIC_THREADS 256
 /* Chunk work of one tensor-core pair (in hit units): a warp gathers both
  * 16x16 tiles (16 loads per lane) and issues 16 DMMA; about what 64 hits
@@ -36,6 +43,16 @@ int tr_cuda_error(cudaError_t e, const char *what);
 /* After a kernel launch: TILERAP_ERR_CUDA if the launch failed. */
 int tr_cuda_check_launch(const char *what);
 
+/* ---------------------------------------------------------------- trace */
+/* TILERAP_TRACE=1: host wall-clock marks inside plan creation, printed to
+ * stderr (one line per plan) by tr_trace_flush: where host work and the
+ * waits at read-backs go on small products, whose cost is not kernel time.
+ * Costs one branch per mark when off. */
+extern int tr_trace_on;
+void tr_trace(const char *label);
+void tr_trace_flush(const char *what);
+#define TR_MARK(label) do { if (tr_trace_on) tr_trace(label); } while (0)
+
 /* ---------------------------------------------------------------- memory */
 /* Stream-ordered allocation from tilerap's device memory pool (plain
  * cudaMalloc where pools are unsupported).  0 bytes gives NULL.  Failure:
@@ -56,6 +73,56 @@ void tr_tmp_free_all(tr_tmp *t);
 int tr_tmp_keep(tr_tmp *t, void *p);
 /* tr_dfree is stream-ordered (a memory pool), so it never waits for the device */
 int tr_dfree_is_async(void);
+
+/* Pieces of one allocation: tr_piece(&size, bytes) returns the offset of
+ * the next piece (256-byte aligned) and advances the size. */
+static inline size_t tr_piece(size_t *size, size_t bytes)
+{
+  const size_t o = *size;
+  *size += (bytes + 255) & ~(size_t)255;
+  return o;
+}
+
+/* A group of device arrays made together.  Up to TR_GROUP_ONE_BLOCK bytes
+ * they share one allocation: on small products, whose cost is host work,
+ * every allocation counts.  Larger groups get one allocation per array:
+ * single blocks of hundreds of MB fragmented the memory pool, which then
+ * mapped new memory on every level-0 plan (0.7-2 ms at 200^3). */
+#define TR_GROUP_MAX 16
+#define TR_GROUP_ONE_BLOCK ((size_t)32 << 20)
+typedef struct {
+  size_t off[TR_GROUP_MAX], bytes[TR_GROUP_MAX], total;
+  int n, overflow; /* overflow: more than TR_GROUP_MAX pieces asked for (tr_group_alloc fails) */
+  void *p[TR_GROUP_MAX]; /* the allocations: p[0] alone for one block */
+  int np;
+} tr_group;
+/* adds a piece of `bytes` bytes, returns its number */
+static inline int tr_group_add(tr_group *g, size_t bytes)
+{
+  if (g->n >= TR_GROUP_MAX) { g->overflow = 1; return 0; }
+  if (!bytes) bytes = 1; /* every piece has an address (CUB reads NULL storage as a size query) */
+  g->bytes[g->n] = bytes;
+  g->off[g->n] = tr_piece(&g->total, bytes);
+  return g->n++;
+}
+/* allocates the pieces on stream s, as temporaries of t (t may be NULL:
+ * the caller owns them, tr_group_free) */
+int tr_group_alloc(tr_group *g, tr_tmp *t, cudaStream_t s, const char *what);
+/* device pointer of piece i */
+static inline void *tr_group_at(const tr_group *g, int i)
+{
+  if (g->total <= TR_GROUP_ONE_BLOCK) return g->p[0] ? (char *)g->p[0] + g->off[i] : NULL;
+  return g->p[i];
+}
+/* the group's temporaries of t handed over to the caller */
+int tr_group_keep(tr_tmp *t, const tr_group *g);
+void tr_group_free(tr_group *g, cudaStream_t s);
+
+/* Read-back of a few device bytes (at most TR_PINNED_SCRATCH) into dst:
+ * one copy through the calling thread's pinned buffer, then a stream
+ * synchronisation (a pageable destination would wait once per copy). */
+#define TR_PINNED_SCRATCH 4096
+int tr_readback(void *dst, const void *src, size_t bytes, cudaStream_t s, const char *what);
 
 /* Host <-> device copies (tile_cuda_staging.cu): large ones through a
  * ring of pinned chunks.  tr_d2h returns once dst holds the data.  tr_h2d
@@ -130,29 +197,43 @@ struct tr_cuda_spgemm {
   int precision;     /* tilerap_precision of tensor-core pairs */
   int tc_shape;      /* TR_TC_M8N8K4 / TR_TC_M16N8K16 (fp64 pairs) */
   int64_t c_tiles, c_nnz, nhits, nchunks, ntc;
+  int chunk_work;    /* hits + slots per chunk: TR_CHUNK_MIN .. TR_CHUNK_WORK */
+  tr_group arrays;   /* the four arrays below */
   tr_hit *hits;      /* [nhits] grouped by chunk, tile, pair */
   tr_tc *tcs;        /* [ntc] grouped by chunk, tile */
   tr_chunk *chunks;  /* [nchunks] */
   uint16_t *acc_loc; /* [c_tiles] slot of each tile inside its chunk */
   /* Hits are made on a plan's second numeric run (spgemm_cuda_step3_pairs.cu
    * says why); until then the numeric phase walks the pair lists, which
-   * the plan keeps from steps 1-2.  One-shot plans (tilerap_spgemm,
-   * tilerap_ptap) never make hits and keep only what the walk reads. */
+   * the plan keeps from steps 1-2 (two groups, below; one-shot plans keep
+   * them too, until they are destroyed).  One-shot plans (tilerap_spgemm,
+   * tilerap_ptap) never make hits. */
   int one_shot;      /* plan of a one-shot product: no hits, ever */
   int pairs_walk;    /* numeric runs walk the pairs (hits not made yet) */
   int64_t runs;      /* numeric runs so far */
   int64_t np, ncap;  /* pairs; candidates (bound of the scan arrays) */
+  /* kept from steps 1-2 until the hits exist: step 1's lists
+   * (tr_cuda_cand.block) and step 2's kept group; the pointers below
+   * point into them */
+  tr_group lists, kept;
   int32_t *pair_a, *pair_b; /* [np] grouped by candidate, ascending k */
   int32_t *cand_ptr;        /* [ncand+1] */
   int32_t *cand_tile;       /* [ncap] C tile of each candidate, -1: dropped */
   int32_t *d_ncand;         /* device scalar */
-  int32_t *pair_cand, *hloc; /* [np] for the deferred hits (not one-shot) */
-  void *scan;               /* [ncap+1] step 2's scan records (not one-shot) */
+  int32_t *pair_cand, *hloc; /* [np] for the deferred hits */
+  void *scan;               /* [ncap+1] step 2's scan records (the deferred hits) */
 };
 
-/* Step 1 output: candidate tiles of C and their pairs (device temporaries). */
+/* Step 1 output: candidate tiles of C and their pairs, in one group
+ * (block, temporaries of the plan step; the plan keeps them while its
+ * numeric runs walk the pairs). */
+/* step 1's paths (tr_cuda_cand.path) */
+#define TR_PATH_SORTED 0     /* radix sort of all pairs on C tile numbers */
+#define TR_PATH_ROWS_SMALL 1 /* a block sorts a tile row's pairs; lists sized by a host bound, no read-back */
+#define TR_PATH_ROWS 2       /* the same after the pair count was read back */
 typedef struct {
-  int64_t npairs;     /* host copy */
+  int path;
+  int64_t npairs;     /* host copy; -1 on the small row path (read back in step 2) */
   int32_t *pair_a;    /* [npairs] grouped by candidate, ascending k */
   int32_t *pair_b;    /* [npairs] */
   int32_t *pair_cand; /* [npairs] candidate tile of each pair */
@@ -160,12 +241,48 @@ typedef struct {
   int32_t *cand_col;  /* [npairs] tile column of each candidate */
   int32_t *row_cand;  /* [A->tile_rows+1] first candidate of each tile row */
   int32_t *d_ncand;   /* device scalar: number of candidates */
+  tr_group block;     /* the arrays above */
+  /* Row paths (spgemm_cuda_step1_rows.cu): candidates are numbered by
+   * their first pair, *d_ncand = pairs, most of them empty.  d_stats:
+   * pairs, most pairs of one tile row, whether the small row path could
+   * take the product (pairs <= cap, every tile row sortable in a block)
+   * (these three on the small row path only, 0 on the counted one), and
+   * the true candidates (info).  Small row path: cap, the lists' capacity
+   * in pairs, a bound made on the host, so that no pair count is read
+   * back before step 2; d_zero: TR_STEP1_ZERO bytes zeroed by step 1
+   * for step 2's totals (saves a memset launch).  0 / NULL elsewhere. */
+  int64_t cap;
+  int64_t *d_stats;
+  void *d_zero;
 } tr_cuda_cand;
+#define TR_STEP1_ZERO 64
 
-int tr_cuda_step1_structure(const tilerap_tile_matrix *A, const tilerap_tile_matrix *B, tr_tmp *tmp,
+/* Row path bounds: the pairs of one tile row of A sorted in one block's
+ * shared memory; products whose A has at most TR_ROW_PATH_A_TILES tiles
+ * and whose pair bound is at most TR_ROW_PATH_PAIRS
+ * (TILERAP_STEP1_SORT=radix|segmented: never).  A product the small row
+ * path turns out not to fit (a longer tile row, more pairs than the bound)
+ * is redone after reading the pair count back (the counted row path or the
+ * radix sort): TR_STEP1_RETRY from step 2. */
+#define TR_ROW_SORT_MAX 2048
+#define TR_ROW_PATH_PAIRS 65536
+#define TR_ROW_PATH_A_TILES 16384
+#define TR_STEP1_RETRY (-1)
+int64_t tr_cuda_step1_rows_capacity(const tilerap_tile_matrix *A, const tilerap_tile_matrix *B);
+int tr_cuda_step1_rows(const tilerap_tile_matrix *A, const tilerap_tile_matrix *B, int64_t cap, tr_tmp *tmp,
+                       tr_cuda_cand *c);
+/* the row path with the pair offsets poff and count np read back, most
+ * <= TR_ROW_SORT_MAX pairs in a tile row */
+int tr_cuda_step1_rows_exact(const tilerap_tile_matrix *A, const tilerap_tile_matrix *B, const int64_t *poff,
+                             int64_t np, int64_t most, tr_tmp *tmp, tr_cuda_cand *c);
+
+/* counted: 1 reads the pair count back first (a retry after the small row path) */
+int tr_cuda_step1_structure(const tilerap_tile_matrix *A, const tilerap_tile_matrix *B, int counted, tr_tmp *tmp,
                             tr_cuda_cand *cand);
 /* Step 2: masks, drop empty candidates, allocate C exactly, hits and
- * chunks into the plan.  *ncand_out, *pairs_out, *flops_out, *dense_out: info. */
+ * chunks into the plan.  *ncand_out, *pairs_out, *flops_out, *dense_out: info.
+ * TR_STEP1_RETRY (no error recorded, nothing allocated for C): the small
+ * row path of step 1 did not fit this product. */
 int tr_cuda_step2_masks(const tilerap_tile_matrix *A, const tilerap_tile_matrix *B, const tr_cuda_cand *cand,
                         tr_tmp *tmp, struct tr_cuda_spgemm *plan, tilerap_tile_matrix **C, int64_t *ncand_out,
                         int64_t *pairs_out, int64_t *flops_out, int64_t *dense_out, int64_t *tc_out);
@@ -196,6 +313,63 @@ static inline tr_dview tr_view(const tilerap_tile_matrix *T)
   tr_dview v = {T->tile_ptr, T->tile_col, T->tile_off, T->row_ptr, T->row_mask, T->idx, T->val};
   return v;
 }
+
+/* A tile's 16 row pointers held in registers (one 16-byte load where the
+ * array is aligned for it, as the engine's own allocations always are;
+ * otherwise 16 byte loads), instead of a dependent load per row visited;
+ * row k's pointer is picked by a tree of selects, which keeps the words
+ * in registers. */
+static __device__ __forceinline__ void tr_tile_rowptr(const uint8_t *rp, int64_t t, bool vec, uint32_t w[4])
+{
+  const uint8_t *p = rp + 16 * t;
+  if (vec) {
+    const uint4 x = *(const uint4 *)p;
+    w[0] = x.x; w[1] = x.y; w[2] = x.z; w[3] = x.w;
+  } else {
+#pragma unroll
+    for (int i = 0; i < 4; i++)
+      w[i] = (uint32_t)p[4 * i] | (uint32_t)p[4 * i + 1] << 8 | (uint32_t)p[4 * i + 2] << 16 | (uint32_t)p[4 * i + 3] << 24;
+  }
+}
+static __device__ __forceinline__ int tr_pick8(const uint32_t w[4], int k)
+{
+  const uint32_t b = (k & 8) ? ((k & 4) ? w[3] : w[2]) : ((k & 4) ? w[1] : w[0]);
+  return (int)((b >> ((k & 3) << 3)) & 0xffu);
+}
+/* whether a device tile matrix's row pointers allow the 16-byte loads above */
+static inline bool tr_vec_ok(const tilerap_tile_matrix *T)
+{
+  return ((uintptr_t)T->row_ptr % 16) == 0;
+}
+
+/* Ascending bitonic sort of key[0, n2) in shared memory by the whole
+ * block (T threads, n2 a power of two, padding keys ~0); the caller
+ * synchronises before. */
+template <int T>
+static __device__ __forceinline__ void tr_block_bitonic_sort(unsigned long long *key, int n2)
+{
+  for (int size = 2; size <= n2; size <<= 1)
+    for (int stride = size >> 1; stride > 0; stride >>= 1) {
+      for (int t = threadIdx.x; t < n2 / 2; t += T) {
+        const int i = 2 * t - (t & (stride - 1)), j = i + stride;
+        const unsigned long long x = key[i], y = key[j];
+        if ((x > y) == ((i & size) == 0)) { key[i] = y; key[j] = x; }
+      }
+      __syncthreads();
+    }
+}
+
+/* Error returns of host functions that own nothing to clean up */
+#define TR_RET_CU(call, what)                              \
+  do {                                                     \
+    cudaError_t e_ = (call);                               \
+    if (e_ != cudaSuccess) return tr_cuda_error(e_, what); \
+  } while (0)
+#define TR_RET(call)  \
+  do {                \
+    int r_ = (call);  \
+    if (r_) return r_; \
+  } while (0)
 
 /* First position in [lo, hi) of the ascending idx whose value is >= v
  * (hi if none). */

@@ -34,21 +34,16 @@ static int tr_tc_shape(int *shape)
 /* the pair lists kept for the first run and the deferred hits */
 static void tr_plan_free_pairs(tr_cuda_spgemm *P)
 {
-  void **kept[] = {(void **)&P->pair_a, (void **)&P->pair_b, (void **)&P->cand_ptr, (void **)&P->cand_tile,
-                   (void **)&P->d_ncand, (void **)&P->pair_cand, (void **)&P->hloc, &P->scan};
-  for (size_t i = 0; i < sizeof kept / sizeof kept[0]; i++) {
-    tr_dfree(*kept[i], P->stream);
-    *kept[i] = NULL;
-  }
+  tr_group_free(&P->lists, P->stream);
+  tr_group_free(&P->kept, P->stream);
+  P->pair_a = P->pair_b = P->cand_ptr = P->cand_tile = P->d_ncand = P->pair_cand = P->hloc = NULL;
+  P->scan = NULL;
 }
 
 static void tr_plan_free(tr_cuda_spgemm *P)
 {
   if (!P) return;
-  tr_dfree(P->hits, P->stream);
-  tr_dfree(P->tcs, P->stream);
-  tr_dfree(P->chunks, P->stream);
-  tr_dfree(P->acc_loc, P->stream);
+  tr_group_free(&P->arrays, P->stream);
   tr_plan_free_pairs(P);
   free(P);
 }
@@ -79,10 +74,19 @@ extern "C" int tr_cuda_spgemm_plan(const tilerap_tile_matrix *A, const tilerap_t
   tr_cuda_cand cand;
   int64_t ncand = 0, pairs = 0, flops = 0, dense = 0, ntc = 0;
   /* the operands may have been written on the legacy stream (copies) */
+  TR_MARK("plan start");
   int err = tr_order_after_legacy(P->stream);
-  if (!err) err = tr_cuda_step1_structure(A, B, &tmp, &cand);
+  if (!err) err = tr_cuda_step1_structure(A, B, 0, &tmp, &cand);
+  TR_MARK("step1");
   if (!err) err = tr_cuda_step2_masks(A, B, &cand, &tmp, P, C, &ncand, &pairs, &flops, &dense, &ntc);
+  if (err == TR_STEP1_RETRY) { /* the small row path did not fit: count the pairs first */
+    tr_tmp_free_all(&tmp);
+    err = tr_cuda_step1_structure(A, B, 1, &tmp, &cand);
+    if (!err) err = tr_cuda_step2_masks(A, B, &cand, &tmp, P, C, &ncand, &pairs, &flops, &dense, &ntc);
+  }
   tr_tmp_free_all(&tmp);
+  TR_MARK("step2");
+  if (tr_trace_on) tr_trace_flush(err ? "plan (failed)" : "plan");
   if (!err) err = tr_order_legacy_after(P->stream);
   if (err) {
     if (*C) { tr_cuda_tile_free(*C); free(*C); *C = NULL; }

@@ -1,10 +1,16 @@
 /* Step 1 (CUDA): symbolic SpGEMM of the tile graphs, on the device.
  * Every (A tile a, B tile b) with col(a) == row(b) is a pair feeding C
- * tile (row(a), col(b)).  Pairs are expanded per A tile (scan of B's tile
- * row lengths; a warp per A tile, so the writes coalesce) and stably
- * sorted by C tile (row, column): pairs of one C tile stay in ascending
- * k, as on the CPU.  Runs of equal key become the candidate tiles.
- *
+ * tile (row(a), col(b)); the pairs of one C tile, in ascending k as on
+ * the CPU, form a candidate tile.  Three ways (the first two in
+ * spgemm_cuda_step1_rows.cu):
+ *  - small products: the row path, no read-back (tr_cuda_step1_rows);
+ *  - up to TR_ROWS_EXACT_MAX pairs, every tile row at most
+ *    TR_ROW_SORT_MAX pairs: the pair count is read back, then the row
+ *    path (tr_cuda_step1_rows_exact);
+ *  - otherwise, here: pairs expanded per A tile (scan of B's tile row
+ *    lengths; a warp per A tile, so the writes coalesce) and stably
+ *    sorted by C tile (row, column); runs of equal key become the
+ *    candidate tiles.
  * The sort is one LSD radix sort over the whole pair list on the key
  * row * tile_cols + column, cut to the bits the product needs (32-bit
  * keys while tile_rows * tile_cols fits, 64-bit beyond).  A segmented
@@ -13,25 +19,36 @@
  * segments (tile rows of P^T) are long and few, which CUB's
  * large-segment kernel handles one block per segment.
  * TILERAP_STEP1_SORT=segmented sorts the same keys inside each tile row
- * with that sort instead, for comparisons.  Only
- * the pair total comes back to the host, to size the expansion. */
+ * with that sort instead, for comparisons.  Only the pair total (and the
+ * longest tile row) comes back to the host, to size the expansion. */
 #include "spgemm_cuda.cuh"
 #include <cub/cub.cuh>
 #include <stdlib.h>
 #include <string.h>
 
-/* A tile row of every A tile; pair count of every A tile (B row length). */
+/* A tile row of every A tile; pair count of every A tile (B row length);
+ * the most pairs of one tile row (*most zeroed before).  A 16-lane group
+ * per tile row: the tiles of a row were one thread's serial chain of
+ * loads, long in P^T's rows (tens of tiles). */
 static __global__ void k_rows_and_counts(tr_dview A, int32_t tile_rows, int64_t na, tr_dview B, int32_t *arow,
-                                         int64_t *nb)
+                                         int64_t *nb, unsigned long long *most)
 {
-  int32_t I = blockIdx.x * blockDim.x + threadIdx.x;
+  const int64_t I = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) >> 4;
+  const int lane = threadIdx.x & 15;
+  unsigned long long row = 0;
   if (I < tile_rows)
-    for (int64_t a = A.tile_ptr[I]; a < A.tile_ptr[I + 1]; a++) {
-      int32_t k = A.tile_col[a];
-      arow[a] = I;
-      nb[a] = B.tile_ptr[k + 1] - B.tile_ptr[k];
+    for (int64_t a = A.tile_ptr[I] + lane; a < A.tile_ptr[I + 1]; a += 16) {
+      const int32_t k = A.tile_col[a];
+      const int64_t n = B.tile_ptr[k + 1] - B.tile_ptr[k];
+      arow[a] = (int32_t)I;
+      nb[a] = n;
+      row += (unsigned long long)n;
     }
-  if (I == 0) nb[na] = 0;
+  for (int o = 8; o > 0; o >>= 1) row += __shfl_xor_sync(0xffffffffu, row, o, 16);
+  /* one atomic per warp: same-address atomics are serialised in L2 */
+  row = max(row, __shfl_xor_sync(0xffffffffu, row, 16));
+  if ((threadIdx.x & 31) == 0 && row) atomicMax(most, row);
+  if (I == 0 && lane == 0) nb[na] = 0;
 }
 
 /* First pair of every tile row of A (segments of the sort). */
@@ -97,51 +114,62 @@ static __global__ void k_row_cand(int32_t tile_rows, int64_t np, const int32_t *
   row_cand[I] = s < np ? cid[s] - 1 : cid[np - 1];
 }
 
-#define TRY_CU(call, what)                                  \
-  do {                                                      \
-    cudaError_t e_ = (call);                                \
-    if (e_ != cudaSuccess) return tr_cuda_error(e_, what);  \
-  } while (0)
-#define TRY(call)                  \
-  do {                             \
-    int r_ = (call);               \
-    if (r_) return r_;             \
-  } while (0)
+/* Temporary storage of the sort and the head scan (sizes only: CUB reads
+ * no array while sizing). */
+template <typename K>
+static int tr_step1_sort_bytes(int64_t np, int bits, int segmented, int32_t ntr, cudaStream_t s, size_t *bytes)
+{
+  size_t tb = 0, tb2 = 0;
+  cudaError_t e;
+  if (!segmented) e = cub::DeviceRadixSort::SortPairs(NULL, tb, (K *)NULL, (K *)NULL, (int32_t *)NULL, (int32_t *)NULL,
+                                                      (int)np, 0, bits, s);
+  else e = cub::DeviceSegmentedSort::StableSortPairs(NULL, tb, (K *)NULL, (K *)NULL, (int32_t *)NULL, (int32_t *)NULL, np,
+                                                     ntr, (int32_t *)NULL, (int32_t *)NULL, s);
+  if (e == cudaSuccess) e = cub::DeviceScan::InclusiveSum(NULL, tb2, (int32_t *)NULL, (int32_t *)NULL, np, s);
+  if (e != cudaSuccess) return tr_cuda_error(e, "step 1 sort sizing");
+  *bytes = tb > tb2 ? tb : tb2;
+  return TILERAP_SUCCESS;
+}
 
 /* Expansion, sort and candidates with key type K (C tile numbers,
  * row * tc + column, below 2^bits): one radix sort, or (segmented) a
- * sort inside each of the ntr tile rows' segments seg. */
+ * sort inside each of the ntr tile rows' segments seg; ts: tb bytes of
+ * storage (tr_step1_sort_bytes). */
 template <typename K>
 static int tr_step1_group(tr_dview dA, int64_t na, tr_dview dB, const int32_t *arow, int64_t tc, int bits,
                           int segmented, int32_t ntr, const int32_t *seg, const int64_t *poff, int64_t np,
-                          void *key_v, void *skey_v,
-                          int32_t *pid, int32_t *pa, int32_t *pb, int32_t *sid, int32_t *head, int32_t *cid,
-                          tr_tmp *tmp, tr_cuda_cand *c)
+                          void *key_v, void *skey_v, int32_t *pid, int32_t *pa, int32_t *pb, int32_t *sid,
+                          int32_t *head, int32_t *cid, void *ts, size_t tb, cudaStream_t s, tr_cuda_cand *c)
 {
-  cudaStream_t s = tmp->s;
   K *key = (K *)key_v, *skey = (K *)skey_v;
   k_expand<K><<<tr_blocks(32 * na, 128), 128, 0, s>>>(dA, na, dB, arow, tc, poff, key, pid, pa, pb);
-  TRY(tr_cuda_check_launch("step 1 expansion"));
-  size_t tb = 0, tb2 = 0;
-  void *ts = NULL;
-  for (int pass = 0; pass < 2; pass++) { /* sizing, then sorting */
-    if (!segmented) TRY_CU(cub::DeviceRadixSort::SortPairs(ts, tb, key, skey, pid, sid, (int)np, 0, bits, s), "step 1 sort");
-    else TRY_CU(cub::DeviceSegmentedSort::StableSortPairs(ts, tb, key, skey, pid, sid, np, ntr, seg, seg + 1, s),
-                "step 1 sort");
-    if (pass) break;
-    TRY_CU(cub::DeviceScan::InclusiveSum(NULL, tb2, head, cid, np, s), "step 1 scan");
-    if (tb2 > tb) tb = tb2;
-    TRY(tr_tmp_alloc(tmp, &ts, tb, "step 1 sort storage"));
-  }
+  TR_RET(tr_cuda_check_launch("step 1 expansion"));
+  if (!segmented) TR_RET_CU(cub::DeviceRadixSort::SortPairs(ts, tb, key, skey, pid, sid, (int)np, 0, bits, s), "step 1 sort");
+  else TR_RET_CU(cub::DeviceSegmentedSort::StableSortPairs(ts, tb, key, skey, pid, sid, np, ntr, seg, seg + 1, s),
+              "step 1 sort");
   k_heads<K><<<tr_blocks(np, 256), 256, 0, s>>>(np, skey, sid, pa, pb, c->pair_a, c->pair_b, head);
-  TRY(tr_cuda_check_launch("step 1 heads"));
-  TRY_CU(cub::DeviceScan::InclusiveSum(ts, tb, head, cid, np, s), "step 1 scan");
+  TR_RET(tr_cuda_check_launch("step 1 heads"));
+  TR_RET_CU(cub::DeviceScan::InclusiveSum(ts, tb, head, cid, np, s), "step 1 scan");
   k_candidates<K><<<tr_blocks(np, 256), 256, 0, s>>>(np, skey, tc, head, cid, c->pair_cand, c->cand_ptr, c->cand_col,
                                                      c->d_ncand);
   return tr_cuda_check_launch("step 1 candidates");
 }
 
-int tr_cuda_step1_structure(const tilerap_tile_matrix *A, const tilerap_tile_matrix *B, tr_tmp *tmp,
+/* Largest pair count the row path takes once the count is known: its
+ * candidates are numbered by pair position, so step 2 and the first run
+ * work over all pairs, and its kernel gives a block to every tile row.
+ * Measured on the H100 (BENCHMARKS.md section 1): faster than the radix
+ * sort up to about 10^5 pairs (levels of 10^4 - 10^5 rows), 1.4-1.8x
+ * slower at 10^6 and more (level 0).  TILERAP_ROWS_MAX=n sets it
+ * (measurements). */
+#define TR_ROWS_EXACT_MAX ((int64_t)1 << 18)
+static int64_t tr_rows_exact_max(void)
+{
+  const char *e = getenv("TILERAP_ROWS_MAX");
+  return e && *e ? atoll(e) : TR_ROWS_EXACT_MAX;
+}
+
+int tr_cuda_step1_structure(const tilerap_tile_matrix *A, const tilerap_tile_matrix *B, int counted, tr_tmp *tmp,
                             tr_cuda_cand *c)
 {
   cudaStream_t s = tmp->s;
@@ -151,64 +179,93 @@ int tr_cuda_step1_structure(const tilerap_tile_matrix *A, const tilerap_tile_mat
   memset(c, 0, sizeof *c);
   if (na == 0 || B->num_tiles == 0) return TILERAP_SUCCESS;
 
-  int32_t *arow;
-  int64_t *nb, *poff;
-  TRY(tr_tmp_alloc(tmp, (void **)&arow, (size_t)na * sizeof(int32_t), "step 1 tile rows"));
-  TRY(tr_tmp_alloc(tmp, (void **)&nb, ((size_t)na + 1) * sizeof(int64_t), "step 1 pair counts"));
-  TRY(tr_tmp_alloc(tmp, (void **)&poff, ((size_t)na + 1) * sizeof(int64_t), "step 1 pair offsets"));
-  k_rows_and_counts<<<tr_blocks(TR > 0 ? TR : 1, 128), 128, 0, s>>>(dA, TR, na, dB, arow, nb);
-  TRY(tr_cuda_check_launch("step 1 counts"));
+  /* products whose tile rows have at most TR_ROW_SORT_MAX pairs take
+   * the row path (spgemm_cuda_step1_rows.cu), small ones without the
+   * pair count's read-back; TILERAP_STEP1_SORT=radix|segmented keeps
+   * every product on the sorted path, =rows reads the count back first
+   * (comparisons, tests) */
+  const char *env = getenv("TILERAP_STEP1_SORT");
+  const int segmented = env && !strcmp(env, "segmented");
+  const int rows_only = env && !strcmp(env, "rows");            /* the row path after a read-back only */
+  const int sort_all = segmented || (env && !strcmp(env, "radix")); /* no row path */
+  if (!counted && !sort_all && !rows_only) {
+    const int64_t cap = tr_cuda_step1_rows_capacity(A, B);
+    if (cap > 0) return tr_cuda_step1_rows(A, B, cap, tmp, c);
+  }
+
+  /* pair counts and offsets, the one read-back: the pair total */
   size_t tb = 0;
-  TRY_CU(cub::DeviceScan::ExclusiveSum(NULL, tb, nb, poff, na + 1, s), "step 1 scan");
-  void *ts;
-  TRY(tr_tmp_alloc(tmp, &ts, tb, "step 1 scan storage"));
-  TRY_CU(cub::DeviceScan::ExclusiveSum(ts, tb, nb, poff, na + 1, s), "step 1 scan");
-  int64_t np = 0;
-  TRY_CU(cudaMemcpyAsync(&np, poff + na, sizeof np, cudaMemcpyDeviceToHost, s), "step 1 pair total");
-  TRY_CU(cudaStreamSynchronize(s), "step 1 pair total");
+  TR_RET_CU(cub::DeviceScan::ExclusiveSum(NULL, tb, (int64_t *)NULL, (int64_t *)NULL, na + 1, s), "step 1 scan");
+  tr_group w;
+  memset(&w, 0, sizeof w);
+  const int i_arow = tr_group_add(&w, (size_t)na * sizeof(int32_t));
+  const int i_nb = tr_group_add(&w, ((size_t)na + 1) * sizeof(int64_t));
+  const int i_poff = tr_group_add(&w, ((size_t)na + 2) * sizeof(int64_t)); /* + the longest row */
+  const int i_ts = tr_group_add(&w, tb);
+  TR_RET(tr_group_alloc(&w, tmp, s, "step 1 pair counts"));
+  int32_t *arow = (int32_t *)tr_group_at(&w, i_arow);
+  int64_t *nb = (int64_t *)tr_group_at(&w, i_nb), *poff = (int64_t *)tr_group_at(&w, i_poff);
+  TR_RET_CU(cudaMemsetAsync(poff + na + 1, 0, sizeof(int64_t), s), "step 1 counts");
+  k_rows_and_counts<<<tr_blocks(16 * (int64_t)(TR > 0 ? TR : 1), 128), 128, 0, s>>>(dA, TR, na, dB, arow, nb,
+                                                                    (unsigned long long *)(poff + na + 1));
+  TR_RET(tr_cuda_check_launch("step 1 counts"));
+  TR_RET_CU(cub::DeviceScan::ExclusiveSum(tr_group_at(&w, i_ts), tb, nb, poff, na + 1, s), "step 1 scan");
+  int64_t h[2]; /* pairs, most pairs of a tile row */
+  TR_RET(tr_readback(h, poff + na, sizeof h, s, "step 1 pair total"));
+  TR_MARK("step1 count");
+  const int64_t np = h[0];
   c->npairs = np;
   if (np == 0) return TILERAP_SUCCESS;
   if (np >= INT32_MAX)
     return tilerap_set_error(TILERAP_ERR_OVERFLOW, "product has %lld tile pairs (CUDA engine limit 2^31)", (long long)np);
-
-  int32_t *seg, *pid, *pa, *pb, *sid, *head, *cid;
-  size_t npb = (size_t)np * sizeof(int32_t);
-  TRY(tr_tmp_alloc(tmp, (void **)&seg, ((size_t)TR + 1) * sizeof(int32_t), "step 1 segments"));
-  TRY(tr_tmp_alloc(tmp, (void **)&pid, npb, "step 1 pair ids"));
-  TRY(tr_tmp_alloc(tmp, (void **)&pa, npb, "step 1 pairs"));
-  TRY(tr_tmp_alloc(tmp, (void **)&pb, npb, "step 1 pairs"));
-  TRY(tr_tmp_alloc(tmp, (void **)&sid, npb, "step 1 sorted ids"));
-  TRY(tr_tmp_alloc(tmp, (void **)&head, npb, "step 1 heads"));
-  TRY(tr_tmp_alloc(tmp, (void **)&cid, npb, "step 1 candidate ids"));
-  TRY(tr_tmp_alloc(tmp, (void **)&c->pair_a, npb, "step 1 pair list"));
-  TRY(tr_tmp_alloc(tmp, (void **)&c->pair_b, npb, "step 1 pair list"));
-  TRY(tr_tmp_alloc(tmp, (void **)&c->pair_cand, npb, "step 1 pair candidates"));
-  TRY(tr_tmp_alloc(tmp, (void **)&c->cand_ptr, npb + sizeof(int32_t), "step 1 candidate pointers"));
-  TRY(tr_tmp_alloc(tmp, (void **)&c->cand_col, npb, "step 1 candidate columns"));
-  TRY(tr_tmp_alloc(tmp, (void **)&c->row_cand, ((size_t)TR + 1) * sizeof(int32_t), "step 1 row candidates"));
-  TRY(tr_tmp_alloc(tmp, (void **)&c->d_ncand, sizeof(int32_t), "step 1 candidate count"));
-  k_segments<<<tr_blocks((int64_t)TR + 1, 256), 256, 0, s>>>(A->tile_ptr, TR, poff, seg);
-  TRY(tr_cuda_check_launch("step 1 segments"));
+  /* every tile row's pairs sortable in a block: the row path */
+  if (!sort_all && h[1] <= TR_ROW_SORT_MAX && np <= tr_rows_exact_max())
+    return tr_cuda_step1_rows_exact(A, B, poff, np, h[1], tmp, c);
 
   /* keys: C tile numbers, 32 bits while they fit */
   const int64_t TC = B->tile_cols;
   const unsigned long long ntiles_c = (unsigned long long)(TR > 0 ? TR : 1) * (unsigned long long)(TC > 0 ? TC : 1);
-  const char *env = getenv("TILERAP_STEP1_SORT");
-  const int segmented = env && !strcmp(env, "segmented");
   const int wide = ntiles_c > 0xffffffffull;
   int end_bit = 1;
   while (end_bit < 64 && (ntiles_c - 1) >> end_bit) end_bit++;
-  void *key, *skey;
+  size_t sb = 0;
+  if (wide) TR_RET(tr_step1_sort_bytes<uint64_t>(np, end_bit, segmented, TR, s, &sb));
+  else TR_RET(tr_step1_sort_bytes<uint32_t>(np, end_bit, segmented, TR, s, &sb));
+
+  /* the lists (kept by a plan that walks its pairs), then the sort's scratch */
+  const size_t npb = (size_t)np * sizeof(int32_t);
+  tr_group *l = &c->block;
+  memset(l, 0, sizeof *l);
+  const int i_pa = tr_group_add(l, npb), i_pb = tr_group_add(l, npb), i_pc = tr_group_add(l, npb);
+  const int i_cp = tr_group_add(l, npb + sizeof(int32_t)), i_cc = tr_group_add(l, npb);
+  const int i_rc = tr_group_add(l, ((size_t)TR + 1) * sizeof(int32_t)), i_nc = tr_group_add(l, sizeof(int32_t));
+  TR_RET(tr_group_alloc(l, tmp, s, "step 1 pair lists"));
+  c->pair_a = (int32_t *)tr_group_at(l, i_pa); c->pair_b = (int32_t *)tr_group_at(l, i_pb);
+  c->pair_cand = (int32_t *)tr_group_at(l, i_pc); c->cand_ptr = (int32_t *)tr_group_at(l, i_cp);
+  c->cand_col = (int32_t *)tr_group_at(l, i_cc); c->row_cand = (int32_t *)tr_group_at(l, i_rc);
+  c->d_ncand = (int32_t *)tr_group_at(l, i_nc);
   const size_t kb = (size_t)np * (wide ? sizeof(uint64_t) : sizeof(uint32_t));
-  TRY(tr_tmp_alloc(tmp, &key, kb, "step 1 keys"));
-  TRY(tr_tmp_alloc(tmp, &skey, kb, "step 1 sorted keys"));
+  tr_group x;
+  memset(&x, 0, sizeof x);
+  const int i_seg = tr_group_add(&x, ((size_t)TR + 1) * sizeof(int32_t));
+  const int i_pid = tr_group_add(&x, npb), i_pa2 = tr_group_add(&x, npb), i_pb2 = tr_group_add(&x, npb);
+  const int i_sid = tr_group_add(&x, npb), i_head = tr_group_add(&x, npb), i_cid = tr_group_add(&x, npb);
+  const int i_key = tr_group_add(&x, kb), i_skey = tr_group_add(&x, kb), i_sts = tr_group_add(&x, sb);
+  TR_RET(tr_group_alloc(&x, tmp, s, "step 1 sort"));
+  int32_t *seg = (int32_t *)tr_group_at(&x, i_seg), *cid = (int32_t *)tr_group_at(&x, i_cid);
+#define TR_P32(i) ((int32_t *)tr_group_at(&x, (i)))
+  k_segments<<<tr_blocks((int64_t)TR + 1, 256), 256, 0, s>>>(A->tile_ptr, TR, poff, seg);
+  TR_RET(tr_cuda_check_launch("step 1 segments"));
   if (wide)
-    TRY(tr_step1_group<uint64_t>(dA, na, dB, arow, TC, end_bit, segmented, TR, seg, poff, np, key, skey, pid, pa, pb,
-                                 sid, head, cid, tmp, c));
+    TR_RET(tr_step1_group<uint64_t>(dA, na, dB, arow, TC, end_bit, segmented, TR, seg, poff, np, tr_group_at(&x, i_key),
+                                 tr_group_at(&x, i_skey), TR_P32(i_pid), TR_P32(i_pa2), TR_P32(i_pb2), TR_P32(i_sid),
+                                 TR_P32(i_head), cid, tr_group_at(&x, i_sts), sb, s, c));
   else
-    TRY(tr_step1_group<uint32_t>(dA, na, dB, arow, TC, end_bit, segmented, TR, seg, poff, np, key, skey, pid, pa, pb,
-                                 sid, head, cid, tmp, c));
+    TR_RET(tr_step1_group<uint32_t>(dA, na, dB, arow, TC, end_bit, segmented, TR, seg, poff, np, tr_group_at(&x, i_key),
+                                 tr_group_at(&x, i_skey), TR_P32(i_pid), TR_P32(i_pa2), TR_P32(i_pb2), TR_P32(i_sid),
+                                 TR_P32(i_head), cid, tr_group_at(&x, i_sts), sb, s, c));
+#undef TR_P32
   k_row_cand<<<tr_blocks((int64_t)TR + 1, 256), 256, 0, s>>>(TR, np, seg, cid, c->row_cand);
-  TRY(tr_cuda_check_launch("step 1 row candidates"));
+  TR_RET(tr_cuda_check_launch("step 1 row candidates"));
   return TILERAP_SUCCESS;
 }

@@ -7,7 +7,8 @@
  * entry, pair, hit and accumulator offsets, C is allocated exactly (one
  * read back of the totals) and filled: tile_ptr, tile_col, tile_off,
  * masks, row pointers and idx.  The kept tiles are cut into chunks (one
- * numeric block each, about TR_CHUNK_WORK hits + accumulator slots) and
+ * numeric block each, about TR_CHUNK_WORK hits + accumulator slots, fewer
+ * for small products: TR_CHUNK_MIN / TR_CHUNK_SPREAD) and
  * the hit records are written, one 16-lane group per pair: here, or on the
  * plan's second numeric run from the pair lists the plan keeps
  * (tr_cuda_step2_fill_hits), or never for one-shot products.
@@ -49,10 +50,34 @@ struct tr_totals {
   unsigned long long maxwalk; /* longest first-run walk of a lane: pairs + multiply-adds / 16 */
 };
 
-/* chunk of a kept tile from its scan record */
-static __device__ __forceinline__ int64_t tr_chunk_of(const tr_scan &x)
+/* chunk of a kept tile from its scan record (W: the plan's chunk work) */
+static __device__ __forceinline__ int64_t tr_chunk_of(const tr_scan &x, int W)
 {
-  return (x.hits + x.acc + TR_TC_WORK * x.tc) / TR_CHUNK_WORK;
+  return (x.hits + x.acc + TR_TC_WORK * x.tc) / W;
+}
+
+/* Pair (a, b) seen by lane r (row r) of a 16-lane group: ORs the B rows
+ * that A's row r selects into m, adds their products' flops to fl, and
+ * returns the group's hits | multiply-adds << 16 (at most 256 and 4096). */
+static __device__ __forceinline__ int tr_pair_masks(const tr_dview &A, const tr_dview &B, int64_t a, int64_t b, int r,
+                                                    unsigned gmask, unsigned &m, long long &fl)
+{
+  unsigned bits = A.row_mask[16 * a + r];
+  /* B's masks are loaded one row at a time: holding the tile's 16 masks
+   * in registers (two 16-byte loads, a select tree per row) made level-0
+   * products, 1-3 rows per pair, 23 % slower (BENCHMARKS.md section 1) */
+  const uint16_t *mb = B.row_mask + 16 * b;
+  int hm = 0;
+  while (bits) {
+    int k = __ffs(bits) - 1;
+    bits &= bits - 1;
+    unsigned x = mb[k];
+    m |= x;
+    fl += 2 * __popc(x);
+    hm += (x != 0) + (__popc(x) << 16);
+  }
+  for (int o = 8; o > 0; o >>= 1) hm += __shfl_xor_sync(gmask, hm, o, 16);
+  return hm;
 }
 
 /* Lanes of a 16-lane group; the whole warp takes part in the closing
@@ -76,19 +101,7 @@ static __global__ void __launch_bounds__(TR_MASKS_THREADS)
     int32_t p0 = cand_ptr[t], p1 = cand_ptr[t + 1];
     np = p1 - p0;
     for (int32_t p = p0; p < p1; p++) {
-      const int64_t a = pair_a[p], b = pair_b[p];
-      unsigned bits = A.row_mask[16 * a + r];
-      const uint16_t *mb = B.row_mask + 16 * b;
-      int hm = 0; /* hits | multiply-adds << 16 (at most 256 and 4096 per pair) */
-      while (bits) {
-        int k = __ffs(bits) - 1;
-        bits &= bits - 1;
-        unsigned x = mb[k];
-        m |= x;
-        fl += 2 * __popc(x);
-        hm += (x != 0) + (__popc(x) << 16);
-      }
-      for (int o = 8; o > 0; o >>= 1) hm += __shfl_xor_sync(gmask, hm, o, 16);
+      const int hm = tr_pair_masks(A, B, pair_a[p], pair_b[p], r, gmask, m, fl);
       if (tc_threshold >= 0 && (hm >> 16) >= tc_threshold) {
         if (r == 0) hloc[p] = -1 - ntc;
         ntc++;
@@ -141,13 +154,151 @@ static __global__ void __launch_bounds__(TR_MASKS_THREADS)
   }
 }
 
-/* C's tiles from the kept candidates; the scan record of every kept tile */
+/* k_masks for products with few candidates and many pairs each (a
+ * coarse level's P^T (AP): a handful of C tiles, tens of pairs each,
+ * which k_masks would walk one pair at a time): a block per candidate,
+ * its 8 16-lane groups taking 8 consecutive pairs at a time.  Same
+ * outputs as k_masks: hloc counts the hits of the pairs before each
+ * one in pair order, tensor-core pairs ranked in pair order. */
+#define TR_WIDE_GROUPS (TR_MASKS_THREADS / 16)
+#define TR_WIDE_GRID 1024    /* C tile grids up to this many tiles */
+#define TR_WIDE_PAIRS 16     /* or this many pairs per candidate on average, */
+#define TR_WIDE_CANDS 32768  /* with this many candidates at most: beyond, k_masks has
+                                enough groups to fill the GPU, and the wide kernel's
+                                rounds made level 0 at 200^3 10 % slower */
+/* TILERAP_MASKS=narrow: never k_masks_wide on account of the pairs (comparisons) */
+static bool tr_env_narrow(void)
+{
+  const char *e = getenv("TILERAP_MASKS");
+  return e && !strcmp(e, "narrow");
+}
+static __global__ void __launch_bounds__(TR_MASKS_THREADS)
+    k_masks_wide(tr_dview A, tr_dview B, int64_t ncap, const int32_t *d_ncand, const int32_t *cand_ptr,
+                 const int32_t *pair_a, const int32_t *pair_b, int dense_threshold, int tc_threshold, uint16_t *cmask,
+                 int32_t *hloc, tr_scan *sc, tr_totals *tot)
+{
+  __shared__ int ghm[TR_WIDE_GROUPS];
+  __shared__ unsigned gm[TR_WIDE_GROUPS][16];
+  __shared__ long long gfl[TR_WIDE_GROUPS];
+  const int r = threadIdx.x & 15, g = threadIdx.x >> 4;
+  const unsigned gmask = 0xffffu << (threadIdx.x & 16);
+  const int64_t t = blockIdx.x;
+  const int64_t ncand = *d_ncand;
+  int32_t p0 = 0, p1 = 0;
+  if (t < ncand) { p0 = cand_ptr[t]; p1 = cand_ptr[t + 1]; }
+  unsigned m = 0;
+  long long fl = 0, nh = 0; /* nh, ntc: running over the rounds, the same in every thread */
+  int32_t ntc = 0;
+  for (int32_t base = p0; base < p1; base += TR_WIDE_GROUPS) { /* block-uniform */
+    const int32_t p = base + g;
+    int hm = 0;
+    if (p < p1) hm = tr_pair_masks(A, B, pair_a[p], pair_b[p], r, gmask, m, fl);
+    const bool tc = p < p1 && tc_threshold >= 0 && (hm >> 16) >= tc_threshold;
+    if (r == 0) ghm[g] = p < p1 ? (tc ? -1 : (hm & 0xffff)) : 0;
+    __syncthreads();
+    long long before = nh;
+    int32_t tcs = ntc;
+    for (int j = 0; j < TR_WIDE_GROUPS; j++) {
+      const int x = ghm[j];
+      if (j < g) { if (x < 0) tcs++; else before += x; }
+      if (x < 0) ntc++; else nh += x;
+    }
+    if (r == 0 && p < p1) hloc[p] = tc ? -1 - tcs : (int32_t)before;
+    __syncthreads(); /* ghm is rewritten next round */
+  }
+  gm[g][r] = m;
+  for (int o = 8; o > 0; o >>= 1) fl += __shfl_xor_sync(0xffffffffu, fl, o, 16);
+  if (r == 0) gfl[g] = fl;
+  __syncthreads();
+  if (threadIdx.x < 16) {
+    unsigned row = 0;
+    for (int j = 0; j < TR_WIDE_GROUPS; j++) row |= gm[j][threadIdx.x];
+    if (t < ncand) cmask[16 * t + threadIdx.x] = (uint16_t)row;
+    int cnt = __popc(row);
+    for (int o = 8; o > 0; o >>= 1) cnt += __shfl_xor_sync(0xffffu, cnt, o, 16);
+    if (threadIdx.x == 0 && t <= ncap) {
+      long long flt = 0;
+      for (int j = 0; j < TR_WIDE_GROUPS; j++) flt += gfl[j];
+      tr_scan v = {0, 0, 0, 0, 0, 0};
+      const int32_t np = p1 - p0;
+      if (t < ncand && cnt > 0) {
+        const bool dense = cnt > dense_threshold;
+        v.tiles = 1; v.pairs = np; v.nnz = cnt; v.hits = nh; v.acc = dense ? 256 : cnt; v.tc = ntc;
+        if (flt) atomicAdd(&tot->flops, (unsigned long long)flt);
+        if (dense) atomicAdd(&tot->dense, 1ull);
+        if (nh) atomicMax(&tot->maxhits, (unsigned long long)nh);
+        atomicMax(&tot->maxwalk, (unsigned long long)(np + flt / 32));
+      }
+      sc[t] = v;
+    }
+  }
+}
+
+/* What plan creation reads back after the masks: sizes of C, totals,
+ * step 1's counts (row paths) or the candidate count.  Gathered on the
+ * device so that one copy brings them (tr_readback). */
+struct tr_rb {
+  tr_scan last;
+  tr_totals tot;
+  int64_t stats[4];
+  int32_t ncand, pad;
+};
+
+static __device__ void tr_rb_fill(tr_rb *rb, const tr_scan *last, const tr_totals *tot, const int64_t *stats,
+                                  const int32_t *d_ncand)
+{
+  rb->last = *last;
+  rb->tot = *tot;
+  for (int i = 0; i < 4; i++) rb->stats[i] = stats ? stats[i] : 0;
+  rb->ncand = stats ? 0 : *d_ncand;
+}
+
+static __global__ void k_readback(tr_rb *rb, const tr_scan *last, const tr_totals *tot, const int64_t *stats,
+                                  const int32_t *d_ncand)
+{
+  tr_rb_fill(rb, last, tot, stats, d_ncand);
+}
+
+/* Exclusive scan of n records in one block (small products: one kernel
+ * instead of CUB's two), then the read-back record; thread t takes a
+ * contiguous run, so this is for up to TR_SCAN_SMALL_MAX records (5 a
+ * thread: at 16 a thread it took 20 us, longer than CUB's two kernels). */
+#define TR_SCAN_SMALL_THREADS 256
+#define TR_SCAN_SMALL_MAX 1025
+static __global__ void __launch_bounds__(TR_SCAN_SMALL_THREADS)
+    k_scan_small(int64_t n, const tr_scan *in, tr_scan *out, tr_rb *rb, const tr_totals *tot, const int64_t *stats,
+                 const int32_t *d_ncand)
+{
+  typedef cub::BlockScan<tr_scan, TR_SCAN_SMALL_THREADS> scan_t;
+  __shared__ typename scan_t::TempStorage tmp;
+  const int64_t per = (n + TR_SCAN_SMALL_THREADS - 1) / TR_SCAN_SMALL_THREADS;
+  const int64_t i0 = min(n, per * threadIdx.x), i1 = min(n, i0 + per);
+  const tr_scan zero = {0, 0, 0, 0, 0, 0};
+  tr_scan sum = zero;
+  for (int64_t i = i0; i < i1; i++) sum = tr_scan_add()(sum, in[i]);
+  scan_t(tmp).ExclusiveScan(sum, sum, zero, tr_scan_add());
+  for (int64_t i = i0; i < i1; i++) {
+    const tr_scan x = in[i];
+    out[i] = sum;
+    sum = tr_scan_add()(sum, x);
+  }
+  __syncthreads(); /* out[n-1] written by this block */
+  if (threadIdx.x == 0) tr_rb_fill(rb, &out[n - 1], tot, stats, d_ncand);
+}
+
+/* C's tiles from the kept candidates; the scan record of every kept tile.
+ * The same launch writes C's tile_ptr and zeroes the nw words of the
+ * chunk array (grid-stride: one launch less for small products). */
 static __global__ void k_build(const int32_t *d_ncand, const int32_t *cand_col, const uint16_t *cmask,
                                const tr_scan *sc, int32_t *tile_col, int64_t *tile_off, uint16_t *row_mask,
-                               uint8_t *row_ptr, uint8_t *idx, tr_scan *ks, int32_t *cand_tile)
+                               uint8_t *row_ptr, uint8_t *idx, tr_scan *ks, int32_t *cand_tile, int32_t tile_rows,
+                               const int32_t *row_cand, int64_t *tile_ptr, unsigned long long *cw, int64_t nw)
 {
+  const int64_t g = blockIdx.x * (int64_t)blockDim.x + threadIdx.x, G = (int64_t)gridDim.x * blockDim.x;
+  for (int64_t I = g; I <= tile_rows; I += G) tile_ptr[I] = sc[row_cand[I]].tiles;
+  for (int64_t j = g; j < nw; j += G) cw[j] = 0;
   const int r = threadIdx.x & 15;
-  const int64_t t = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) >> 4;
+  const int64_t t = g >> 4;
   const int64_t ncand = *d_ncand;
   bool kept = false;
   unsigned m = 0;
@@ -186,21 +337,15 @@ static __global__ void k_build(const int32_t *d_ncand, const int32_t *cand_col, 
   }
 }
 
-static __global__ void k_tile_ptr(int32_t tile_rows, const int32_t *row_cand, const tr_scan *sc, int64_t *tile_ptr)
-{
-  int32_t I = blockIdx.x * blockDim.x + threadIdx.x;
-  if (I <= tile_rows) tile_ptr[I] = sc[row_cand[I]].tiles;
-}
-
 /* Chunk j holds the kept tiles whose work prefix (hits + accumulator
- * slots before them) lies in [j, j+1) * TR_CHUNK_WORK; chunks no tile
+ * slots before them) lies in [j, j+1) * W (the plan's chunk work); chunks no tile
  * starts in stay empty (zeroed).  Thread u looks at tiles u-1 and u. */
-static __global__ void k_chunks(int64_t ntiles, const tr_scan *ks, int dense_threshold, tr_chunk *ch)
+static __global__ void k_chunks(int64_t ntiles, const tr_scan *ks, int dense_threshold, int W, tr_chunk *ch)
 {
   const int64_t u = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
   if (u > ntiles) return;
   const tr_scan x = ks[u];
-  const int64_t j = tr_chunk_of(x), jp = u > 0 ? tr_chunk_of(ks[u - 1]) : -1;
+  const int64_t j = tr_chunk_of(x, W), jp = u > 0 ? tr_chunk_of(ks[u - 1], W) : -1;
   if (u < ntiles && j != jp) {
     ch[j].tile0 = (int32_t)u; ch[j].hit0 = x.hits; ch[j].acc0 = x.acc; ch[j].tc0 = x.tc;
   }
@@ -212,11 +357,16 @@ static __global__ void k_chunks(int64_t ntiles, const tr_scan *ks, int dense_thr
 
 /* Hit records of every pair of a kept tile: one 16-lane group per pair,
  * lane r walking row r of the pair's A tile; records ordered by pair, row,
- * entry (the order of the candidate's pairs, as counted in k_masks). */
-static __global__ void k_fill_hits(tr_dview A, tr_dview B, int64_t np, const int32_t *pair_cand, const int32_t *cand_ptr,
-                                   const int32_t *pair_a, const int32_t *pair_b, const int32_t *hloc, const tr_scan *sc,
-                                   const tr_chunk *ch, const uint16_t *c_mask, const uint8_t *c_row_ptr,
-                                   int dense_threshold, tr_hit *hits, tr_tc *tcs, uint16_t *acc_loc)
+ * entry (the order of the candidate's pairs, as counted in k_masks).
+ * WORK: the chunk work when it is TR_CHUNK_WORK (large products), 0 for
+ * the plan's own W: a 64-bit division by a variable took six registers
+ * more, and the occupancy they cost made level-0 fills 13-25 % slower. */
+template <int WORK>
+static __global__ void k_fill_hits(tr_dview A, tr_dview B, int64_t np, const int32_t *pair_cand,
+                                   const int32_t *cand_ptr, const int32_t *pair_a, const int32_t *pair_b,
+                                   const int32_t *hloc, const tr_scan *sc, const tr_chunk *ch, int W,
+                                   const uint16_t *c_mask, const uint8_t *c_row_ptr, int dense_threshold, tr_hit *hits,
+                                   tr_tc *tcs, uint16_t *acc_loc)
 {
   const int r = threadIdx.x & 15;
   const int64_t q = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) >> 4;
@@ -246,7 +396,7 @@ static __global__ void k_fill_hits(tr_dview A, tr_dview B, int64_t np, const int
   const tr_scan x = sc[t];
   const int64_t u = x.tiles;
   const bool dense = sc[t + 1].nnz - x.nnz > dense_threshold;
-  const uint32_t slot = (uint32_t)(x.acc - ch[tr_chunk_of(x)].acc0);
+  const uint32_t slot = (uint32_t)(x.acc - ch[tr_chunk_of(x, WORK ? WORK : W)].acc0);
   if (r == 0 && q == cand_ptr[t]) acc_loc[u] = (uint16_t)slot;
   if (hl < 0) {
     if (r == 0) {
@@ -275,6 +425,21 @@ static __global__ void k_fill_hits(tr_dview A, tr_dview B, int64_t np, const int
     e.loc = loc;
     hits[h++] = e;
   }
+}
+
+static int tr_launch_fill_hits(const struct tr_cuda_spgemm *P, const tilerap_tile_matrix *A,
+                               const tilerap_tile_matrix *B, const tilerap_tile_matrix *C, int64_t np,
+                               const int32_t *pair_cand, const int32_t *cand_ptr, const int32_t *pair_a,
+                               const int32_t *pair_b, const int32_t *hloc, const tr_scan *sc)
+{
+#define TR_FILL(WORK)                                                                                               \
+  k_fill_hits<WORK><<<tr_blocks(16 * np, 128), 128, 0, P->stream>>>(                                                \
+      tr_view(A), tr_view(B), np, pair_cand, cand_ptr, pair_a, pair_b, hloc, sc, P->chunks, P->chunk_work,         \
+      C->row_mask, C->row_ptr, P->dense_threshold, P->hits, P->tcs, P->acc_loc)
+  if (P->chunk_work == TR_CHUNK_WORK) TR_FILL(TR_CHUNK_WORK);
+  else TR_FILL(0);
+#undef TR_FILL
+  return tr_cuda_check_launch("hits");
 }
 
 static __global__ void k_zero_tile_ptr(int32_t tile_rows, int64_t *tile_ptr, int64_t *tile_off)
@@ -330,11 +495,13 @@ int tr_cuda_step2_masks(const tilerap_tile_matrix *A, const tilerap_tile_matrix 
 {
   cudaStream_t s = tmp->s;
   const int32_t TR = A->tile_rows;
-  const int64_t np = cand->npairs;
+  const int rows = cand->path == TR_PATH_ROWS_SMALL; /* counts read back below */
+  const int pos = cand->path != TR_PATH_SORTED;     /* candidates numbered by pair position */
+  int64_t np = cand->npairs;
   tilerap_tile_matrix *C = NULL;
   int err = TILERAP_SUCCESS;
   *ncand_out = *pairs_out = *flops_out = *dense_out = *tc_out = 0;
-  if (np == 0) { /* no pair: C has no tile */
+  if (!rows && np == 0) { /* no pair: C has no tile */
     TRY(tr_cuda_tile_new(A->m, B->n, 0, 0, s, &C));
     k_zero_tile_ptr<<<tr_blocks((int64_t)TR + 1, 256), 256, 0, s>>>(TR, C->tile_ptr, C->tile_off);
     TRY(tr_cuda_check_launch("step 2 empty C"));
@@ -346,55 +513,102 @@ int tr_cuda_step2_masks(const tilerap_tile_matrix *A, const tilerap_tile_matrix 
     return tilerap_set_error(TILERAP_ERR_OVERFLOW, "CUDA SpGEMM: operands with %lld and %lld entries (engine limit 2^32)",
                              (long long)A->nnz, (long long)B->nnz);
   {
-    /* Candidates number at most np; for small products the grid is sized by
-     * that bound (kernels read the true count on the device), saving a
-     * host synchronisation; for large ones the count is read back to keep
-     * the scan arrays small. */
-    int64_t ncap = np;
-    if (np > 65536) {
+    /* Candidates number at most the pairs (the row path: at most its
+     * bound); for small products the grid is sized by that bound (kernels
+     * read the true count on the device), saving a host synchronisation;
+     * for large ones the count is read back to keep the scan arrays small. */
+    int64_t ncap = rows ? cand->cap : np;
+    if (!pos && np > 65536) {
       int32_t nc = 0;
-      TRY_CU(cudaMemcpyAsync(&nc, cand->d_ncand, sizeof nc, cudaMemcpyDeviceToHost, s), "step 2 candidate count");
-      TRY_CU(cudaStreamSynchronize(s), "step 2 candidate count");
+      TRY(tr_readback(&nc, cand->d_ncand, sizeof nc, s, "step 2 candidate count"));
       ncap = nc;
     }
-    uint16_t *cmask;
-    int32_t *hloc;
-    tr_scan *sc_in, *sc;
-    tr_totals *tot;
-    TRY(tr_tmp_alloc(tmp, (void **)&cmask, 16 * (size_t)ncap * sizeof(uint16_t), "step 2 masks"));
-    TRY(tr_tmp_alloc(tmp, (void **)&hloc, (size_t)np * sizeof(int32_t), "step 2 hit offsets"));
-    TRY(tr_tmp_alloc(tmp, (void **)&sc_in, ((size_t)ncap + 1) * sizeof(tr_scan), "step 2 counts"));
-    TRY(tr_tmp_alloc(tmp, (void **)&sc, ((size_t)ncap + 1) * sizeof(tr_scan), "step 2 offsets"));
-    TRY(tr_tmp_alloc(tmp, (void **)&tot, sizeof(tr_totals), "step 2 totals"));
-    TRY_CU(cudaMemsetAsync(tot, 0, sizeof(tr_totals), s), "step 2 totals");
-    k_masks<<<tr_blocks(16 * (ncap + 1), TR_MASKS_THREADS), TR_MASKS_THREADS, 0, s>>>(
-        tr_view(A), tr_view(B), ncap, cand->d_ncand, cand->cand_ptr, cand->pair_a, cand->pair_b, plan->dense_threshold,
-        plan->tc_threshold, cmask, hloc, sc_in, tot);
-    TRY(tr_cuda_check_launch("step 2 masks"));
+    const int64_t hcap = rows ? cand->cap : np; /* pair-indexed arrays */
+    const int small_scan = ncap + 1 <= TR_SCAN_SMALL_MAX;
     size_t tb = 0;
-    tr_scan zero = {0, 0, 0, 0, 0, 0};
-    TRY_CU(cub::DeviceScan::ExclusiveScan(NULL, tb, sc_in, sc, tr_scan_add(), zero, ncap + 1, s), "step 2 scan");
-    void *ts;
-    TRY(tr_tmp_alloc(tmp, &ts, tb, "step 2 scan storage"));
-    TRY_CU(cub::DeviceScan::ExclusiveScan(ts, tb, sc_in, sc, tr_scan_add(), zero, ncap + 1, s), "step 2 scan");
+    const tr_scan zero = {0, 0, 0, 0, 0, 0};
+    if (!small_scan)
+      TRY_CU(cub::DeviceScan::ExclusiveScan(NULL, tb, (tr_scan *)NULL, (tr_scan *)NULL, tr_scan_add(), zero, ncap + 1, s),
+             "step 2 scan");
+    /* two allocations: what a plan that walks its pairs keeps (hit
+     * offsets, scan records, candidate tiles), and scratch */
+    tr_group kg, xg;
+    memset(&kg, 0, sizeof kg);
+    memset(&xg, 0, sizeof xg);
+    const int i_hloc = tr_group_add(&kg, (size_t)hcap * sizeof(int32_t));
+    const int i_sc = tr_group_add(&kg, ((size_t)ncap + 1) * sizeof(tr_scan));
+    const int i_ct = tr_group_add(&kg, ((size_t)ncap + 1) * sizeof(int32_t));
+    const int i_cmask = tr_group_add(&xg, 16 * (size_t)ncap * sizeof(uint16_t));
+    const int i_scin = tr_group_add(&xg, ((size_t)ncap + 1) * sizeof(tr_scan));
+    const int i_ks = tr_group_add(&xg, ((size_t)ncap + 1) * sizeof(tr_scan)); /* kept tiles <= candidates */
+    const int i_tot = tr_group_add(&xg, sizeof(tr_totals));
+    const int i_rb = tr_group_add(&xg, sizeof(tr_rb));
+    const int i_ts = tr_group_add(&xg, tb);
+    TRY(tr_group_alloc(&kg, tmp, s, "step 2 offsets"));
+    TRY(tr_group_alloc(&xg, tmp, s, "step 2 masks"));
+    int32_t *hloc = (int32_t *)tr_group_at(&kg, i_hloc);
+    tr_scan *sc = (tr_scan *)tr_group_at(&kg, i_sc), *sc_in = (tr_scan *)tr_group_at(&xg, i_scin);
+    tr_scan *ks = (tr_scan *)tr_group_at(&xg, i_ks);
+    uint16_t *cmask = (uint16_t *)tr_group_at(&xg, i_cmask);
+    /* the row path's step 1 zeroed room for the totals */
+    static_assert(sizeof(tr_totals) <= TR_STEP1_ZERO, "step 1 zeroes the totals");
+    tr_totals *tot = rows ? (tr_totals *)cand->d_zero : (tr_totals *)tr_group_at(&xg, i_tot);
+    if (!rows) TRY_CU(cudaMemsetAsync(tot, 0, sizeof(tr_totals), s), "step 2 totals");
+    /* a block per candidate where C's tile grid is small (few candidates)
+     * or the candidates have many pairs on average (P^T (AP)) */
+    const int64_t grid = (int64_t)(TR > 0 ? TR : 1) * (B->tile_cols > 0 ? B->tile_cols : 1);
+    const bool long_rows = !pos && (double)np >= TR_WIDE_PAIRS * (double)ncap && ncap <= TR_WIDE_CANDS;
+    if ((grid <= TR_WIDE_GRID && ncap + 1 <= TR_WIDE_GRID * 64) || (long_rows && !tr_env_narrow()))
+      k_masks_wide<<<(unsigned)(ncap + 1), TR_MASKS_THREADS, 0, s>>>(
+          tr_view(A), tr_view(B), ncap, cand->d_ncand, cand->cand_ptr, cand->pair_a, cand->pair_b,
+          plan->dense_threshold, plan->tc_threshold, cmask, hloc, sc_in, tot);
+    else
+      k_masks<<<tr_blocks(16 * (ncap + 1), TR_MASKS_THREADS), TR_MASKS_THREADS, 0, s>>>(
+          tr_view(A), tr_view(B), ncap, cand->d_ncand, cand->cand_ptr, cand->pair_a, cand->pair_b,
+          plan->dense_threshold, plan->tc_threshold, cmask, hloc, sc_in, tot);
+    TRY(tr_cuda_check_launch("step 2 masks"));
+    tr_rb *rb = (tr_rb *)tr_group_at(&xg, i_rb);
+    const int64_t *stats = pos ? cand->d_stats : NULL;
+    if (small_scan) {
+      k_scan_small<<<1, TR_SCAN_SMALL_THREADS, 0, s>>>(ncap + 1, sc_in, sc, rb, tot, stats, cand->d_ncand);
+      TRY(tr_cuda_check_launch("step 2 scan"));
+    } else {
+      TRY_CU(cub::DeviceScan::ExclusiveScan(tr_group_at(&xg, i_ts), tb, sc_in, sc, tr_scan_add(), zero, ncap + 1, s),
+             "step 2 scan");
+      k_readback<<<1, 1, 0, s>>>(rb, sc + ncap, tot, stats, cand->d_ncand);
+      TRY(tr_cuda_check_launch("step 2 read-back"));
+    }
 
-    /* the one read-back of plan creation's second half: sizes of C */
-    struct {
-      tr_scan last;
-      tr_totals tot;
-      int32_t ncand;
-    } h;
-    TRY_CU(cudaMemcpyAsync(&h.last, sc + ncap, sizeof h.last, cudaMemcpyDeviceToHost, s), "step 2 totals");
-    TRY_CU(cudaMemcpyAsync(&h.tot, tot, sizeof h.tot, cudaMemcpyDeviceToHost, s), "step 2 totals");
-    TRY_CU(cudaMemcpyAsync(&h.ncand, cand->d_ncand, sizeof h.ncand, cudaMemcpyDeviceToHost, s), "step 2 totals");
-    TRY_CU(cudaStreamSynchronize(s), "step 2 totals");
+    /* the one read-back of plan creation's second half: sizes of C (and
+     * on the row paths step 1's counts) */
+    tr_rb h;
+    TRY(tr_readback(&h, rb, sizeof h, s, "step 2 totals"));
+    TR_MARK("step2 totals");
+    if (rows) {
+      if (!h.stats[2]) return TR_STEP1_RETRY; /* the temporaries go with tmp */
+      np = h.stats[0];
+    }
+    if (pos) h.ncand = (int32_t)h.stats[3];
     const int64_t ntiles = h.last.tiles, nnz = h.last.nnz, kpairs = h.last.pairs, nhits = h.last.hits, ntc = h.last.tc;
     if (h.tot.maxhits > (unsigned long long)INT32_MAX) {
       err = tilerap_set_error(TILERAP_ERR_OVERFLOW, "CUDA SpGEMM: a C tile has %llu hits (engine limit 2^31)",
                               h.tot.maxhits);
       goto fail;
     }
-    const int64_t nchunks = ntiles > 0 ? (nhits + h.last.acc + TR_TC_WORK * ntc) / TR_CHUNK_WORK + 1 : 0;
+    /* chunk work: TR_CHUNK_WORK, less where that leaves the GPU idle */
+    const int64_t work = nhits + h.last.acc + TR_TC_WORK * ntc;
+    int W = TR_CHUNK_WORK;
+    {
+      int nsm = 0, dev = 0;
+      if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&nsm, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess ||
+          nsm <= 0)
+        nsm = 132;
+      (void)cudaGetLastError();
+      const int64_t want = work / ((int64_t)TR_CHUNK_SPREAD * nsm);
+      if (want < W) W = want < TR_CHUNK_MIN ? TR_CHUNK_MIN : (int)((want + 31) & ~31);
+    }
+    plan->chunk_work = W;
+    const int64_t nchunks = ntiles > 0 ? work / W + 1 : 0;
     /* hits later (second numeric run) or never (one-shot): the numeric
      * phase walks the pairs until then, when a lane's walk is short (a lane
      * sums its row's products alone: on denser coarse operators, 100+
@@ -411,44 +625,42 @@ int tr_cuda_step2_masks(const tilerap_tile_matrix *A, const tilerap_tile_matrix 
     const int no_hits = plan->pairs_walk && plan->one_shot;
 
     TRY(tr_cuda_tile_new(A->m, B->n, ntiles, nnz, s, &C));
-    if (!no_hits) {
-      TRY(tr_dalloc((void **)&plan->hits, (size_t)nhits * sizeof(tr_hit), s, "plan hits"));
-      TRY(tr_dalloc((void **)&plan->tcs, (size_t)ntc * sizeof(tr_tc), s, "plan tensor-core pairs"));
-      TRY(tr_dalloc((void **)&plan->chunks, (size_t)nchunks * sizeof(tr_chunk), s, "plan chunks"));
-      TRY(tr_dalloc((void **)&plan->acc_loc, (size_t)ntiles * sizeof(uint16_t), s, "plan tile slots"));
+    if (!no_hits && nhits + ntc + nchunks > 0) { /* the plan's arrays */
+      tr_group *pg = &plan->arrays;
+      memset(pg, 0, sizeof *pg);
+      const int i_hits = tr_group_add(pg, (size_t)nhits * sizeof(tr_hit));
+      const int i_tcs = tr_group_add(pg, (size_t)ntc * sizeof(tr_tc));
+      const int i_ch = tr_group_add(pg, (size_t)nchunks * sizeof(tr_chunk));
+      const int i_al = tr_group_add(pg, (size_t)ntiles * sizeof(uint16_t));
+      TRY(tr_group_alloc(pg, NULL, s, "plan hits"));
+      plan->hits = (tr_hit *)tr_group_at(pg, i_hits);
+      plan->tcs = (tr_tc *)tr_group_at(pg, i_tcs);
+      plan->chunks = (tr_chunk *)tr_group_at(pg, i_ch);
+      plan->acc_loc = (uint16_t *)tr_group_at(pg, i_al);
     }
-    tr_scan *ks;
-    TRY(tr_tmp_alloc(tmp, (void **)&ks, ((size_t)ntiles + 1) * sizeof(tr_scan), "step 2 kept tiles"));
-    int32_t *cand_tile = NULL;
-    if (plan->pairs_walk) TRY(tr_tmp_alloc(tmp, (void **)&cand_tile, ((size_t)ncap + 1) * sizeof(int32_t), "step 2 candidate tiles"));
-
-    k_build<<<tr_blocks(16 * (ncap + 1), 128), 128, 0, s>>>(cand->d_ncand, cand->cand_col, cmask, sc, C->tile_col,
-                                                             C->tile_off, C->row_mask, C->row_ptr, C->idx, ks,
-                                                             cand_tile);
+    int32_t *cand_tile = plan->pairs_walk ? (int32_t *)tr_group_at(&kg, i_ct) : NULL;
+    const int64_t nw = ntiles > 0 && !no_hits ? nchunks * (int64_t)(sizeof(tr_chunk) / 8) : 0;
+    static_assert(sizeof(tr_chunk) % 8 == 0, "chunks are zeroed in 8-byte words");
+    k_build<<<tr_blocks(16 * (ncap + 1), 128), 128, 0, s>>>(
+        cand->d_ncand, cand->cand_col, cmask, sc, C->tile_col, C->tile_off, C->row_mask, C->row_ptr, C->idx, ks, cand_tile,
+        TR, cand->row_cand, C->tile_ptr, (unsigned long long *)plan->chunks, nw);
     TRY(tr_cuda_check_launch("step 2 build"));
-    k_tile_ptr<<<tr_blocks((int64_t)TR + 1, 256), 256, 0, s>>>(TR, cand->row_cand, sc, C->tile_ptr);
-    TRY(tr_cuda_check_launch("step 2 tile pointers"));
-    if (ntiles > 0 && !no_hits) {
-      TRY_CU(cudaMemsetAsync(plan->chunks, 0, (size_t)nchunks * sizeof(tr_chunk), s), "step 2 chunks");
-      k_chunks<<<tr_blocks(ntiles + 1, 256), 256, 0, s>>>(ntiles, ks, plan->dense_threshold, plan->chunks);
+    if (nw > 0) {
+      k_chunks<<<tr_blocks(ntiles + 1, 256), 256, 0, s>>>(ntiles, ks, plan->dense_threshold, W, plan->chunks);
       TRY(tr_cuda_check_launch("step 2 chunks"));
     }
     plan->np = np;
     plan->ncap = ncap;
-    if (plan->pairs_walk) { /* the plan keeps the pair lists (owned once handed over) */
-#define TR_KEEP(field, ptr) do { TRY(tr_tmp_keep(tmp, (ptr))); plan->field = (ptr); } while (0)
-      TR_KEEP(pair_a, cand->pair_a); TR_KEEP(pair_b, cand->pair_b); TR_KEEP(cand_ptr, cand->cand_ptr);
-      TR_KEEP(cand_tile, cand_tile); TR_KEEP(d_ncand, cand->d_ncand);
-      if (!plan->one_shot) { /* and what the deferred hits read */
-        TR_KEEP(pair_cand, cand->pair_cand); TR_KEEP(hloc, hloc); TR_KEEP(scan, (void *)sc);
-      }
-#undef TR_KEEP
+    if (plan->pairs_walk) { /* the plan keeps step 1's lists and step 2's kept block */
+      TRY(tr_group_keep(tmp, &cand->block));
+      plan->lists = cand->block;
+      TRY(tr_group_keep(tmp, &kg));
+      plan->kept = kg;
+      plan->pair_a = cand->pair_a; plan->pair_b = cand->pair_b; plan->cand_ptr = cand->cand_ptr;
+      plan->d_ncand = cand->d_ncand; plan->pair_cand = cand->pair_cand;
+      plan->cand_tile = cand_tile; plan->hloc = hloc; plan->scan = sc;
     } else if (ntiles > 0) {
-      k_fill_hits<<<tr_blocks(16 * np, 128), 128, 0, s>>>(tr_view(A), tr_view(B), np, cand->pair_cand, cand->cand_ptr,
-                                                          cand->pair_a, cand->pair_b, hloc, sc, plan->chunks,
-                                                          C->row_mask, C->row_ptr, plan->dense_threshold, plan->hits,
-                                                          plan->tcs, plan->acc_loc);
-      TRY(tr_cuda_check_launch("step 2 hits"));
+      TRY(tr_launch_fill_hits(plan, A, B, C, np, cand->pair_cand, cand->cand_ptr, cand->pair_a, cand->pair_b, hloc, sc));
     }
     plan->c_tiles = ntiles;
     plan->c_nnz = nnz;
@@ -472,8 +684,6 @@ int tr_cuda_step2_fill_hits(const struct tr_cuda_spgemm *P, const tilerap_tile_m
                             const tilerap_tile_matrix *C)
 {
   if (!P->scan || !P->hits) return tilerap_set_error(TILERAP_ERR_INVALID, "internal: plan kept no pair lists for its hits");
-  k_fill_hits<<<tr_blocks(16 * P->np, 128), 128, 0, P->stream>>>(
-      tr_view(A), tr_view(B), P->np, P->pair_cand, P->cand_ptr, P->pair_a, P->pair_b, P->hloc, (const tr_scan *)P->scan,
-      P->chunks, C->row_mask, C->row_ptr, P->dense_threshold, P->hits, P->tcs, P->acc_loc);
-  return tr_cuda_check_launch("deferred hits");
+  return tr_launch_fill_hits(P, A, B, C, P->np, P->pair_cand, P->cand_ptr, P->pair_a, P->pair_b, P->hloc,
+                             (const tr_scan *)P->scan);
 }

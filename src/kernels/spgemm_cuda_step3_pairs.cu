@@ -17,28 +17,31 @@
 #define TR_PAIRS_THREADS 128
 
 /* What lane r needs of pair (a, b) before it sums: its row's entries in
- * A's tile [ao + e0, ao + e1), B's tile b at bo with blen entries. */
+ * A's tile [ao + e0, ao + e1), B's tile b at bo with blen entries and
+ * its 16 row pointers (in registers: an A entry's B row then costs no
+ * load of its own). */
 typedef struct {
-  int64_t b, ao, bo;
+  int64_t ao, bo;
   int e0, e1, blen;
+  uint32_t brp[4];
 } tr_pair_at;
-static __device__ __forceinline__ tr_pair_at tr_pair_load(const tr_dview &A, const tr_dview &B, int64_t a, int64_t b,
-                                                          int r)
+static __device__ __forceinline__ tr_pair_at tr_pair_load(const tr_dview &A, const tr_dview &B, bool bvec, int64_t a,
+                                                          int64_t b, int r)
 {
   tr_pair_at x;
-  x.b = b;
   x.ao = A.tile_off[a];
   x.e0 = A.row_ptr[16 * a + r];
   x.e1 = r < 15 ? A.row_ptr[16 * a + r + 1] : (int)(A.tile_off[a + 1] - x.ao);
   x.bo = B.tile_off[b];
   x.blen = (int)(B.tile_off[b + 1] - x.bo);
+  tr_tile_rowptr(B.row_ptr, b, bvec, x.brp);
   return x;
 }
 
 static __global__ void __launch_bounds__(TR_PAIRS_THREADS)
     k_numeric_pairs(const int32_t *__restrict__ d_ncand, const int32_t *__restrict__ cand_ptr,
                     const int32_t *__restrict__ cand_tile, const int32_t *__restrict__ pair_a,
-                    const int32_t *__restrict__ pair_b, tr_dview A, tr_dview B, double *__restrict__ cval,
+                    const int32_t *__restrict__ pair_b, tr_dview A, tr_dview B, bool bvec, double *__restrict__ cval,
                     const int64_t *__restrict__ ctile_off, const uint16_t *__restrict__ cmask,
                     const uint8_t *__restrict__ crow_ptr)
 {
@@ -61,26 +64,26 @@ static __global__ void __launch_bounds__(TR_PAIRS_THREADS)
    * of the chain instead of three.  The sums keep their order. */
   const int32_t p0 = cand_ptr[t], p1 = cand_ptr[t + 1];
   int64_t an = 0, bn = 0;
-  tr_pair_at cur = {0, 0, 0, 0, 0, 0};
+  tr_pair_at cur = {0, 0, 0, 0, 0, {0, 0, 0, 0}};
   if (p0 < p1) {
     if (p0 + 1 < p1) { an = pair_a[p0 + 1]; bn = pair_b[p0 + 1]; }
-    cur = tr_pair_load(A, B, pair_a[p0], pair_b[p0], r);
+    cur = tr_pair_load(A, B, bvec, pair_a[p0], pair_b[p0], r);
   }
   for (int32_t p = p0; p < p1; p++) {
     /* next pair: offsets of pair p+1, tile numbers of pair p+2 */
     int64_t an2 = 0, bn2 = 0;
-    tr_pair_at nxt = {0, 0, 0, 0, 0, 0};
+    tr_pair_at nxt = {0, 0, 0, 0, 0, {0, 0, 0, 0}};
     if (p + 1 < p1) {
       if (p + 2 < p1) { an2 = pair_a[p + 2]; bn2 = pair_b[p + 2]; }
-      nxt = tr_pair_load(A, B, an, bn, r);
+      nxt = tr_pair_load(A, B, bvec, an, bn, r);
     }
-    const int64_t b = cur.b, ao = cur.ao, bo = cur.bo;
+    const int64_t ao = cur.ao, bo = cur.bo;
     const int e0 = cur.e0, e1 = cur.e1, blen = cur.blen;
     for (int e = e0; e < e1; e++) {
       const int k = aidx[ao + e] & 15;
       const double x = aval[ao + e];
-      const int f1 = k < 15 ? B.row_ptr[16 * b + k + 1] : blen;
-      for (int f = B.row_ptr[16 * b + k]; f < f1; f++) {
+      const int f1 = k < 15 ? tr_pick8(cur.brp, k + 1) : blen;
+      for (int f = tr_pick8(cur.brp, k); f < f1; f++) {
         const int c = bidx[bo + f] & 15;
         acc[c] = __dadd_rn(acc[c], __dmul_rn(x, bval[bo + f]));
       }
@@ -102,7 +105,7 @@ int tr_cuda_step3_pairs(const struct tr_cuda_spgemm *P, const tilerap_tile_matri
 {
   if (P->c_tiles <= 0 || P->ncap <= 0) return TILERAP_SUCCESS;
   k_numeric_pairs<<<tr_blocks(16 * P->ncap, TR_PAIRS_THREADS), TR_PAIRS_THREADS, 0, P->stream>>>(
-      P->d_ncand, P->cand_ptr, P->cand_tile, P->pair_a, P->pair_b, tr_view(A), tr_view(B), C->val, C->tile_off,
+      P->d_ncand, P->cand_ptr, P->cand_tile, P->pair_a, P->pair_b, tr_view(A), tr_view(B), tr_vec_ok(B), C->val, C->tile_off,
       C->row_mask, C->row_ptr);
   return tr_cuda_check_launch("numeric on the pairs");
 }

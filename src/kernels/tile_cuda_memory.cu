@@ -7,7 +7,9 @@
  * Copies run on the legacy default stream; for non-blocking user streams
  * the plan code orders its kernels against it with events. */
 #include "spgemm_cuda.cuh"
+#include <chrono>
 #include <mutex>
+#include <stdio.h>
 
 int tr_cuda_error(cudaError_t e, const char *what)
 {
@@ -21,6 +23,77 @@ int tr_cuda_check_launch(const char *what)
 {
   cudaError_t e = cudaGetLastError();
   return e == cudaSuccess ? TILERAP_SUCCESS : tilerap_set_error(TILERAP_ERR_CUDA, "launch of %s failed: %s", what, cudaGetErrorString(e));
+}
+
+/* ---------------------------------------------------------------- trace */
+static int tr_trace_env(void)
+{
+  const char *e = getenv("TILERAP_TRACE");
+  return e && *e && strcmp(e, "0");
+}
+int tr_trace_on = tr_trace_env();
+#define TR_TRACE_MAX 64
+static thread_local struct {
+  const char *label[TR_TRACE_MAX];
+  double t[TR_TRACE_MAX];
+  int n;
+} tr_tr;
+static double tr_now_us(void)
+{
+  return 1e-3 * (double)std::chrono::duration_cast<std::chrono::nanoseconds>(
+                    std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+void tr_trace(const char *label)
+{
+  if (tr_tr.n < TR_TRACE_MAX) { tr_tr.label[tr_tr.n] = label; tr_tr.t[tr_tr.n++] = tr_now_us(); }
+}
+void tr_trace_flush(const char *what)
+{
+  if (tr_tr.n > 1) {
+    fprintf(stderr, "tilerap trace %s (us): total %.1f |", what, tr_tr.t[tr_tr.n - 1] - tr_tr.t[0]);
+    for (int i = 1; i < tr_tr.n; i++) fprintf(stderr, " %s %.1f", tr_tr.label[i], tr_tr.t[i] - tr_tr.t[i - 1]);
+    fprintf(stderr, "\n");
+  }
+  tr_tr.n = 0;
+}
+
+/* ---------------------------------------------------------------- read-backs */
+/* A cudaMemcpyAsync into pageable memory waits for the stream, so plans
+ * read their counts back through a small pinned buffer of the calling
+ * thread (allocated once, kept for the thread's life): one copy, one
+ * synchronisation. */
+/* freed when the thread ends (errors ignored: at process exit the CUDA
+ * runtime may be gone first) */
+struct tr_pinned_holder {
+  void *p = NULL;
+  ~tr_pinned_holder()
+  {
+    if (p) (void)cudaFreeHost(p);
+  }
+};
+static thread_local tr_pinned_holder tr_pinned_buf;
+static int tr_pinned_scratch(size_t bytes, void **p)
+{
+  *p = NULL;
+  if (bytes > TR_PINNED_SCRATCH) return tilerap_set_error(TILERAP_ERR_INVALID, "internal: read-back of %zu bytes", bytes);
+  if (!tr_pinned_buf.p) {
+    cudaError_t e = cudaHostAlloc(&tr_pinned_buf.p, TR_PINNED_SCRATCH, cudaHostAllocPortable);
+    if (e != cudaSuccess) { tr_pinned_buf.p = NULL; return tr_cuda_error(e, "pinned read-back buffer"); }
+  }
+  *p = tr_pinned_buf.p;
+  return TILERAP_SUCCESS;
+}
+
+int tr_readback(void *dst, const void *src, size_t bytes, cudaStream_t s, const char *what)
+{
+  void *h;
+  int err = tr_pinned_scratch(bytes, &h);
+  if (err) return err;
+  cudaError_t e = cudaMemcpyAsync(h, src, bytes, cudaMemcpyDeviceToHost, s);
+  if (e == cudaSuccess) e = cudaStreamSynchronize(s);
+  if (e != cudaSuccess) return tr_cuda_error(e, what);
+  memcpy(dst, h, bytes);
+  return TILERAP_SUCCESS;
 }
 
 /* ---------------------------------------------------------------- pool */
@@ -100,6 +173,43 @@ int tr_tmp_keep(tr_tmp *t, void *p)
 }
 
 int tr_dfree_is_async(void) { return tr_pool() != NULL; }
+
+int tr_group_alloc(tr_group *g, tr_tmp *t, cudaStream_t s, const char *what)
+{
+  int err = TILERAP_SUCCESS;
+  g->np = 0;
+  if (g->overflow) return tilerap_set_error(TILERAP_ERR_INVALID, "internal: more than %d arrays in %s", TR_GROUP_MAX, what);
+  if (g->total <= TR_GROUP_ONE_BLOCK) {
+    void *b = NULL;
+    err = t ? tr_tmp_alloc(t, &b, g->total, what) : tr_dalloc(&b, g->total, s, what);
+    if (!err) { g->p[0] = b; g->np = 1; }
+    return err;
+  }
+  for (int i = 0; i < g->n && !err; i++) {
+    void *b = NULL;
+    err = t ? tr_tmp_alloc(t, &b, g->bytes[i], what) : tr_dalloc(&b, g->bytes[i], s, what);
+    g->p[i] = b;
+    g->np = i + 1;
+  }
+  if (err && !t) tr_group_free(g, s);
+  return err;
+}
+
+int tr_group_keep(tr_tmp *t, const tr_group *g)
+{
+  for (int i = 0; i < g->np; i++)
+    if (g->p[i]) {
+      int err = tr_tmp_keep(t, g->p[i]);
+      if (err) return err;
+    }
+  return TILERAP_SUCCESS;
+}
+
+void tr_group_free(tr_group *g, cudaStream_t s)
+{
+  for (int i = 0; i < g->np; i++) tr_dfree(g->p[i], s);
+  memset(g, 0, sizeof *g);
+}
 
 void tr_tmp_free_all(tr_tmp *t)
 {

@@ -7,6 +7,7 @@
  * masks (lane c builds new row c) and moves idx/val/perm. */
 #include "spgemm_cuda.cuh"
 #include <cub/cub.cuh>
+#include <stdlib.h>
 
 static __global__ void k_t_rows(const int64_t *tile_ptr, int32_t tile_rows, const int32_t *tile_col, int64_t nt,
                                 int32_t *trow, int32_t *iota, unsigned long long *hist)
@@ -66,6 +67,60 @@ static __global__ void k_t_tiles(int64_t nt, const int32_t *src_of, tr_dview T, 
   }
 }
 
+/* Small matrices (coarse levels): T^T's tile order, tile_col, tile_ptr
+ * and tile_off in one block instead of a histogram, a radix sort and
+ * three scans (six kernels, three CUB dispatches).  Tiles are sorted by
+ * (column, row, tile number) in shared memory, which keeps tile rows of
+ * T ascending inside each new tile row, as the sorted path does. */
+#define TR_T_SMALL_TILES 4096 /* tile numbers below 2^12 */
+#define TR_T_SMALL_ROWS (1 << 20)
+#define TR_T_SMALL_THREADS 512
+static __global__ void __launch_bounds__(TR_T_SMALL_THREADS)
+    k_t_small(const int64_t *tile_ptr, int32_t tile_rows, const int32_t *tile_col, const int64_t *tile_off, int64_t nt,
+              int32_t tt_rows, int32_t *src_of, int64_t *tt_ptr, int32_t *tt_col, int64_t *tt_off)
+{
+  typedef cub::BlockScan<int64_t, TR_T_SMALL_THREADS> scan_t;
+  __shared__ unsigned long long key[TR_T_SMALL_TILES]; /* column << 32 | row << 12 | tile */
+  __shared__ typename scan_t::TempStorage tmp;
+  const int n = (int)nt;
+  int n2 = 1;
+  while (n2 < n) n2 <<= 1;
+  for (int I = threadIdx.x; I < tile_rows; I += TR_T_SMALL_THREADS)
+    for (int64_t t = tile_ptr[I]; t < tile_ptr[I + 1]; t++) {
+      key[t] = (unsigned long long)(uint32_t)tile_col[t] << 32 | (uint32_t)I << 12 | (uint32_t)t;
+    }
+  for (int q = n + threadIdx.x; q < n2; q += TR_T_SMALL_THREADS) key[q] = ~0ull;
+  __syncthreads();
+  tr_block_bitonic_sort<TR_T_SMALL_THREADS>(key, n2);
+  /* tile_ptr of T^T: tiles of columns below J */
+  for (int J = threadIdx.x; J <= tt_rows; J += TR_T_SMALL_THREADS) {
+    int lo = 0, hi = n;
+    while (lo < hi) {
+      const int mid = (lo + hi) >> 1;
+      if ((int64_t)(key[mid] >> 32) < J) lo = mid + 1;
+      else hi = mid;
+    }
+    tt_ptr[J] = lo;
+  }
+  /* new tile u: source tile, tile column (old row), entry offset */
+  const int per = (n + TR_T_SMALL_THREADS - 1) / TR_T_SMALL_THREADS;
+  const int u0 = min(n, per * (int)threadIdx.x), u1 = min(n, u0 + per);
+  int64_t sum = 0, total;
+  for (int u = u0; u < u1; u++) {
+    const int32_t t = (int32_t)(key[u] & 4095u);
+    sum += tile_off[t + 1] - tile_off[t];
+  }
+  scan_t(tmp).ExclusiveSum(sum, sum, total);
+  for (int u = u0; u < u1; u++) {
+    const int32_t t = (int32_t)(key[u] & 4095u);
+    src_of[u] = t;
+    tt_col[u] = (int32_t)((uint32_t)key[u] >> 12);
+    tt_off[u] = sum;
+    sum += tile_off[t + 1] - tile_off[t];
+  }
+  if (threadIdx.x == 0) tt_off[n] = total;
+}
+
 static __global__ void k_t_empty(int32_t tile_rows, int64_t *tile_ptr, int64_t *tile_off)
 {
   int32_t I = blockIdx.x * blockDim.x + threadIdx.x;
@@ -90,6 +145,13 @@ static int tr_bits(int64_t x)
   return b;
 }
 
+/* TILERAP_TRANSPOSE_SORT=1: small matrices too take the sorted path (comparisons) */
+static bool tr_env_transpose_sort(void)
+{
+  const char *e = getenv("TILERAP_TRANSPOSE_SORT");
+  return e && *e && strcmp(e, "0");
+}
+
 extern "C" int tr_cuda_tile_transpose(const tilerap_tile_matrix *T, tilerap_tile_matrix **Tt_out, int64_t **perm_out,
                                       void *stream)
 {
@@ -102,34 +164,46 @@ extern "C" int tr_cuda_tile_transpose(const tilerap_tile_matrix *T, tilerap_tile
   const int64_t nt = T->num_tiles;
   int err = tr_order_after_legacy(s);
   if (err) return err;
+  TR_MARK("transpose start");
   TRY(tr_cuda_tile_new(T->n, T->m, nt, T->nnz, s, &Tt));
   if (perm_out) TRY(tr_dalloc((void **)&perm, (size_t)T->nnz * sizeof(int64_t), s, "transpose permutation"));
   if (nt == 0) {
     k_t_empty<<<tr_blocks((int64_t)Tt->tile_rows + 1, 256), 256, 0, s>>>(Tt->tile_rows, Tt->tile_ptr, Tt->tile_off);
     TRY(tr_cuda_check_launch("transpose (empty)"));
+  } else if (nt <= TR_T_SMALL_TILES && T->tile_rows <= TR_T_SMALL_ROWS && !tr_env_transpose_sort()) {
+    int32_t *src_of;
+    TRY(tr_tmp_alloc(&tmp, (void **)&src_of, (size_t)nt * sizeof(int32_t), "transpose order"));
+    k_t_small<<<1, TR_T_SMALL_THREADS, 0, s>>>(T->tile_ptr, T->tile_rows, T->tile_col, T->tile_off, nt, Tt->tile_rows,
+                                               src_of, Tt->tile_ptr, Tt->tile_col, Tt->tile_off);
+    TRY(tr_cuda_check_launch("transpose order"));
+    k_t_tiles<<<tr_blocks(16 * nt, 128), 128, 0, s>>>(nt, src_of, tr_view(T), Tt->tile_off, Tt->row_mask, Tt->row_ptr,
+                                                      Tt->idx, Tt->val, perm);
+    TRY(tr_cuda_check_launch("transpose entries"));
   } else {
     const int32_t TC = T->tile_cols; /* tile rows of T^T */
-    int32_t *trow, *iota, *ckey, *src_of;
-    unsigned long long *hist;
-    int64_t *len;
-    TRY(tr_tmp_alloc(&tmp, (void **)&trow, (size_t)nt * sizeof(int32_t), "transpose rows"));
-    TRY(tr_tmp_alloc(&tmp, (void **)&iota, (size_t)nt * sizeof(int32_t), "transpose ids"));
-    TRY(tr_tmp_alloc(&tmp, (void **)&ckey, (size_t)nt * sizeof(int32_t), "transpose keys"));
-    TRY(tr_tmp_alloc(&tmp, (void **)&src_of, (size_t)nt * sizeof(int32_t), "transpose order"));
-    TRY(tr_tmp_alloc(&tmp, (void **)&hist, ((size_t)TC + 1) * sizeof(unsigned long long), "transpose histogram"));
-    TRY(tr_tmp_alloc(&tmp, (void **)&len, ((size_t)nt + 1) * sizeof(int64_t), "transpose lengths"));
+    size_t tb = 0, tb2 = 0, tb3 = 0;
+    const int bits = tr_bits(TC);
+    TRY_CU(cub::DeviceRadixSort::SortPairs(NULL, tb, (const int32_t *)NULL, (int32_t *)NULL, (const int32_t *)NULL,
+                                           (int32_t *)NULL, nt, 0, bits, s), "transpose sort");
+    TRY_CU(cub::DeviceScan::ExclusiveSum(NULL, tb2, (int64_t *)NULL, (int64_t *)NULL, (int64_t)TC + 1, s), "transpose scan");
+    TRY_CU(cub::DeviceScan::ExclusiveSum(NULL, tb3, (int64_t *)NULL, (int64_t *)NULL, nt + 1, s), "transpose scan");
+    if (tb2 > tb) tb = tb2;
+    if (tb3 > tb) tb = tb3;
+    tr_group g;
+    memset(&g, 0, sizeof g);
+    const int i_trow = tr_group_add(&g, (size_t)nt * sizeof(int32_t)), i_iota = tr_group_add(&g, (size_t)nt * sizeof(int32_t));
+    const int i_ckey = tr_group_add(&g, (size_t)nt * sizeof(int32_t)), i_src = tr_group_add(&g, (size_t)nt * sizeof(int32_t));
+    const int i_hist = tr_group_add(&g, ((size_t)TC + 1) * sizeof(unsigned long long));
+    const int i_len = tr_group_add(&g, ((size_t)nt + 1) * sizeof(int64_t)), i_ts = tr_group_add(&g, tb);
+    TRY(tr_group_alloc(&g, &tmp, s, "transpose"));
+    int32_t *trow = (int32_t *)tr_group_at(&g, i_trow), *iota = (int32_t *)tr_group_at(&g, i_iota);
+    int32_t *ckey = (int32_t *)tr_group_at(&g, i_ckey), *src_of = (int32_t *)tr_group_at(&g, i_src);
+    unsigned long long *hist = (unsigned long long *)tr_group_at(&g, i_hist);
+    int64_t *len = (int64_t *)tr_group_at(&g, i_len);
+    void *ts = tr_group_at(&g, i_ts);
     TRY_CU(cudaMemsetAsync(hist, 0, ((size_t)TC + 1) * sizeof(unsigned long long), s), "transpose histogram");
     k_t_rows<<<tr_blocks(T->tile_rows, 128), 128, 0, s>>>(T->tile_ptr, T->tile_rows, T->tile_col, nt, trow, iota, hist);
     TRY(tr_cuda_check_launch("transpose rows"));
-    size_t tb = 0, tb2 = 0, tb3 = 0;
-    const int bits = tr_bits(TC);
-    TRY_CU(cub::DeviceRadixSort::SortPairs(NULL, tb, T->tile_col, ckey, iota, src_of, nt, 0, bits, s), "transpose sort");
-    TRY_CU(cub::DeviceScan::ExclusiveSum(NULL, tb2, (int64_t *)hist, Tt->tile_ptr, (int64_t)TC + 1, s), "transpose scan");
-    TRY_CU(cub::DeviceScan::ExclusiveSum(NULL, tb3, len, Tt->tile_off, nt + 1, s), "transpose scan");
-    if (tb2 > tb) tb = tb2;
-    if (tb3 > tb) tb = tb3;
-    void *ts;
-    TRY(tr_tmp_alloc(&tmp, &ts, tb, "transpose storage"));
     TRY_CU(cub::DeviceRadixSort::SortPairs(ts, tb, T->tile_col, ckey, iota, src_of, nt, 0, bits, s), "transpose sort");
     TRY_CU(cub::DeviceScan::ExclusiveSum(ts, tb, (int64_t *)hist, Tt->tile_ptr, (int64_t)TC + 1, s), "transpose scan");
     k_t_meta<<<tr_blocks(nt + 1, 256), 256, 0, s>>>(nt, src_of, trow, T->tile_off, Tt->tile_col, len);
@@ -140,6 +214,7 @@ extern "C" int tr_cuda_tile_transpose(const tilerap_tile_matrix *T, tilerap_tile
     TRY(tr_cuda_check_launch("transpose entries"));
   }
   tr_tmp_free_all(&tmp);
+  if (tr_trace_on) { tr_trace("transpose"); tr_trace_flush("transpose"); }
   if ((err = tr_order_legacy_after(s))) goto fail;
   *Tt_out = Tt;
   if (perm_out) *perm_out = perm;
