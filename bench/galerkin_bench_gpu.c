@@ -26,6 +26,9 @@
  *   (m8n8k4 or m16n8k16, read at plan creation; run once per shape to
  *   compare them).
  *
+ * --phases  also, per level, the transpose of P, the AP product and the
+ *   P^T (AP) product of a first-time Galerkin product timed apart.
+ *
  * --overhead  the fixed costs a plan pays whatever its size, on this
  *   device: a queued 4-byte memset (a launch), a launch followed by a
  *   stream synchronisation, and a stream-ordered 4 KB allocation and free
@@ -42,6 +45,35 @@
 
 static int reps = 9;
 static int tc_thr[8], ntc = 0, prec_thr = 0;
+static int phases = 0;
+
+/* --phases: the three parts of a first-time Galerkin product timed apart
+ * (device-resident, medians): the tile transpose of P, the AP plan with
+ * its first numeric run, the P^T (AP) plan with its first numeric run. */
+static void run_phases(const tilerap_tile_matrix *dA, const tilerap_tile_matrix *dP, const tilerap_options *o)
+{
+  double t[3][64];
+  for (int r = -1; r < reps; r++) {
+    tilerap_tile_matrix *Pt = NULL, *AP = NULL, *C = NULL;
+    tilerap_spgemm_plan p1 = NULL, p2 = NULL;
+    gpu_tic();
+    TR(tilerap_tile_transpose(dP, &Pt, NULL));
+    double a = gpu_toc();
+    gpu_tic();
+    TR(tilerap_spgemm_plan_create(dA, dP, o, &p1, &AP));
+    TR(tilerap_spgemm_numeric(p1, dA, dP, AP));
+    double b = gpu_toc();
+    gpu_tic();
+    TR(tilerap_spgemm_plan_create(Pt, AP, o, &p2, &C));
+    TR(tilerap_spgemm_numeric(p2, Pt, AP, C));
+    double c = gpu_toc();
+    if (r >= 0) { t[0][r] = a; t[1][r] = b; t[2][r] = c; }
+    tilerap_spgemm_plan_destroy(&p1); tilerap_spgemm_plan_destroy(&p2);
+    tilerap_tile_destroy(&Pt); tilerap_tile_destroy(&AP); tilerap_tile_destroy(&C);
+  }
+  printf("#   phases (first time, ms): transpose of P %.3f | AP plan + numeric %.3f | P^T(AP) plan + numeric %.3f\n",
+         bench_median(t[0], reps), bench_median(t[1], reps), bench_median(t[2], reps));
+}
 
 static void run_case(const char *spec, double bw, cusparseHandle_t h)
 {
@@ -93,6 +125,7 @@ static void run_case(const char *spec, double bw, cusparseHandle_t h)
     med[1] = bench_median(t, reps);
     err[1] = bench_tile_relerr(dC, R);
     tilerap_ptap_plan_destroy(&plan);
+    if (phases) run_phases(dA, dP, &ogpu);
     tilerap_tile_destroy(&dC); tilerap_tile_destroy(&dA); tilerap_tile_destroy(&dP);
 
     /* cuSPARSE */
@@ -339,6 +372,7 @@ int main(int argc, char **argv)
     }
     if (!strcmp(argv[i], "--prec-thr") && i + 1 < argc) { prec_thr = atoi(argv[++i]); continue; }
     if (!strcmp(argv[i], "--overhead")) { overhead = 1; continue; }
+    if (!strcmp(argv[i], "--phases")) { phases = 1; continue; }
     if (nc < 32) cases[nc++] = argv[i];
   }
   if (reps < 1 || reps > 63) reps = 9;

@@ -1,0 +1,156 @@
+#!/bin/bash
+# One call on the GPU machine: the GPU checks, the sanitizer runs and the
+# benchmarks of the CUDA engine (BENCHMARKS.md section 1), from the
+# binaries of a static build tree made on the CPU machine:
+#
+#   mkdir _gpu && cd _gpu && ../configure --without-petsc --without-hypre \
+#       --disable-shared --enable-static && make && make check TESTS=
+#   bench/gpu_session.sh _gpu STEP...
+#
+# steps (in the order given):
+# tests     the GPU set of `make check-gpu` plus the core tests with the
+#           CUDA engine chosen automatically (TAP counts per program)
+# paths     test_gpu_spgemm / test_gpu_ptap again with the large-product
+#           paths forced on small products (TILERAP_STEP1_SORT=radix,
+#           TILERAP_TRANSPOSE_SORT=1), the counted row path alone
+#           (TILERAP_STEP1_SORT=rows), no counted row path (TILERAP_ROWS_MAX=0:
+#           a retry goes to the radix sort), every first run walking, hits
+#           made at plan creation
+# sanitize  compute-sanitizer memcheck / racecheck / synccheck on --quick runs
+# small     galerkin-bench-gpu on coarse-level sized problems, this build
+#           and $BASE_BENCH (an older commit's galerkin-bench-gpu), alternating
+# hier      the same on the five model hierarchies
+# bench     galerkin-bench-gpu --reps 7 on the five model hierarchies
+# phases    the same with --phases
+# trace     TILERAP_TRACE host marks of plan creation on two levels
+# envab     this build with and without the environment setting $AB_ENV
+#           (e.g. AB_ENV=TILERAP_ROWS_MAX=0), alternating twice
+# ncu       kernel durations of galerkin-bench-gpu --reps 1 on $NCU_CASES (ncu.csv)
+# ncuab     the same, tilerap's kernels only, this build and $BASE_BENCH
+#           (ncu_new.csv, ncu_base.csv)
+# Logs go to $OUT (or /tmp/gpu_session); the last lines are a summary.
+set -u
+B=$(cd "${1:?build tree}" && pwd)
+shift
+out=${OUT:-/tmp/gpu_session}
+mkdir -p "$out"
+summary=$out/summary.txt
+: >"$summary"
+note() { echo "$*" | tee -a "$summary"; }
+
+# TAP program: "name: N ok, M not ok, exit E"
+tap() {
+  local label=$1
+  shift
+  local log=$out/tap.tmp
+  "$@" >"$log" 2>&1
+  local rc=$?
+  { echo "=== $label"; cat "$log"; } >>"$out/tests.log"
+  local ok nok
+  ok=$(grep -c '^ok ' "$log")
+  nok=$(grep -c '^not ok ' "$log")
+  note "$label: $ok ok, $nok not ok, exit $rc"
+  [ "$nok" = 0 ] || grep '^not ok' "$log" | head -5 | tee -a "$summary"
+  rm -f "$log"
+}
+
+san() {
+  local tool=$1
+  shift
+  local log=$out/san.tmp
+  compute-sanitizer --tool "$tool" --error-exitcode 9 "$@" >"$log" 2>&1
+  local rc=$?
+  note "compute-sanitizer $tool $(basename "$1") $2: exit $rc | $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$log" | tail -1)"
+  { echo "=== $tool $*"; head -c 200000 "$log"; } >>"$out/sanitize.log"
+  rm -f "$log"
+}
+
+# one galerkin-bench-gpu run: log LOG.log, summary lines prefixed LABEL
+bench_run() {
+  local log=$1 label=$2 cases=$3
+  shift 3
+  "$@" --reps 7 $cases >"$out/run.tmp" 2>&1 || note "$label: exit $?"
+  { echo "== $label"; cat "$out/run.tmp"; } >>"$out/$log.log"
+  grep -E '^p[23]d.* all |tilerap [0-9]+:' "$out/run.tmp" | sed "s/^/$label: /" | tee -a "$summary"
+  rm -f "$out/run.tmp"
+}
+
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | sed 's/^/# device: /' | tee -a "$summary"
+for what in "$@"; do
+  t0=$(date +%s)
+  case $what in
+  tests)
+    for t in test_gpu_spgemm test_gpu_ptap test_gpu_tc test_gpu_errors test_gpu_order test_gpu_convert test_atb \
+      test_spgemm test_ptap test_tile_format test_errors; do
+      tap "$t" "$B/test/$t"
+    done
+    ;;
+  paths)
+    tap "test_gpu_spgemm sorted paths" env TILERAP_STEP1_SORT=radix TILERAP_TRANSPOSE_SORT=1 "$B/test/test_gpu_spgemm"
+    tap "test_gpu_ptap sorted paths" env TILERAP_STEP1_SORT=radix TILERAP_TRANSPOSE_SORT=1 "$B/test/test_gpu_ptap"
+    tap "test_gpu_spgemm counted row path" env TILERAP_STEP1_SORT=rows "$B/test/test_gpu_spgemm"
+    tap "test_gpu_spgemm radix after the small row path" env TILERAP_ROWS_MAX=0 "$B/test/test_gpu_spgemm"
+    tap "test_gpu_ptap counted row path" env TILERAP_STEP1_SORT=rows "$B/test/test_gpu_ptap"
+    tap "test_gpu_spgemm all walk" env TILERAP_CUDA_WALK_MAX=1e9 TILERAP_CUDA_WALK_MEAN=1e9 "$B/test/test_gpu_spgemm"
+    tap "test_gpu_spgemm hits at plan" env TILERAP_CUDA_HITS=plan "$B/test/test_gpu_spgemm"
+    ;;
+  sanitize)
+    san memcheck "$B/test/test_gpu_spgemm" --quick
+    san memcheck "$B/test/test_gpu_ptap" --quick
+    san racecheck "$B/test/test_gpu_spgemm" --quick
+    san racecheck "$B/test/test_gpu_ptap" --quick
+    san synccheck "$B/test/test_gpu_spgemm" --quick
+    ;;
+  small | hier)
+    # new against $BASE_BENCH (a galerkin-bench-gpu of an older commit), alternating twice
+    if [ $what = small ]; then cases="p3d7:8 p2d5:23 p3d7:12 p3d7:34 p2d5:342"; else cases=; fi
+    for i in 1 2; do
+      bench_run "$what" "$what new" "$cases" "$B/bench/galerkin-bench-gpu"
+      [ -z "${BASE_BENCH:-}" ] || bench_run "$what" "$what base" "$cases" "$BASE_BENCH"
+    done
+    ;;
+  envab)
+    # this build with and without $AB_ENV (e.g. TILERAP_ROWS_MAX=0), alternating twice, hierarchies and $AB_CASES
+    for i in 1 2; do
+      bench_run envab "[default]" "${AB_CASES:-}" "$B/bench/galerkin-bench-gpu"
+      bench_run envab "[${AB_ENV:?envab needs AB_ENV=VAR=value}]" "${AB_CASES:-}" env "$AB_ENV" "$B/bench/galerkin-bench-gpu"
+    done
+    ;;
+  ncu)
+    # kernel durations (Nsight Compute) of one first-time product per case in $NCU_CASES
+    for c in ${NCU_CASES:-p3d7:8}; do
+      ncu --clock-control none --metrics gpu__time_duration.sum --csv "$B/bench/galerkin-bench-gpu" --reps 1 $c \
+        >>"$out/ncu.csv" 2>>"$out/ncu.err"
+      note "ncu $c: exit $?"
+    done
+    ;;
+  ncuab)
+    # the same for this build and $BASE_BENCH, tilerap's own kernels only (names k_*)
+    for c in ${NCU_CASES:-p3d7:101}; do
+      for mode in new base; do
+        bin="$B/bench/galerkin-bench-gpu"
+        [ $mode = base ] && bin=${BASE_BENCH:-}
+        [ -n "$bin" ] || continue
+        ncu --clock-control none -k regex:'^k_' --metrics gpu__time_duration.sum --csv "$bin" --reps 1 $c \
+          >"$out/ncu_${mode}.csv" 2>>"$out/ncu.err"
+        note "ncu $mode $c: exit $?"
+      done
+    done
+    ;;
+  trace)
+    # host marks inside plan creation (TILERAP_TRACE): last repetitions of a small level and a mid-size one
+    for c in p3d7:8 p2d5:342; do
+      TILERAP_TRACE=1 "$B/bench/galerkin-bench-gpu" --reps 3 $c >>"$out/trace.log" 2>&1
+      grep 'tilerap trace' "$out/trace.log" | tail -4 | sed "s/^/$c /" | tee -a "$summary"
+    done
+    ;;
+  bench | phases)
+    flag=
+    [ "$what" = phases ] && flag=--phases
+    "$B/bench/galerkin-bench-gpu" --reps 7 $flag >"$out/bench_$what.log" 2>&1 || note "$what: exit $?"
+    grep -E ' all |tilerap [0-9]+:' "$out/bench_$what.log" | tee -a "$summary"
+    ;;
+  *) note "unknown step $what" ;;
+  esac
+  note "# step $what: $(($(date +%s) - t0)) s"
+done
