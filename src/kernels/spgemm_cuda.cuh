@@ -249,13 +249,10 @@ typedef struct {
    * (these three on the small row path only, 0 on the counted one), and
    * the true candidates (info).  Small row path: cap, the lists' capacity
    * in pairs, a bound made on the host, so that no pair count is read
-   * back before step 2; d_zero: TR_STEP1_ZERO bytes zeroed by step 1
-   * for step 2's totals (saves a memset launch).  0 / NULL elsewhere. */
+   * back before step 2.  0 / NULL elsewhere. */
   int64_t cap;
   int64_t *d_stats;
-  void *d_zero;
 } tr_cuda_cand;
-#define TR_STEP1_ZERO 64
 
 /* Row path bounds: the pairs of one tile row of A sorted in one block's
  * shared memory; products whose A has at most TR_ROW_PATH_A_TILES tiles

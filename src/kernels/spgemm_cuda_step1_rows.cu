@@ -31,11 +31,10 @@
 /* Pair offsets of A's tiles in one block: thread t takes a contiguous run
  * of tiles.  stats: pairs, most pairs of one tile row, 1 if the row path
  * takes the product (pairs <= cap and every row sortable), true
- * candidates (counted by k_row_pairs, zeroed here); zero: TR_STEP1_ZERO
- * bytes for step 2. */
+ * candidates (counted by k_row_pairs, zeroed here). */
 static __global__ void __launch_bounds__(TR_OFFSETS_THREADS)
     k_pair_offsets_small(tr_dview A, int32_t tile_rows, int64_t na, tr_dview B, int64_t cap, int64_t row_max,
-                         int64_t *poff, int64_t *stats, unsigned long long *zero)
+                         int64_t *poff, int64_t *stats)
 {
   typedef cub::BlockScan<int64_t, TR_OFFSETS_THREADS> scan_t;
   __shared__ typename scan_t::TempStorage tmp;
@@ -43,7 +42,6 @@ static __global__ void __launch_bounds__(TR_OFFSETS_THREADS)
   const int64_t per = (na + TR_OFFSETS_THREADS - 1) / TR_OFFSETS_THREADS;
   const int64_t a0 = min(na, per * threadIdx.x), a1 = min(na, a0 + per);
   int64_t sum = 0, total;
-  if (threadIdx.x < TR_STEP1_ZERO / 8) zero[threadIdx.x] = 0;
 #pragma unroll 4
   for (int64_t a = a0; a < a1; a++) {
     const int32_t k = A.tile_col[a];
@@ -235,7 +233,6 @@ int tr_cuda_step1_rows(const tilerap_tile_matrix *A, const tilerap_tile_matrix *
   memset(g, 0, sizeof *g);
   const int i_poff = tr_group_add(g, ((size_t)na + 1) * sizeof(int64_t));
   const int i_stats = tr_group_add(g, 4 * sizeof(int64_t));
-  const int i_zero = tr_group_add(g, TR_STEP1_ZERO);
   const int i_lists = tr_group_add(g, (5 * (size_t)cap + 1 + ((size_t)TR + 1) + 1) * sizeof(int32_t));
   TR_RET(tr_group_alloc(g, tmp, s, "step 1 pair lists"));
   int64_t *poff = (int64_t *)tr_group_at(g, i_poff);
@@ -244,12 +241,11 @@ int tr_cuda_step1_rows(const tilerap_tile_matrix *A, const tilerap_tile_matrix *
   c->cap = cap;
   c->npairs = -1;
   c->d_stats = (int64_t *)tr_group_at(g, i_stats);
-  c->d_zero = tr_group_at(g, i_zero);
   /* a tile row has at most (tile columns of A) * (tile columns of B) pairs */
   int64_t most = (int64_t)A->tile_cols * (int64_t)B->tile_cols;
   if (most > cap) most = cap;
   k_pair_offsets_small<<<1, TR_OFFSETS_THREADS, 0, s>>>(tr_view(A), TR, na, tr_view(B), cap, tr_rows_capacity(most),
-                                                        poff, c->d_stats, (unsigned long long *)c->d_zero);
+                                                        poff, c->d_stats);
   TR_RET(tr_cuda_check_launch("step 1 pair offsets"));
   return tr_launch_rows(A, B, poff, -1, most, s, c);
 }

@@ -550,10 +550,8 @@ int tr_cuda_step2_masks(const tilerap_tile_matrix *A, const tilerap_tile_matrix 
     tr_scan *sc = (tr_scan *)tr_group_at(&kg, i_sc), *sc_in = (tr_scan *)tr_group_at(&xg, i_scin);
     tr_scan *ks = (tr_scan *)tr_group_at(&xg, i_ks);
     uint16_t *cmask = (uint16_t *)tr_group_at(&xg, i_cmask);
-    /* the row path's step 1 zeroed room for the totals */
-    static_assert(sizeof(tr_totals) <= TR_STEP1_ZERO, "step 1 zeroes the totals");
-    tr_totals *tot = rows ? (tr_totals *)cand->d_zero : (tr_totals *)tr_group_at(&xg, i_tot);
-    if (!rows) TRY_CU(cudaMemsetAsync(tot, 0, sizeof(tr_totals), s), "step 2 totals");
+    tr_totals *tot = (tr_totals *)tr_group_at(&xg, i_tot);
+    TRY_CU(cudaMemsetAsync(tot, 0, sizeof(tr_totals), s), "step 2 totals");
     /* a block per candidate where C's tile grid is small (few candidates)
      * or the candidates have many pairs on average (P^T (AP)) */
     const int64_t grid = (int64_t)(TR > 0 ? TR : 1) * (B->tile_cols > 0 ? B->tile_cols : 1);
