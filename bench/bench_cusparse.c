@@ -5,6 +5,34 @@
 
 static cudaEvent_t ev0, ev1;
 
+int bench_cusparse_pool(void)
+{
+  static int on = -1;
+  if (on < 0) {
+    const char *s = getenv("BENCH_CUSPARSE_POOL");
+    on = s && s[0] == '1';
+    if (on) { /* the device's default pool, keeping what is freed */
+      cudaMemPool_t pool;
+      int dev = 0;
+      uint64_t keep = UINT64_MAX;
+      CK(cudaGetDevice(&dev));
+      CK(cudaDeviceGetDefaultMemPool(&pool, dev));
+      CK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep));
+    }
+  }
+  return on;
+}
+cudaError_t bench_dmalloc(void **p, size_t bytes)
+{
+  return bench_cusparse_pool() ? cudaMallocAsync(p, bytes, 0) : cudaMalloc(p, bytes);
+}
+void bench_dfree(void *p)
+{
+  if (!p) return;
+  if (bench_cusparse_pool()) cudaFreeAsync(p, 0);
+  else cudaFree(p);
+}
+
 void gpu_tic(void)
 {
   if (!ev0) { CK(cudaEventCreate(&ev0)); CK(cudaEventCreate(&ev1)); }
@@ -32,9 +60,9 @@ void dcsr_upload(const tilerap_csr *A, dcsr *D)
   int *rp = malloc(((size_t)A->m + 1) * sizeof *rp);
   for (int32_t i = 0; i <= A->m; i++) rp[i] = (int)A->rowptr[i];
   D->m = A->m; D->n = A->n; D->nnz = A->nnz;
-  CK(cudaMalloc((void **)&D->rp, ((size_t)A->m + 1) * sizeof(int)));
-  CK(cudaMalloc((void **)&D->ci, (size_t)(A->nnz ? A->nnz : 1) * sizeof(int)));
-  CK(cudaMalloc((void **)&D->v, (size_t)(A->nnz ? A->nnz : 1) * sizeof(double)));
+  CK(bench_dmalloc((void **)&D->rp, ((size_t)A->m + 1) * sizeof(int)));
+  CK(bench_dmalloc((void **)&D->ci, (size_t)(A->nnz ? A->nnz : 1) * sizeof(int)));
+  CK(bench_dmalloc((void **)&D->v, (size_t)(A->nnz ? A->nnz : 1) * sizeof(double)));
   CK(cudaMemcpy(D->rp, rp, ((size_t)A->m + 1) * sizeof(int), cudaMemcpyHostToDevice));
   CK(cudaMemcpy(D->ci, A->colidx, (size_t)A->nnz * sizeof(int), cudaMemcpyHostToDevice));
   CK(cudaMemcpy(D->v, A->val, (size_t)A->nnz * sizeof(double), cudaMemcpyHostToDevice));
@@ -44,7 +72,7 @@ void dcsr_upload(const tilerap_csr *A, dcsr *D)
 void dcsr_free(dcsr *D)
 {
   if (D->d) cusparseDestroySpMat(D->d);
-  cudaFree(D->rp); cudaFree(D->ci); cudaFree(D->v);
+  bench_dfree(D->rp); bench_dfree(D->ci); bench_dfree(D->v);
   memset(D, 0, sizeof *D);
 }
 tilerap_csr *dcsr_download(const dcsr *D)
@@ -66,16 +94,16 @@ void cs_transpose(cusparseHandle_t h, const dcsr *P, dcsr *T, void **buf, size_t
   size_t need = 0;
   CS(cusparseCsr2cscEx2_bufferSize(h, P->m, P->n, (int)P->nnz, P->v, P->rp, P->ci, T->v, T->rp, T->ci, CUDA_R_64F,
                                    CUSPARSE_ACTION_NUMERIC, CUSPARSE_INDEX_BASE_ZERO, CUSPARSE_CSR2CSC_ALG1, &need));
-  if (need > *bufsz) { cudaFree(*buf); CK(cudaMalloc(buf, need)); *bufsz = need; }
+  if (need > *bufsz) { bench_dfree(*buf); CK(bench_dmalloc(buf, need)); *bufsz = need; }
   CS(cusparseCsr2cscEx2(h, P->m, P->n, (int)P->nnz, P->v, P->rp, P->ci, T->v, T->rp, T->ci, CUDA_R_64F,
                         CUSPARSE_ACTION_NUMERIC, CUSPARSE_INDEX_BASE_ZERO, CUSPARSE_CSR2CSC_ALG1, *buf));
 }
 void dcsr_alloc_T(const dcsr *P, dcsr *T)
 {
   T->m = P->n; T->n = P->m; T->nnz = P->nnz;
-  CK(cudaMalloc((void **)&T->rp, ((size_t)T->m + 1) * sizeof(int)));
-  CK(cudaMalloc((void **)&T->ci, (size_t)(T->nnz ? T->nnz : 1) * sizeof(int)));
-  CK(cudaMalloc((void **)&T->v, (size_t)(T->nnz ? T->nnz : 1) * sizeof(double)));
+  CK(bench_dmalloc((void **)&T->rp, ((size_t)T->m + 1) * sizeof(int)));
+  CK(bench_dmalloc((void **)&T->ci, (size_t)(T->nnz ? T->nnz : 1) * sizeof(int)));
+  CK(bench_dmalloc((void **)&T->v, (size_t)(T->nnz ? T->nnz : 1) * sizeof(double)));
 }
 
 /* C's arrays once the SpGEMM knows its nnz (cuSPARSE fills them at copy). */
@@ -84,9 +112,9 @@ static void cs_alloc_result(dcsr *C)
   int64_t r, c, nz;
   CS(cusparseSpMatGetSize(C->d, &r, &c, &nz));
   C->nnz = nz;
-  CK(cudaMalloc((void **)&C->rp, ((size_t)C->m + 1) * sizeof(int)));
-  CK(cudaMalloc((void **)&C->ci, (size_t)(nz ? nz : 1) * sizeof(int)));
-  CK(cudaMalloc((void **)&C->v, (size_t)(nz ? nz : 1) * sizeof(double)));
+  CK(bench_dmalloc((void **)&C->rp, ((size_t)C->m + 1) * sizeof(int)));
+  CK(bench_dmalloc((void **)&C->ci, (size_t)(nz ? nz : 1) * sizeof(int)));
+  CK(bench_dmalloc((void **)&C->v, (size_t)(nz ? nz : 1) * sizeof(double)));
   CS(cusparseCsrSetPointers(C->d, C->rp, C->ci, C->v));
 }
 
@@ -104,15 +132,15 @@ void cs_spgemm(cusparseHandle_t h, const dcsr *X, const dcsr *Y, dcsr *C)
                        CUSPARSE_INDEX_BASE_ZERO, CUDA_R_64F));
   CS(cusparseSpGEMM_createDescr(&g));
   CS(cusparseSpGEMM_workEstimation(h, op, op, &one, X->d, Y->d, &zero, C->d, CUDA_R_64F, CUSPARSE_SPGEMM_DEFAULT, g, &b1, NULL));
-  CK(cudaMalloc(&w1, b1 ? b1 : 1));
+  CK(bench_dmalloc(&w1, b1 ? b1 : 1));
   CS(cusparseSpGEMM_workEstimation(h, op, op, &one, X->d, Y->d, &zero, C->d, CUDA_R_64F, CUSPARSE_SPGEMM_DEFAULT, g, &b1, w1));
   CS(cusparseSpGEMM_compute(h, op, op, &one, X->d, Y->d, &zero, C->d, CUDA_R_64F, CUSPARSE_SPGEMM_DEFAULT, g, &b2, NULL));
-  CK(cudaMalloc(&w2, b2 ? b2 : 1));
+  CK(bench_dmalloc(&w2, b2 ? b2 : 1));
   CS(cusparseSpGEMM_compute(h, op, op, &one, X->d, Y->d, &zero, C->d, CUDA_R_64F, CUSPARSE_SPGEMM_DEFAULT, g, &b2, w2));
   cs_alloc_result(C);
   CS(cusparseSpGEMM_copy(h, op, op, &one, X->d, Y->d, &zero, C->d, CUDA_R_64F, CUSPARSE_SPGEMM_DEFAULT, g));
   CS(cusparseSpGEMM_destroyDescr(g));
-  cudaFree(w1); cudaFree(w2);
+  bench_dfree(w1); bench_dfree(w2);
 }
 
 void cs_reuse_setup(cusparseHandle_t h, const dcsr *X, const dcsr *Y, dcsr *C, cs_reuse *R)
@@ -126,17 +154,17 @@ void cs_reuse_setup(cusparseHandle_t h, const dcsr *X, const dcsr *Y, dcsr *C, c
                        CUSPARSE_INDEX_BASE_ZERO, CUDA_R_64F));
   CS(cusparseSpGEMM_createDescr(&R->g));
   CS(cusparseSpGEMMreuse_workEstimation(h, op, op, X->d, Y->d, C->d, CUSPARSE_SPGEMM_DEFAULT, R->g, &b[0], NULL));
-  CK(cudaMalloc(&R->w[0], b[0] ? b[0] : 1));
+  CK(bench_dmalloc(&R->w[0], b[0] ? b[0] : 1));
   CS(cusparseSpGEMMreuse_workEstimation(h, op, op, X->d, Y->d, C->d, CUSPARSE_SPGEMM_DEFAULT, R->g, &b[0], R->w[0]));
   CS(cusparseSpGEMMreuse_nnz(h, op, op, X->d, Y->d, C->d, CUSPARSE_SPGEMM_DEFAULT, R->g, &b[1], NULL, &b[2], NULL, &b[3], NULL));
-  for (int i = 1; i < 4; i++) CK(cudaMalloc(&R->w[i], b[i] ? b[i] : 1));
+  for (int i = 1; i < 4; i++) CK(bench_dmalloc(&R->w[i], b[i] ? b[i] : 1));
   CS(cusparseSpGEMMreuse_nnz(h, op, op, X->d, Y->d, C->d, CUSPARSE_SPGEMM_DEFAULT, R->g, &b[1], R->w[1], &b[2], R->w[2],
                              &b[3], R->w[3]));
   cs_alloc_result(C);
   CS(cusparseSpGEMMreuse_copy(h, op, op, X->d, Y->d, C->d, CUSPARSE_SPGEMM_DEFAULT, R->g, &b[4], NULL));
-  CK(cudaMalloc(&R->w[4], b[4] ? b[4] : 1));
+  CK(bench_dmalloc(&R->w[4], b[4] ? b[4] : 1));
   CS(cusparseSpGEMMreuse_copy(h, op, op, X->d, Y->d, C->d, CUSPARSE_SPGEMM_DEFAULT, R->g, &b[4], R->w[4]));
-  cudaFree(R->w[1]); cudaFree(R->w[2]); R->w[1] = R->w[2] = NULL; /* as the CUDA sample: not needed by compute */
+  bench_dfree(R->w[1]); bench_dfree(R->w[2]); R->w[1] = R->w[2] = NULL; /* as the CUDA sample: not needed by compute */
 }
 void cs_reuse_compute(cusparseHandle_t h, const dcsr *X, const dcsr *Y, dcsr *C, cs_reuse *R)
 {
@@ -147,7 +175,7 @@ void cs_reuse_compute(cusparseHandle_t h, const dcsr *X, const dcsr *Y, dcsr *C,
 void cs_reuse_free(cs_reuse *R)
 {
   cusparseSpGEMM_destroyDescr(R->g);
-  for (int i = 0; i < 5; i++) cudaFree(R->w[i]);
+  for (int i = 0; i < 5; i++) bench_dfree(R->w[i]);
 }
 
 double copy_bandwidth(void)

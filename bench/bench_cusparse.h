@@ -25,6 +25,14 @@
     if (s_ != CUSPARSE_STATUS_SUCCESS) { fprintf(stderr, "%s:%d cusparse %d\n", __FILE__, __LINE__, (int)s_); exit(2); } \
   } while (0)
 
+/* Device memory of the cuSPARSE runs: cudaMalloc / cudaFree, as PETSc's
+ * aijcusparse does, or, with BENCH_CUSPARSE_POOL=1 in the environment,
+ * stream-ordered allocations from a pool that keeps its memory (what
+ * tilerap's engine uses), so that allocation costs compare like for like. */
+cudaError_t bench_dmalloc(void **p, size_t bytes);
+void bench_dfree(void *p);
+int bench_cusparse_pool(void);
+
 /* Device CSR with 32-bit indices and its cuSPARSE descriptor. */
 typedef struct {
   int m, n;

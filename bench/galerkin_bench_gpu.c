@@ -6,6 +6,8 @@
  *   cs_first : cuSPARSE generic SpGEMM, AP = A*P, explicit transpose of P
  *              (csr2csc), P^T*(AP); descriptors, buffers, C allocated
  *   cs_num   : cuSPARSE re-run: csr2csc values + two SpGEMMreuse_compute
+ *              (cuSPARSE's memory: cudaMalloc, as PETSc; BENCH_CUSPARSE_POOL=1:
+ *              a stream-ordered pool that keeps its memory, as tilerap's)
  *   floor    : CSR bytes of A, P, C over the measured device copy rate
  * Every result is checked against tilerap's CPU engine (structure and
  * relative error) before its time is reported; a failed check prints
@@ -143,7 +145,7 @@ static void run_case(const char *spec, double bw, cusparseHandle_t h)
       cs_spgemm(h, &cT, &cAP, &cC);
       double ms = gpu_toc();
       if (r >= 0) t[r] = ms;
-      if (r < reps - 1) { dcsr_free(&cAP); dcsr_free(&cT); dcsr_free(&cC); cudaFree(tbuf); tbuf = NULL; tbsz = 0; }
+      if (r < reps - 1) { dcsr_free(&cAP); dcsr_free(&cT); dcsr_free(&cC); bench_dfree(tbuf); tbuf = NULL; tbsz = 0; }
     }
     med[2] = bench_median(t, reps);
     tilerap_csr *X = dcsr_download(&cC);
@@ -167,7 +169,7 @@ static void run_case(const char *spec, double bw, cusparseHandle_t h)
     tilerap_csr_destroy(&X);
     cs_reuse_free(&r1); cs_reuse_free(&r2);
     dcsr_free(&cAP); dcsr_free(&cC); dcsr_free(&cT); dcsr_free(&cA); dcsr_free(&cP);
-    cudaFree(tbuf);
+    bench_dfree(tbuf);
 
     double bytes = 12.0 * (double)(A->nnz + P->nnz + R->nnz) + 4.0 * ((double)A->m + P->m + R->m + 3);
     double floor_ms = bytes / bw * 1e3;
@@ -398,7 +400,8 @@ int main(int argc, char **argv)
     return 0;
   }
   double bw = copy_bandwidth();
-  printf("# device %s, copy bandwidth %.2f TB/s, median of %d after warm-up, times in ms\n", prop.name, bw / 1e12, reps);
+  printf("# device %s, copy bandwidth %.2f TB/s, median of %d after warm-up, times in ms, cuSPARSE memory: %s\n",
+         prop.name, bw / 1e12, reps, bench_cusparse_pool() ? "stream-ordered pool" : "cudaMalloc");
   printf("# case     lvl         n       nnzA       nnzP       nnzC  tl_first   tl_num cs_first   cs_num    floor"
          "  sp_first sp_num num/floor  err: tl_first tl_num cs_first cs_num\n");
   for (int i = 0; i < nc; i++) run_case(cases[i], bw, h);

@@ -170,7 +170,7 @@ static void cs_free_result(void *p)
   cs_job *j = p;
   dcsr_free(&j->dC);
   dcsr_free(&j->dT);
-  cudaFree(j->tbuf);
+  bench_dfree(j->tbuf);
   j->tbuf = NULL;
   j->tbsz = 0;
 }

@@ -31,6 +31,20 @@ int tr_cuda_spgemm_numeric(tr_cuda_spgemm *plan, const tilerap_tile_matrix *A,
                            const tilerap_tile_matrix *B, tilerap_tile_matrix *C);
 void tr_cuda_spgemm_destroy(tr_cuda_spgemm *plan);
 
+/* Galerkin C = P^T (AP) by scatter from P's own tiles (ptap_cuda_scatter.cu):
+ * no P^T values, no hit records; C's structure comes from a plan.  run:
+ * launches only (C zeroed, then summed with atomics). */
+typedef struct tr_cuda_scatter tr_cuda_scatter;
+int tr_cuda_scatter_create(const tilerap_tile_matrix *AP, void *stream, tr_cuda_scatter **S);
+int tr_cuda_scatter_run(const tr_cuda_scatter *S, const tilerap_tile_matrix *P, const tilerap_tile_matrix *AP,
+                        tilerap_tile_matrix *C);
+void tr_cuda_scatter_destroy(tr_cuda_scatter *S);
+/* Galerkin C = P^T A P in one kernel (ptap_cuda_fused.cu): AP's and C's
+ * structures from plans, AP's values only where a tile row overflows
+ * shared memory.  Launches only (C zeroed, then summed with atomics). */
+int tr_cuda_ptap_fused(const tilerap_tile_matrix *A, const tilerap_tile_matrix *P, tilerap_tile_matrix *AP,
+                       tilerap_tile_matrix *C, void *stream);
+
 /* Tile transpose on the device with a value permutation (device array). */
 int tr_cuda_tile_transpose(const tilerap_tile_matrix *T, tilerap_tile_matrix **Tt, int64_t **perm_dev,
                            void *stream);

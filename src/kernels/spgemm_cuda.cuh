@@ -209,6 +209,8 @@ struct tr_cuda_spgemm {
    * them too, until they are destroyed).  One-shot plans (tilerap_spgemm,
    * tilerap_ptap) never make hits. */
   int one_shot;      /* plan of a one-shot product: no hits, ever */
+  int structure_only; /* C's structure only (TR_PLAN_STRUCTURE): no numeric phase */
+  int defer_hits;     /* TR_PLAN_DEFER: the first numeric run makes the hits (never walks) */
   int pairs_walk;    /* numeric runs walk the pairs (hits not made yet) */
   int64_t runs;      /* numeric runs so far */
   int64_t np, ncap;  /* pairs; candidates (bound of the scan arrays) */
@@ -375,6 +377,28 @@ static __device__ __forceinline__ int64_t tr_lower_bound(const int32_t *idx, int
   while (lo < hi) {
     const int64_t mid = (lo + hi) >> 1;
     if (idx[mid] < v) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+/* Tile (I, J) of a device tile matrix: its index, -1 if there is none */
+static __device__ __forceinline__ int64_t tr_find_ctile(const int64_t *__restrict__ ctile_ptr,
+                                                        const int32_t *__restrict__ ctile_col, int32_t I, int32_t J)
+{
+  const int64_t lo = ctile_ptr[I], hi = ctile_ptr[I + 1];
+  const int64_t t = tr_lower_bound(ctile_col, lo, hi, J);
+  return t < hi && ctile_col[t] == J ? t : -1;
+}
+
+/* last tile p in [lo, hi) with tile_off[p] <= q (tiles are never empty,
+ * but equal offsets would still give the tile that holds q) */
+static __device__ __forceinline__ int64_t tr_tile_of_entry(const int64_t *__restrict__ tile_off, int64_t lo, int64_t hi,
+                                                           int64_t q)
+{
+  while (hi - lo > 1) {
+    const int64_t mid = (lo + hi) >> 1;
+    if (tile_off[mid] <= q) lo = mid;
     else hi = mid;
   }
   return lo;

@@ -63,7 +63,9 @@ extern "C" int tr_cuda_spgemm_plan(const tilerap_tile_matrix *A, const tilerap_t
   P->dense_threshold = opt ? opt->dense_threshold : 192;
   P->tc_threshold = opt ? opt->tc_threshold : -1;
   P->precision = opt ? (int)opt->precision : 0;
-  P->one_shot = one_shot;
+  P->one_shot = one_shot == TR_PLAN_ONE_SHOT || one_shot == TR_PLAN_STRUCTURE;
+  P->structure_only = one_shot == TR_PLAN_STRUCTURE;
+  P->defer_hits = one_shot == TR_PLAN_DEFER;
   if (P->tc_threshold >= 0 && P->precision == TILERAP_PRECISION_FP64) {
     int err = tr_tc_shape(&P->tc_shape);
     if (err) { free(P); return err; }
@@ -93,6 +95,9 @@ extern "C" int tr_cuda_spgemm_plan(const tilerap_tile_matrix *A, const tilerap_t
     tr_plan_free(P);
     return err;
   }
+  /* TR_PLAN_DEFER: C's first values were made elsewhere, so the first
+   * numeric run counts as the second (hits, then the hit kernel) */
+  if (P->defer_hits) P->runs = 1;
   info->c_tiles_step1 = ncand;
   info->pairs = pairs;
   info->flops = flops;
@@ -112,6 +117,8 @@ extern "C" int tr_cuda_spgemm_numeric(tr_cuda_spgemm *P, const tilerap_tile_matr
    * fingerprint): the second run builds the hit records from C's masks */
   if (C->num_tiles != P->c_tiles || C->nnz != P->c_nnz)
     return tilerap_set_error(TILERAP_ERR_STRUCTURE, "CUDA SpGEMM numeric: C differs from the plan's");
+  if (P->structure_only)
+    return tilerap_set_error(TILERAP_ERR_INVALID, "CUDA SpGEMM numeric: the plan holds C's structure only");
   int err = P->nonblocking ? tr_order_after_legacy(P->stream) : TILERAP_SUCCESS;
   if (!err && P->pairs_walk && (P->runs == 0 || P->one_shot)) err = tr_cuda_step3_pairs(P, A, B, C);
   else {

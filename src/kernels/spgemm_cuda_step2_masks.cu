@@ -620,7 +620,12 @@ int tr_cuda_step2_masks(const tilerap_tile_matrix *A, const tilerap_tile_matrix 
     plan->pairs_walk = ntc == 0 && ntiles > 0 && (double)h.tot.flops <= 2.0 * 16.0 * walk_max * (double)ntiles &&
                        (double)h.tot.maxwalk <= TR_WALK_TILE_FACTOR * walk_max &&
                        (double)kpairs + (double)h.tot.flops / 32.0 <= tr_walk_mean() * (double)ntiles;
-    const int no_hits = plan->pairs_walk && plan->one_shot;
+    /* The Galerkin scatter's P^T * AP plans (ptap_plan.c): structure only
+     * keeps nothing for a numeric phase; deferred keeps the lists for the
+     * hits of its first numeric run (the scatter made C's first values). */
+    if (plan->structure_only) plan->pairs_walk = 0;
+    if (plan->defer_hits && ntiles > 0) plan->pairs_walk = 1;
+    const int no_hits = plan->structure_only || (plan->pairs_walk && plan->one_shot);
 
     TRY(tr_cuda_tile_new(A->m, B->n, ntiles, nnz, s, &C));
     if (!no_hits && nhits + ntc + nchunks > 0) { /* the plan's arrays */
@@ -657,14 +662,14 @@ int tr_cuda_step2_masks(const tilerap_tile_matrix *A, const tilerap_tile_matrix 
       plan->pair_a = cand->pair_a; plan->pair_b = cand->pair_b; plan->cand_ptr = cand->cand_ptr;
       plan->d_ncand = cand->d_ncand; plan->pair_cand = cand->pair_cand;
       plan->cand_tile = cand_tile; plan->hloc = hloc; plan->scan = sc;
-    } else if (ntiles > 0) {
+    } else if (ntiles > 0 && !plan->structure_only) {
       TRY(tr_launch_fill_hits(plan, A, B, C, np, cand->pair_cand, cand->cand_ptr, cand->pair_a, cand->pair_b, hloc, sc));
     }
     plan->c_tiles = ntiles;
     plan->c_nnz = nnz;
-    plan->nhits = nhits;
-    plan->nchunks = nchunks;
-    plan->ntc = ntc;
+    plan->nhits = no_hits ? 0 : nhits;
+    plan->nchunks = no_hits ? 0 : nchunks;
+    plan->ntc = no_hits ? 0 : ntc;
     *ncand_out = h.ncand;
     *pairs_out = kpairs;
     *flops_out = (int64_t)h.tot.flops;

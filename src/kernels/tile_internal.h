@@ -74,9 +74,17 @@ static inline int tr_fingerprint_equal(tr_fingerprint a, const tilerap_tile_matr
 /* Returns TILERAP_SUCCESS if T is a non-NULL host tile matrix with its arrays. */
 int tr_require_host(const tilerap_tile_matrix *T, const char *name);
 
-/* tilerap_spgemm_plan_create; one_shot: the plan serves a single numeric
- * run (tilerap_spgemm, tilerap_ptap), which the CUDA engine then does
- * without hit records */
+/* tilerap_spgemm_plan_create; one_shot: TR_PLAN_REUSE, TR_PLAN_ONE_SHOT
+ * (the plan serves a single numeric run: tilerap_spgemm, tilerap_ptap,
+ * which the CUDA engine then does without hit records), and for the CUDA
+ * engine's Galerkin scatter (opt->plan_values 0): TR_PLAN_STRUCTURE (C's
+ * structure only, no numeric phase ever) or TR_PLAN_DEFER (C's first
+ * values are made elsewhere: the plan's first numeric run makes the hit
+ * records and every run uses them) */
+#define TR_PLAN_REUSE 0
+#define TR_PLAN_ONE_SHOT 1
+#define TR_PLAN_STRUCTURE 2
+#define TR_PLAN_DEFER 3
 int tr_spgemm_plan_create_mode(const tilerap_tile_matrix *A, const tilerap_tile_matrix *B, const tilerap_options *opt,
                                int one_shot, tilerap_spgemm_plan *plan, tilerap_tile_matrix **C);
 
