@@ -16,8 +16,8 @@
 #           (TILERAP_STEP1_SORT=rows), no counted row path (TILERAP_ROWS_MAX=0:
 #           a retry goes to the radix sort), every first run walking, hits
 #           made at plan creation, the Galerkin product by each
-#           TILERAP_PTAP mode besides the default fused one (products,
-#           first, scatter, auto)
+#           TILERAP_PTAP mode besides the default auto (products, first,
+#           scatter)
 # sanitize  compute-sanitizer memcheck / racecheck / synccheck on --quick runs
 # small     galerkin-bench-gpu on coarse-level sized problems, this build
 #           and $BASE_BENCH (an older commit's galerkin-bench-gpu), alternating
@@ -95,11 +95,7 @@ for what in "$@"; do
     tap "test_gpu_ptap counted row path" env TILERAP_STEP1_SORT=rows "$B/test/test_gpu_ptap"
     tap "test_gpu_spgemm all walk" env TILERAP_CUDA_WALK_MAX=1e9 TILERAP_CUDA_WALK_MEAN=1e9 "$B/test/test_gpu_spgemm"
     tap "test_gpu_spgemm hits at plan" env TILERAP_CUDA_HITS=plan "$B/test/test_gpu_spgemm"
-    tap "test_gpu_ptap fused through global memory" env TILERAP_FUSED_GLOBAL=1 "$B/test/test_gpu_ptap"
-    tap "test_ptap fused through global memory" env TILERAP_FUSED_GLOBAL=1 "$B/test/test_ptap"
-    tap "test_gpu_ptap fused, partial sums into C" env TILERAP_FUSED_GLOBAL=2 "$B/test/test_gpu_ptap"
-    tap "test_ptap fused, partial sums into C" env TILERAP_FUSED_GLOBAL=2 "$B/test/test_ptap"
-    for m in products first scatter auto; do
+    for m in products first scatter; do
       tap "test_gpu_ptap TILERAP_PTAP=$m" env TILERAP_PTAP=$m "$B/test/test_gpu_ptap"
       tap "test_ptap TILERAP_PTAP=$m" env TILERAP_PTAP=$m "$B/test/test_ptap"
     done
@@ -107,8 +103,6 @@ for what in "$@"; do
   sanitize)
     san memcheck "$B/test/test_gpu_spgemm" --quick
     san memcheck "$B/test/test_gpu_ptap" --quick
-    TILERAP_FUSED_GLOBAL=1 san memcheck "$B/test/test_gpu_ptap" --quick
-    TILERAP_FUSED_GLOBAL=2 san memcheck "$B/test/test_gpu_ptap" --quick
     TILERAP_PTAP=first san memcheck "$B/test/test_gpu_ptap" --quick
     TILERAP_PTAP=scatter san memcheck "$B/test/test_gpu_ptap" --quick
     san racecheck "$B/test/test_gpu_spgemm" --quick

@@ -122,6 +122,24 @@ static void check_random(int32_t n, int32_t nc, double dA, double dP, int empty,
   tap_ok(!err && e <= 1e-14 && gpu_same_tiles(Cg, Cc) && gpu_relerr(Cg, Cc) <= 1e-14,
          "%s: %d x %d A, %d x %d P: CUDA vs ref %.2e, same tiles as CPU %s", what, n, n, n, nc, e,
          err ? tilerap_last_error() : "");
+  /* a plan: first values, then a re-run with new values of A and P (the
+   * planned path of re-runs, not the one-shot one) */
+  tilerap_ptap_plan G = NULL;
+  tilerap_tile_matrix *Cp = NULL;
+  err = tilerap_ptap_plan_create(tA, tP, &og, &G, &Cp);
+  if (!err) err = tilerap_ptap_numeric(G, tA, tP, Cp);
+  const double e1 = err ? INFINITY : gpu_vs_ref(Cp, R);
+  ref_randomize_values(A, seed);
+  ref_randomize_values(P, seed);
+  tilerap_csr *R2 = ref_ptap(A, P);
+  tilerap_tile_matrix *tA2 = ref_csr_to_tile(A), *tP2 = ref_csr_to_tile(P);
+  if (!err) err = tilerap_ptap_numeric(G, tA2, tP2, Cp);
+  if (!err) err = tilerap_ptap_numeric(G, tA2, tP2, Cp); /* a third run: the steady re-run */
+  const double e2 = err ? INFINITY : gpu_vs_ref(Cp, R2);
+  tap_ok(!err && e1 <= 1e-14 && e2 <= 1e-14, "%s: plan, first run vs ref %.2e, re-runs with new values vs ref %.2e %s",
+         what, e1, e2, err ? tilerap_last_error() : "");
+  tilerap_ptap_plan_destroy(&G);
+  tilerap_tile_destroy(&Cp); tilerap_tile_destroy(&tA2); tilerap_tile_destroy(&tP2); tilerap_csr_destroy(&R2);
   tilerap_tile_destroy(&tA); tilerap_tile_destroy(&tP); tilerap_tile_destroy(&Cg); tilerap_tile_destroy(&Cc);
   tilerap_csr_destroy(&A); tilerap_csr_destroy(&P); tilerap_csr_destroy(&R);
 }
@@ -151,6 +169,28 @@ static void check_transpose(int32_t m, int32_t n, double d, uint64_t *seed)
   tilerap_csr_destroy(&A);
 }
 
+/* An unknown TILERAP_PTAP is an error naming the variable, not a silent default */
+static void check_bad_mode(void)
+{
+  const char *was = getenv("TILERAP_PTAP");
+  char *keep = was ? strdup(was) : NULL;
+  setenv("TILERAP_PTAP", "fastest", 1);
+  uint64_t seed = 99;
+  tilerap_csr *A = ref_random(40, 40, 0.1, 0, &seed), *P = ref_random(40, 9, 0.2, 0, &seed);
+  tilerap_tile_matrix *hA = ref_csr_to_tile(A), *hP = ref_csr_to_tile(P), *C = NULL;
+  tilerap_options o = gpu_opts(TILERAP_ENGINE_CUDA, 192);
+  tilerap_ptap_plan G = NULL;
+  const int err = tilerap_ptap_plan_create(hA, hP, &o, &G, &C);
+  tap_ok(err == TILERAP_ERR_INVALID && G == NULL && C == NULL && strstr(tilerap_last_error(), "TILERAP_PTAP"),
+         "TILERAP_PTAP=fastest -> invalid argument (%s)", tilerap_last_error());
+  if (keep) setenv("TILERAP_PTAP", keep, 1);
+  else unsetenv("TILERAP_PTAP");
+  free(keep);
+  tilerap_ptap_plan_destroy(&G);
+  tilerap_tile_destroy(&C); tilerap_tile_destroy(&hA); tilerap_tile_destroy(&hP);
+  tilerap_csr_destroy(&A); tilerap_csr_destroy(&P);
+}
+
 int main(int argc, char **argv)
 {
   gpu_skip_without_device();
@@ -178,5 +218,6 @@ int main(int argc, char **argv)
   check_random(333, 101, 0.02, 0.03, 5, &seed, "odd sizes with empty rows");
   check_random(64, 64, 1.0, 1.0, 0, &seed, "dense");
   check_random(200, 50, 0.0, 0.1, 0, &seed, "A all empty");
+  check_bad_mode();
   return tap_done();
 }

@@ -1,24 +1,25 @@
 /* Galerkin plans C = P^T (A P).  CPU engine: C = P^T (AP) is planned as
  * an A^T*B product that reads P's own tiles transposed, so no copy of P^T
  * (and no value permutation, no refresh) exists.  CUDA engine: AP is a
- * planned product.  C's structure comes from a plan of P^T * AP (P^T
+ * planned product; C's structure comes from a plan of P^T * AP (P^T
  * built once in tile form with a value permutation).  C's values:
- *   - the first time by a scatter of AP's tiles through P's own tiles
+ *   - the first time, by a scatter of AP's tiles through P's own tiles
  *     (ptap_cuda_scatter.cu): no P^T values and no hit records, which
  *     the planned product would have to write before its first run;
- *   - on re-runs of small products by the same scatter (its cost is its
- *     global atomics, the planned product's is launches and short
- *     chunks), so their P^T * AP plan holds C's structure only and P^T
- *     is dropped;
- *   - on re-runs of large products by the planned P^T * AP, whose hits
- *     its first numeric run makes (P^T's values refreshed by a gather).
- * TILERAP_PTAP_SCATTER: "0" two planned products on every run (the form
- * before the scatter), "all" the scatter on every run, "first" the
- * scatter on the first run only; unset or "auto": by size (AP's
- * multiply-adds against TILERAP_PTAP_SCATTER_MACS).  C is an ordinary tile
- * matrix, so it is the next level's A as it stands.  With the CUDA engine
- * and host matrices, everything (P^T, AP, plans) lives on the device and
- * only A's and P's values go up and C's values come down on re-runs. */
+ *   - on re-runs of small products by the same scatter (launches and
+ *     short chunks bound the planned product there), so their P^T * AP
+ *     plan holds C's structure only and P^T is dropped;
+ *   - on re-runs of large products by the planned P^T * AP, whose first
+ *     numeric run makes its hit records (P^T's values refreshed by a
+ *     gather): there the scatter's global atomics cost more.
+ * TILERAP_PTAP picks another way for A/B runs and tests: "products" (two
+ * planned products every run, the form before the scatter), "first"
+ * (the scatter the first time only) or "scatter" (every run); "auto"
+ * (default) chooses by AP's multiply-adds (TILERAP_PTAP_SCATTER_MACS).
+ * C is an ordinary tile matrix, so it is the next level's A as it
+ * stands.  With the CUDA engine and host matrices, everything (P^T, AP,
+ * plans) lives on the device and only A's and P's values go up and C's
+ * values come down on re-runs. */
 #include "../kernels/tile_internal.h"
 #include "../kernels/engine_cuda.h"
 #include "../kernels/spgemm_cpu.h"
@@ -98,25 +99,24 @@ static int tr_refresh_pt(tilerap_ptap_plan G, const tilerap_tile_matrix *P)
 #ifdef TILERAP_HAVE_CUDA
 /* How the CUDA engine makes C's values (TILERAP_PTAP) */
 #define TR_PTAP_PRODUCTS 0      /* "products": two planned products, every run */
-#define TR_PTAP_SCATTER_FIRST 1 /* "first": AP planned; scatter the first time, then the planned P^T * AP */
-#define TR_PTAP_SCATTER_ALL 2   /* "scatter": AP planned, scatter every run; P^T * AP for C's structure only */
-#define TR_PTAP_FUSED 3         /* "fused" (default): one kernel, AP and P^T * AP for structure only */
-#define TR_PTAP_AUTO 4          /* "auto": SCATTER_ALL or SCATTER_FIRST by AP's size */
-/* auto: scatter on every run up to this many multiply-adds of AP (about
- * the second product's, which the atomics cost): above it, re-runs of
- * the hit records are faster (H100, BENCHMARKS.md section 1) */
+#define TR_PTAP_SCATTER_FIRST 1 /* "first": the scatter the first time, then the planned P^T * AP */
+#define TR_PTAP_SCATTER_ALL 2   /* "scatter": the scatter every run; P^T * AP for C's structure only */
+#define TR_PTAP_AUTO 3          /* "auto" (default): SCATTER_ALL or SCATTER_FIRST by AP's size */
+/* auto: the scatter on every run up to this many multiply-adds of AP
+ * (about the second product's, which the scatter pays in global
+ * atomics); above it, re-runs of the planned product's hit records are
+ * faster.  H100 (BENCHMARKS.md section 1): the scatter won at 4.5e6 and
+ * below, lost from 1.0e7 up. */
 #define TR_PTAP_SCATTER_MACS_DEFAULT 8e6
 static int tr_ptap_cuda_mode(int *mode)
 {
   const char *s = getenv("TILERAP_PTAP");
-  if (!s || !*s || !strcmp(s, "fused")) *mode = TR_PTAP_FUSED;
+  if (!s || !*s || !strcmp(s, "auto")) *mode = TR_PTAP_AUTO;
   else if (!strcmp(s, "products")) *mode = TR_PTAP_PRODUCTS;
   else if (!strcmp(s, "first")) *mode = TR_PTAP_SCATTER_FIRST;
   else if (!strcmp(s, "scatter")) *mode = TR_PTAP_SCATTER_ALL;
-  else if (!strcmp(s, "auto")) *mode = TR_PTAP_AUTO;
   else
-    return tilerap_set_error(TILERAP_ERR_INVALID,
-                             "TILERAP_PTAP=\"%s\": expected fused, products, first, scatter or auto", s);
+    return tilerap_set_error(TILERAP_ERR_INVALID, "TILERAP_PTAP=\"%s\": expected auto, products, first or scatter", s);
   return TILERAP_SUCCESS;
 }
 static int tr_ptap_auto_mode(int64_t ap_flops)
@@ -173,13 +173,10 @@ static int tr_ptap_plan_create_mode(const tilerap_tile_matrix *A, const tilerap_
   } else {
 #ifdef TILERAP_HAVE_CUDA
     if ((err = tr_ptap_cuda_mode(&G->mode))) goto fail;
-    if (one_shot && G->mode != TR_PTAP_FUSED && G->mode != TR_PTAP_PRODUCTS) G->mode = TR_PTAP_SCATTER_ALL;
-    tilerap_options os = o;
-    os.plan_values = 0; /* structure-only plans; C's first values come from the scatter or the fused kernel */
+    /* a one-shot product has no re-runs for hit records to serve */
+    if (one_shot && G->mode != TR_PTAP_PRODUCTS) G->mode = TR_PTAP_SCATTER_ALL;
     if ((err = tilerap_tile_transpose(wP, &G->Pt, &G->perm))) goto fail;
-    if (G->mode == TR_PTAP_FUSED) err = tr_spgemm_plan_create_mode(wA, wP, &os, TR_PLAN_STRUCTURE, &G->ap_plan, &G->AP);
-    else err = tr_spgemm_plan_create_mode(wA, wP, &o, one_shot, &G->ap_plan, &G->AP);
-    if (err) goto fail;
+    if ((err = tr_spgemm_plan_create_mode(wA, wP, &o, one_shot, &G->ap_plan, &G->AP))) goto fail;
     if (G->mode == TR_PTAP_AUTO) {
       tilerap_spgemm_info api;
       tilerap_spgemm_plan_info(G->ap_plan, &api);
@@ -188,18 +185,18 @@ static int tr_ptap_plan_create_mode(const tilerap_tile_matrix *A, const tilerap_
     if (G->mode == TR_PTAP_PRODUCTS) {
       if ((err = tr_spgemm_plan_create_mode(G->Pt, G->AP, &o, one_shot, &G->c_plan, &wC))) goto fail;
     } else {
+      tilerap_options os = o;
+      os.plan_values = 0; /* C's first values come from the scatter */
       const int cmode = G->mode == TR_PTAP_SCATTER_FIRST ? TR_PLAN_DEFER : TR_PLAN_STRUCTURE;
       if ((err = tr_spgemm_plan_create_mode(G->Pt, G->AP, &os, cmode, &G->c_plan, &wC))) goto fail;
-      if (G->mode != TR_PTAP_SCATTER_FIRST) { /* P^T was needed for C's structure only */
+      if (G->mode == TR_PTAP_SCATTER_ALL) { /* P^T was needed for C's structure only */
         tr_free_in(G->perm, G->Pt->memtype);
         G->perm = NULL;
         tilerap_tile_destroy(&G->Pt);
       }
-      if (G->mode != TR_PTAP_FUSED && (err = tr_cuda_scatter_create(G->AP, o.stream, &G->scatter))) goto fail;
+      if ((err = tr_cuda_scatter_create(G->AP, o.stream, &G->scatter))) goto fail;
       if (o.plan_values) {
-        if (G->mode == TR_PTAP_FUSED) err = tr_cuda_ptap_fused(wA, wP, G->AP, wC, o.stream);
-        else err = tr_cuda_scatter_run(G->scatter, wP, G->AP, wC);
-        if (err) goto fail;
+        if ((err = tr_cuda_scatter_run(G->scatter, wP, G->AP, wC))) goto fail;
         G->runs = 1;
       }
     }
@@ -246,12 +243,6 @@ int tilerap_ptap_numeric(tilerap_ptap_plan G, const tilerap_tile_matrix *A, cons
   }
   int scatter = 0;
 #ifdef TILERAP_HAVE_CUDA
-  if (G->engine == TILERAP_ENGINE_CUDA && G->mode == TR_PTAP_FUSED) {
-    if ((err = tr_cuda_ptap_fused(wA, wP, G->AP, wC, G->stream))) return err;
-    G->runs++;
-    if (wC != C) return tilerap_tile_copy_values(wC, C);
-    return TILERAP_SUCCESS;
-  }
   scatter = G->scatter && (G->mode == TR_PTAP_SCATTER_ALL || G->runs == 0);
 #endif
   if (!scatter && G->Pt && (err = tr_refresh_pt(G, wP))) return err;

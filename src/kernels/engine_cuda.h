@@ -39,11 +39,6 @@ int tr_cuda_scatter_create(const tilerap_tile_matrix *AP, void *stream, tr_cuda_
 int tr_cuda_scatter_run(const tr_cuda_scatter *S, const tilerap_tile_matrix *P, const tilerap_tile_matrix *AP,
                         tilerap_tile_matrix *C);
 void tr_cuda_scatter_destroy(tr_cuda_scatter *S);
-/* Galerkin C = P^T A P in one kernel (ptap_cuda_fused.cu): AP's and C's
- * structures from plans, AP's values only where a tile row overflows
- * shared memory.  Launches only (C zeroed, then summed with atomics). */
-int tr_cuda_ptap_fused(const tilerap_tile_matrix *A, const tilerap_tile_matrix *P, tilerap_tile_matrix *AP,
-                       tilerap_tile_matrix *C, void *stream);
 
 /* Tile transpose on the device with a value permutation (device array). */
 int tr_cuda_tile_transpose(const tilerap_tile_matrix *T, tilerap_tile_matrix **Tt, int64_t **perm_dev,
