@@ -1,21 +1,24 @@
 /* Galerkin plans C = P^T (A P).  CPU engine: C = P^T (AP) is planned as
  * an A^T*B product that reads P's own tiles transposed, so no copy of P^T
  * (and no value permutation, no refresh) exists.  CUDA engine: AP is a
- * planned product; C's structure comes from a plan of P^T * AP (P^T
- * built once in tile form with a value permutation).  C's values:
- *   - the first time, by a scatter of AP's tiles through P's own tiles
- *     (ptap_cuda_scatter.cu): no P^T values and no hit records, which
- *     the planned product would have to write before its first run;
- *   - on re-runs of small products by the same scatter (launches and
- *     short chunks bound the planned product there), so their P^T * AP
- *     plan holds C's structure only and P^T is dropped;
- *   - on re-runs of large products by the planned P^T * AP, whose first
- *     numeric run makes its hit records (P^T's values refreshed by a
- *     gather): there the scatter's global atomics cost more.
+ * planned product and so is P^T * AP (P^T built once in tile form with
+ * a value permutation), for AP's and C's structures.  Values:
+ *   - the first time, by scatters through A's and P's own tiles
+ *     (ptap_cuda_scatter_ap.cu, ptap_cuda_scatter.cu): no walk of AP's
+ *     pair lists, no P^T values and no hit records, which the planned
+ *     P^T * AP would have to write before its first run (the smallest
+ *     levels keep AP's walk: one launch against three);
+ *   - on re-runs, AP by its plan's hit records (its first numeric run
+ *     makes them); C by the scatter for small products (launches and
+ *     short chunks bound the planned product there; that plan then holds
+ *     C's structure only and P^T is dropped), by the planned P^T * AP's
+ *     hit records for large ones (P^T's values refreshed by a gather),
+ *     where the scatter's global atomics cost more.
  * TILERAP_PTAP picks another way for A/B runs and tests: "products" (two
- * planned products every run, the form before the scatter), "first"
- * (the scatter the first time only) or "scatter" (every run); "auto"
- * (default) chooses by AP's multiply-adds (TILERAP_PTAP_SCATTER_MACS).
+ * planned products every run, the form before the scatters), "first"
+ * (both scatters the first time only) or "scatter" (both every run);
+ * "auto" (default) chooses by an estimate of AP's multiply-adds
+ * (TILERAP_PTAP_SCATTER_MACS).
  * C is an ordinary tile matrix, so it is the next level's A as it
  * stands.  With the CUDA engine and host matrices, everything (P^T, AP,
  * plans) lives on the device and only A's and P's values go up and C's
@@ -31,9 +34,10 @@ struct tilerap_ptap_plan_s {
   tilerap_tile_matrix *Pt;  /* P^T, in the engine's memory (CUDA engine only) */
   int64_t *perm;            /* Pt->val[q] = P->val[perm[q]], same memory */
   tilerap_tile_matrix *AP;  /* intermediate, engine's memory */
-  tilerap_spgemm_plan ap_plan, c_plan; /* c_plan: structure only with TR_PTAP_SCATTER_ALL */
+  tilerap_spgemm_plan ap_plan, c_plan; /* structure only where a scatter makes every run's values */
 #ifdef TILERAP_HAVE_CUDA
   int mode;                 /* TR_PTAP_* (CUDA engine) */
+  int ap_scatter;           /* AP's first values (all, with SCATTER_ALL) by its scatter, not its plan */
   tr_cuda_scatter *scatter; /* C from AP by scatter (NULL: two planned products) */
 #endif
   int64_t runs;             /* C's values made so far (plan with values included) */
@@ -99,15 +103,22 @@ static int tr_refresh_pt(tilerap_ptap_plan G, const tilerap_tile_matrix *P)
 #ifdef TILERAP_HAVE_CUDA
 /* How the CUDA engine makes C's values (TILERAP_PTAP) */
 #define TR_PTAP_PRODUCTS 0      /* "products": two planned products, every run */
-#define TR_PTAP_SCATTER_FIRST 1 /* "first": the scatter the first time, then the planned P^T * AP */
-#define TR_PTAP_SCATTER_ALL 2   /* "scatter": the scatter every run; P^T * AP for C's structure only */
-#define TR_PTAP_AUTO 3          /* "auto" (default): SCATTER_ALL or SCATTER_FIRST by AP's size */
-/* auto: the scatter on every run up to this many multiply-adds of AP
- * (about the second product's, which the scatter pays in global
- * atomics); above it, re-runs of the planned product's hit records are
- * faster.  H100 (BENCHMARKS.md section 1): the scatter won at 4.5e6 and
- * below, lost from 1.0e7 up. */
+#define TR_PTAP_SCATTER_FIRST 1 /* "first": both scatters the first time, then the planned products */
+#define TR_PTAP_SCATTER_ALL 2   /* "scatter": both scatters every run; the plans for structure only */
+#define TR_PTAP_AUTO 3          /* "auto" (default): SCATTER_C or SCATTER_FIRST by AP's size */
+#define TR_PTAP_SCATTER_C 4     /* (auto) both scatters the first time, then AP planned and C scattered */
+/* auto: C by the scatter on every run up to this many multiply-adds of
+ * AP (about the second product's, which the scatter pays in global
+ * atomics); above it, re-runs of the planned P^T * AP's hit records are
+ * faster.  AP's own re-runs always use its hit records: its scatter was
+ * slower on re-runs at every size measured.  H100, BENCHMARKS.md
+ * section 1: the C scatter won at AP <= 8e6 multiply-adds (101^3 level
+ * 1), lost from 1.2e7 up (p2d5 level 0). */
 #define TR_PTAP_SCATTER_MACS_DEFAULT 8e6
+/* AP's first values by its scatter from this many multiply-adds on (below,
+ * auto leaves them to the plan's walk, one kernel: the scatter's extra
+ * launches cost more than they save on the smallest levels) */
+#define TR_PTAP_AP_SCATTER_MACS 1e6
 static int tr_ptap_cuda_mode(int *mode)
 {
   const char *s = getenv("TILERAP_PTAP");
@@ -119,11 +130,17 @@ static int tr_ptap_cuda_mode(int *mode)
     return tilerap_set_error(TILERAP_ERR_INVALID, "TILERAP_PTAP=\"%s\": expected auto, products, first or scatter", s);
   return TILERAP_SUCCESS;
 }
-static int tr_ptap_auto_mode(int64_t ap_flops)
+/* AP's multiply-adds estimated before any plan exists: nnz(A) times P's
+ * mean row length (within 1 % on the model problems' level 0) */
+static double tr_ptap_ap_macs(const tilerap_tile_matrix *A, const tilerap_tile_matrix *P)
+{
+  return P->m > 0 ? (double)A->nnz * ((double)P->nnz / (double)P->m) : 0.0;
+}
+static int tr_ptap_auto_mode(const tilerap_tile_matrix *A, const tilerap_tile_matrix *P)
 {
   const char *m = getenv("TILERAP_PTAP_SCATTER_MACS");
   const double macs = m && *m ? atof(m) : TR_PTAP_SCATTER_MACS_DEFAULT;
-  return 0.5 * (double)ap_flops <= macs ? TR_PTAP_SCATTER_ALL : TR_PTAP_SCATTER_FIRST;
+  return tr_ptap_ap_macs(A, P) <= macs ? TR_PTAP_SCATTER_C : TR_PTAP_SCATTER_FIRST;
 }
 #endif
 
@@ -175,28 +192,32 @@ static int tr_ptap_plan_create_mode(const tilerap_tile_matrix *A, const tilerap_
     if ((err = tr_ptap_cuda_mode(&G->mode))) goto fail;
     /* a one-shot product has no re-runs for hit records to serve */
     if (one_shot && G->mode != TR_PTAP_PRODUCTS) G->mode = TR_PTAP_SCATTER_ALL;
+    if (G->mode == TR_PTAP_AUTO) G->mode = tr_ptap_auto_mode(wA, wP);
     if ((err = tilerap_tile_transpose(wP, &G->Pt, &G->perm))) goto fail;
-    if ((err = tr_spgemm_plan_create_mode(wA, wP, &o, one_shot, &G->ap_plan, &G->AP))) goto fail;
-    if (G->mode == TR_PTAP_AUTO) {
-      tilerap_spgemm_info api;
-      tilerap_spgemm_plan_info(G->ap_plan, &api);
-      G->mode = tr_ptap_auto_mode(api.flops);
-    }
     if (G->mode == TR_PTAP_PRODUCTS) {
+      if ((err = tr_spgemm_plan_create_mode(wA, wP, &o, one_shot, &G->ap_plan, &G->AP))) goto fail;
       if ((err = tr_spgemm_plan_create_mode(G->Pt, G->AP, &o, one_shot, &G->c_plan, &wC))) goto fail;
     } else {
+      /* both plans without values (the scatters make the first ones):
+       * structure only where the scatter makes every run's values,
+       * otherwise deferred (hits made by the plan's first numeric run) */
       tilerap_options os = o;
-      os.plan_values = 0; /* C's first values come from the scatter */
+      os.plan_values = 0;
+      G->ap_scatter = G->mode != TR_PTAP_SCATTER_C || tr_ptap_ap_macs(wA, wP) >= TR_PTAP_AP_SCATTER_MACS;
+      const int apmode = G->mode == TR_PTAP_SCATTER_ALL ? TR_PLAN_STRUCTURE : G->ap_scatter ? TR_PLAN_DEFER : TR_PLAN_REUSE;
       const int cmode = G->mode == TR_PTAP_SCATTER_FIRST ? TR_PLAN_DEFER : TR_PLAN_STRUCTURE;
+      if ((err = tr_spgemm_plan_create_mode(wA, wP, &os, apmode, &G->ap_plan, &G->AP))) goto fail;
       if ((err = tr_spgemm_plan_create_mode(G->Pt, G->AP, &os, cmode, &G->c_plan, &wC))) goto fail;
-      if (G->mode == TR_PTAP_SCATTER_ALL) { /* P^T was needed for C's structure only */
+      if (cmode == TR_PLAN_STRUCTURE) { /* P^T was needed for C's structure only */
         tr_free_in(G->perm, G->Pt->memtype);
         G->perm = NULL;
         tilerap_tile_destroy(&G->Pt);
       }
-      if ((err = tr_cuda_scatter_create(G->AP, o.stream, &G->scatter))) goto fail;
+      if ((err = tr_cuda_scatter_create(G->ap_scatter ? wA : NULL, G->AP, o.stream, &G->scatter))) goto fail;
       if (o.plan_values) {
-        if ((err = tr_cuda_scatter_run(G->scatter, wP, G->AP, wC))) goto fail;
+        if (G->ap_scatter) err = tr_cuda_scatter_ap(G->scatter, wA, wP, G->AP);
+        else err = tilerap_spgemm_numeric(G->ap_plan, wA, wP, G->AP);
+        if (err || (err = tr_cuda_scatter_run(G->scatter, wP, G->AP, wC))) goto fail;
         G->runs = 1;
       }
     }
@@ -241,18 +262,26 @@ int tilerap_ptap_numeric(tilerap_ptap_plan G, const tilerap_tile_matrix *A, cons
     if ((err = tilerap_tile_copy_values(A, G->dA)) || (err = tilerap_tile_copy_values(P, G->dP))) return err;
     wA = G->dA; wP = G->dP; wC = G->dC;
   }
-  int scatter = 0;
+  int ap_scatter = 0, c_scatter = 0; /* which halves by scatter this run */
 #ifdef TILERAP_HAVE_CUDA
-  scatter = G->scatter && (G->mode == TR_PTAP_SCATTER_ALL || G->runs == 0);
-#endif
-  if (!scatter && G->Pt && (err = tr_refresh_pt(G, wP))) return err;
-  if ((err = tilerap_spgemm_numeric(G->ap_plan, wA, wP, G->AP))) return err;
-#ifdef TILERAP_HAVE_CUDA
-  if (scatter) err = tr_cuda_scatter_run(G->scatter, wP, G->AP, wC);
+  if (G->scatter) {
+    c_scatter = G->runs == 0 || G->mode == TR_PTAP_SCATTER_ALL || G->mode == TR_PTAP_SCATTER_C;
+    ap_scatter = G->ap_scatter && (G->runs == 0 || G->mode == TR_PTAP_SCATTER_ALL);
+  }
+  if (ap_scatter) err = tr_cuda_scatter_ap(G->scatter, wA, wP, G->AP);
   else
 #endif
-  /* CPU: the A^T*B plan takes P itself */
-  err = tilerap_spgemm_numeric(G->c_plan, G->Pt ? G->Pt : wP, G->AP, wC);
+  err = tilerap_spgemm_numeric(G->ap_plan, wA, wP, G->AP);
+  if (err) return err;
+#ifdef TILERAP_HAVE_CUDA
+  if (c_scatter) err = tr_cuda_scatter_run(G->scatter, wP, G->AP, wC);
+  else
+#endif
+  {
+    if (G->Pt && (err = tr_refresh_pt(G, wP))) return err;
+    /* CPU: the A^T*B plan takes P itself */
+    err = tilerap_spgemm_numeric(G->c_plan, G->Pt ? G->Pt : wP, G->AP, wC);
+  }
   if (err) return err;
   G->runs++;
   if (wC != C) return tilerap_tile_copy_values(wC, C);

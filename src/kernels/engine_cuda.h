@@ -31,11 +31,16 @@ int tr_cuda_spgemm_numeric(tr_cuda_spgemm *plan, const tilerap_tile_matrix *A,
                            const tilerap_tile_matrix *B, tilerap_tile_matrix *C);
 void tr_cuda_spgemm_destroy(tr_cuda_spgemm *plan);
 
-/* Galerkin C = P^T (AP) by scatter from P's own tiles (ptap_cuda_scatter.cu):
- * no P^T values, no hit records; C's structure comes from a plan.  run:
- * launches only (C zeroed, then summed with atomics). */
+/* Galerkin product by scatter (ptap_cuda_scatter*.cu): AP = A * P and
+ * C = P^T (AP) from A's and P's own tiles, no P^T values, no hit records;
+ * AP's and C's structures come from plans.  ap and run: launches only
+ * (the output zeroed, then summed with atomics).  A may be NULL at
+ * creation: then only C's scatter runs. */
 typedef struct tr_cuda_scatter tr_cuda_scatter;
-int tr_cuda_scatter_create(const tilerap_tile_matrix *AP, void *stream, tr_cuda_scatter **S);
+int tr_cuda_scatter_create(const tilerap_tile_matrix *A, const tilerap_tile_matrix *AP, void *stream,
+                           tr_cuda_scatter **S);
+int tr_cuda_scatter_ap(const tr_cuda_scatter *S, const tilerap_tile_matrix *A, const tilerap_tile_matrix *P,
+                       tilerap_tile_matrix *AP);
 int tr_cuda_scatter_run(const tr_cuda_scatter *S, const tilerap_tile_matrix *P, const tilerap_tile_matrix *AP,
                         tilerap_tile_matrix *C);
 void tr_cuda_scatter_destroy(tr_cuda_scatter *S);

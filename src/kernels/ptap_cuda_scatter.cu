@@ -1,5 +1,6 @@
-/* Galerkin product, second half (CUDA): C = P^T (AP) by scatter, read
- * straight from P's own tiles.
+/* Galerkin product by scatter (CUDA): the plan's state of both halves,
+ * and the second half, C = P^T (AP), read straight from P's own tiles
+ * (the first half, AP = A * P: ptap_cuda_scatter_ap.cu).
  *
  * The planned product P^T * AP streams a 16-byte hit record per (P^T
  * entry, AP row) pair (about 170 MB at level 0 of a 101^3 7-point
@@ -22,8 +23,9 @@
 struct tr_cuda_scatter {
   cudaStream_t stream;
   int nonblocking;
-  int64_t ap_tiles;
-  int32_t *ap_row; /* [ap_tiles] tile row of each AP tile */
+  int64_t ap_tiles, a_tiles;
+  int32_t *ap_row; /* [ap_tiles] tile row of each AP tile, then [a_tiles] of each A tile */
+  int32_t *a_row;
 };
 
 /* tile row of every tile: ap_row[t] = K for t in [tile_ptr[K], tile_ptr[K+1]) */
@@ -75,25 +77,49 @@ static __global__ void __launch_bounds__(TR_SCATTER_THREADS)
   }
 }
 
-extern "C" int tr_cuda_scatter_create(const tilerap_tile_matrix *AP, void *stream, tr_cuda_scatter **S)
+extern "C" int tr_cuda_scatter_create(const tilerap_tile_matrix *A, const tilerap_tile_matrix *AP, void *stream,
+                                      tr_cuda_scatter **S)
 {
   *S = NULL;
-  if (AP->memtype != TILERAP_MEM_DEVICE)
-    return tilerap_set_error(TILERAP_ERR_MEMTYPE, "CUDA Galerkin scatter: AP must be a device matrix");
+  if ((A && A->memtype != TILERAP_MEM_DEVICE) || AP->memtype != TILERAP_MEM_DEVICE)
+    return tilerap_set_error(TILERAP_ERR_MEMTYPE, "CUDA Galerkin scatter: A and AP must be device matrices");
+  if (A && A->tile_rows != AP->tile_rows)
+    return tilerap_set_error(TILERAP_ERR_STRUCTURE, "CUDA Galerkin scatter: A and AP have different tile rows");
   tr_cuda_scatter *X = (tr_cuda_scatter *)tilerap_host_calloc(1, sizeof *X);
   if (!X) return TILERAP_ERR_NOMEM;
   X->stream = (cudaStream_t)stream;
   X->nonblocking = tr_stream_nonblocking(X->stream);
   X->ap_tiles = AP->num_tiles;
+  X->a_tiles = A ? A->num_tiles : 0;
   int err = X->nonblocking ? tr_order_after_legacy(X->stream) : TILERAP_SUCCESS;
-  if (!err && X->ap_tiles > 0) err = tr_dalloc((void **)&X->ap_row, (size_t)X->ap_tiles * sizeof(int32_t), X->stream, "AP tile rows");
+  const size_t n = (size_t)(X->ap_tiles + X->a_tiles);
+  if (!err && n > 0) err = tr_dalloc((void **)&X->ap_row, n * sizeof(int32_t), X->stream, "AP and A tile rows");
+  X->a_row = X->ap_row ? X->ap_row + X->ap_tiles : NULL;
   if (!err && X->ap_tiles > 0) {
     k_tile_rows<<<tr_blocks(AP->tile_rows, 256), 256, 0, X->stream>>>(AP->tile_rows, AP->tile_ptr, X->ap_row);
     err = tr_cuda_check_launch("AP tile rows");
   }
+  if (!err && X->a_tiles > 0) {
+    k_tile_rows<<<tr_blocks(A->tile_rows, 256), 256, 0, X->stream>>>(A->tile_rows, A->tile_ptr, X->a_row);
+    err = tr_cuda_check_launch("A tile rows");
+  }
   if (err) { tr_cuda_scatter_destroy(X); return err; }
   *S = X;
   return TILERAP_SUCCESS;
+}
+
+extern "C" int tr_cuda_scatter_ap(const tr_cuda_scatter *S, const tilerap_tile_matrix *A, const tilerap_tile_matrix *P,
+                                  tilerap_tile_matrix *AP)
+{
+  if (A->memtype != TILERAP_MEM_DEVICE || P->memtype != TILERAP_MEM_DEVICE || AP->memtype != TILERAP_MEM_DEVICE)
+    return tilerap_set_error(TILERAP_ERR_MEMTYPE, "CUDA Galerkin scatter: A, P and AP must be device matrices");
+  if (!S->a_row && A->num_tiles > 0)
+    return tilerap_set_error(TILERAP_ERR_INVALID, "CUDA Galerkin scatter: made without A, so no AP scatter");
+  if (A->num_tiles != S->a_tiles || AP->num_tiles != S->ap_tiles || A->n != P->m || AP->n != P->n)
+    return tilerap_set_error(TILERAP_ERR_STRUCTURE, "CUDA Galerkin scatter: A, P or AP differ from the plan's");
+  if (S->nonblocking) TR_RET(tr_order_after_legacy(S->stream));
+  TR_RET(tr_cuda_scatter_ap_launch(S->a_tiles, S->a_row, A, P, AP, S->stream));
+  return S->nonblocking ? tr_order_legacy_after(S->stream) : TILERAP_SUCCESS;
 }
 
 extern "C" int tr_cuda_scatter_run(const tr_cuda_scatter *S, const tilerap_tile_matrix *P,

@@ -297,6 +297,12 @@ int tr_cuda_step3_numeric(const struct tr_cuda_spgemm *plan, const tilerap_tile_
 int tr_cuda_step3_pairs(const struct tr_cuda_spgemm *plan, const tilerap_tile_matrix *A,
                         const tilerap_tile_matrix *B, tilerap_tile_matrix *C);
 
+/* AP = A * P by scatter (ptap_cuda_scatter_ap.cu): a_row[a] is the tile
+ * row of A's tile a; AP zeroed, then summed with atomics, on stream s
+ * (launches only). */
+int tr_cuda_scatter_ap_launch(int64_t a_tiles, const int32_t *a_row, const tilerap_tile_matrix *A,
+                              const tilerap_tile_matrix *P, tilerap_tile_matrix *AP, cudaStream_t s);
+
 /* Device view of a tile matrix passed to kernels by value. */
 typedef struct {
   const int64_t *tile_ptr;
