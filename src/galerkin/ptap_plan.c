@@ -38,7 +38,7 @@ struct tilerap_ptap_plan_s {
 #ifdef TILERAP_HAVE_CUDA
   int mode;                 /* TR_PTAP_* (CUDA engine) */
   int ap_scatter;           /* AP's first values (all, with SCATTER_ALL) by its scatter, not its plan */
-  tr_cuda_scatter *scatter; /* C from AP by scatter (NULL: two planned products) */
+  tr_cuda_scatter *scatter; /* the scatters' state (NULL: two planned products) */
 #endif
   int64_t runs;             /* C's values made so far (plan with values included) */
   tilerap_ptap_info info;

@@ -620,9 +620,9 @@ int tr_cuda_step2_masks(const tilerap_tile_matrix *A, const tilerap_tile_matrix 
     plan->pairs_walk = ntc == 0 && ntiles > 0 && (double)h.tot.flops <= 2.0 * 16.0 * walk_max * (double)ntiles &&
                        (double)h.tot.maxwalk <= TR_WALK_TILE_FACTOR * walk_max &&
                        (double)kpairs + (double)h.tot.flops / 32.0 <= tr_walk_mean() * (double)ntiles;
-    /* The Galerkin scatter's P^T * AP plans (ptap_plan.c): structure only
-     * keeps nothing for a numeric phase; deferred keeps the lists for the
-     * hits of its first numeric run (the scatter made C's first values). */
+    /* Plans of the Galerkin product's scatters (ptap_plan.c): structure
+     * only keeps nothing for a numeric phase; deferred keeps the lists for
+     * the hits of its first numeric run (a scatter made C's first values). */
     if (plan->structure_only) plan->pairs_walk = 0;
     if (plan->defer_hits && ntiles > 0) plan->pairs_walk = 1;
     const int no_hits = plan->structure_only || (plan->pairs_walk && plan->one_shot);
