@@ -26,9 +26,10 @@ struct tr_cuda_scatter {
   int64_t ap_tiles, a_tiles;
   int32_t *ap_row; /* [ap_tiles] tile row of each AP tile, then [a_tiles] of each A tile */
   int32_t *a_row;
+  int with_a; /* made with A: the AP scatter can run */
 };
 
-/* tile row of every tile: ap_row[t] = K for t in [tile_ptr[K], tile_ptr[K+1]) */
+/* tile row of every tile: row[t] = K for t in [tile_ptr[K], tile_ptr[K+1]) */
 static __global__ void k_tile_rows(int32_t tile_rows, const int64_t *__restrict__ tile_ptr, int32_t *__restrict__ row)
 {
   const int32_t K = (int32_t)(blockIdx.x * (int64_t)blockDim.x + threadIdx.x);
@@ -52,7 +53,7 @@ static __global__ void __launch_bounds__(TR_SCATTER_THREADS)
   const int64_t apo = AP.tile_off[t];
   /* C tile of (I, J) for the first 32 P tiles of the row, one per lane */
   int64_t myct = -1;
-  if (lane < p1 - p0) myct = tr_find_ctile(ctile_ptr, ctile_col, P.tile_col[p0 + lane], J);
+  if (lane < p1 - p0) myct = tr_find_tile(ctile_ptr, ctile_col, P.tile_col[p0 + lane], J);
   for (int64_t base = e0; base < e1; base += 32) { /* same trip count in every lane */
     const int64_t q = base + lane;
     const bool on = q < e1;
@@ -60,7 +61,7 @@ static __global__ void __launch_bounds__(TR_SCATTER_THREADS)
     const int64_t tl = tp - p0;
     int64_t ct = __shfl_sync(0xffffffffu, myct, (int)(tl & 31));
     if (!on) continue;
-    if (tl >= 32) ct = tr_find_ctile(ctile_ptr, ctile_col, P.tile_col[tp], J);
+    if (tl >= 32) ct = tr_find_tile(ctile_ptr, ctile_col, P.tile_col[tp], J);
     const unsigned id = P.idx[q];
     const int r = (int)(id >> 4), i = (int)(id & 15u);
     unsigned m = AP.row_mask[16 * t + r];
@@ -94,6 +95,7 @@ extern "C" int tr_cuda_scatter_create(const tilerap_tile_matrix *A, const tilera
   int err = X->nonblocking ? tr_order_after_legacy(X->stream) : TILERAP_SUCCESS;
   const size_t n = (size_t)(X->ap_tiles + X->a_tiles);
   if (!err && n > 0) err = tr_dalloc((void **)&X->ap_row, n * sizeof(int32_t), X->stream, "AP and A tile rows");
+  X->with_a = A != NULL;
   X->a_row = X->ap_row ? X->ap_row + X->ap_tiles : NULL;
   if (!err && X->ap_tiles > 0) {
     k_tile_rows<<<tr_blocks(AP->tile_rows, 256), 256, 0, X->stream>>>(AP->tile_rows, AP->tile_ptr, X->ap_row);
@@ -113,7 +115,7 @@ extern "C" int tr_cuda_scatter_ap(const tr_cuda_scatter *S, const tilerap_tile_m
 {
   if (A->memtype != TILERAP_MEM_DEVICE || P->memtype != TILERAP_MEM_DEVICE || AP->memtype != TILERAP_MEM_DEVICE)
     return tilerap_set_error(TILERAP_ERR_MEMTYPE, "CUDA Galerkin scatter: A, P and AP must be device matrices");
-  if (!S->a_row && A->num_tiles > 0)
+  if (!S->with_a)
     return tilerap_set_error(TILERAP_ERR_INVALID, "CUDA Galerkin scatter: made without A, so no AP scatter");
   if (A->num_tiles != S->a_tiles || AP->num_tiles != S->ap_tiles || A->n != P->m || AP->n != P->n)
     return tilerap_set_error(TILERAP_ERR_STRUCTURE, "CUDA Galerkin scatter: A, P or AP differ from the plan's");

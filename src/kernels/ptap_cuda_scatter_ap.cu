@@ -29,7 +29,7 @@ static __global__ void __launch_bounds__(TR_SCATTER_AP_THREADS)
   const int ne = (int)(A.tile_off[a + 1] - ao), nq = (int)(q1 - q0);
   /* AP tile of each of the first 32 P tiles of row L, one per lane */
   int64_t myt = -1;
-  if (lane < nq) myt = tr_find_ctile(AP.tile_ptr, AP.tile_col, K, P.tile_col[q0 + lane]);
+  if (lane < nq) myt = tr_find_tile(AP.tile_ptr, AP.tile_col, K, P.tile_col[q0 + lane]);
   const int items = ne * nq;
   for (int base = 0; base < items; base += 32) { /* same trip count in every lane */
     const int it = base + lane;
@@ -39,7 +39,7 @@ static __global__ void __launch_bounds__(TR_SCATTER_AP_THREADS)
     if (!on) continue;
     const int e = it - pl * ne;
     const int64_t q = q0 + pl;
-    if (pl >= 32) t = tr_find_ctile(AP.tile_ptr, AP.tile_col, K, P.tile_col[q]);
+    if (pl >= 32) t = tr_find_tile(AP.tile_ptr, AP.tile_col, K, P.tile_col[q]);
     const unsigned id = A.idx[ao + e];
     const int r = (int)(id >> 4), k = (int)(id & 15u);
     unsigned pm = P.row_mask[16 * q + k];

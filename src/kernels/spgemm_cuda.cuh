@@ -389,7 +389,7 @@ static __device__ __forceinline__ int64_t tr_lower_bound(const int32_t *idx, int
 }
 
 /* Tile (I, J) of a device tile matrix: its index, -1 if there is none */
-static __device__ __forceinline__ int64_t tr_find_ctile(const int64_t *__restrict__ ctile_ptr,
+static __device__ __forceinline__ int64_t tr_find_tile(const int64_t *__restrict__ ctile_ptr,
                                                         const int32_t *__restrict__ ctile_col, int32_t I, int32_t J)
 {
   const int64_t lo = ctile_ptr[I], hi = ctile_ptr[I + 1];
