@@ -58,19 +58,22 @@ static __global__ void k_segments(const int64_t *tile_ptr, int32_t tile_rows, co
   if (I <= tile_rows) seg[I] = (int32_t)poff[tile_ptr[I]];
 }
 
-/* Pair expansion, a warp per A tile: key = C tile (row * tile_cols +
- * column), value = pair number. */
+/* Pair expansion, 2^lg lanes per A tile: key = C tile (row * tile_cols +
+ * column), value = pair number.  The width follows the mean pair count
+ * of an A tile (tr_expand_lg): AMG's prolongators have 2-4 tiles per tile
+ * row, and a warp per A tile left 29 of 32 lanes idle (level 0 of p3d7
+ * 101^3: 157 us for 2.8 M pairs). */
 template <typename K>
 static __global__ void k_expand(tr_dview A, int64_t na, tr_dview B, const int32_t *arow, int64_t tc,
-                                const int64_t *poff, K *key, int32_t *pid, int32_t *pa, int32_t *pb)
+                                const int64_t *poff, K *key, int32_t *pid, int32_t *pa, int32_t *pb, int lg)
 {
-  const int64_t a = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) >> 5;
-  const int lane = threadIdx.x & 31;
+  const int64_t a = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) >> lg;
+  const int w = 1 << lg, lane = threadIdx.x & (w - 1);
   if (a >= na) return;
   const int32_t k = A.tile_col[a];
   const int64_t b0 = B.tile_ptr[k], nbk = B.tile_ptr[k + 1] - b0, p0 = poff[a];
   const K row = (K)((int64_t)arow[a] * tc);
-  for (int64_t j = lane; j < nbk; j += 32) {
+  for (int64_t j = lane; j < nbk; j += w) {
     const int64_t p = p0 + j, b = b0 + j;
     key[p] = row + (K)B.tile_col[b];
     pid[p] = (int32_t)p;
@@ -142,7 +145,13 @@ static int tr_step1_group(tr_dview dA, int64_t na, tr_dview dB, const int32_t *a
                           int32_t *head, int32_t *cid, void *ts, size_t tb, cudaStream_t s, tr_cuda_cand *c)
 {
   K *key = (K *)key_v, *skey = (K *)skey_v;
-  k_expand<K><<<tr_blocks(32 * na, 128), 128, 0, s>>>(dA, na, dB, arow, tc, poff, key, pid, pa, pb);
+  /* lanes per A tile: the mean pairs per A tile rounded up to a power of
+   * two (1..32); TILERAP_EXPAND_LANES=n forces n (a power of two, A/B) */
+  int lg = 0;
+  const char *el = getenv("TILERAP_EXPAND_LANES");
+  const int64_t want = el && *el ? atoll(el) : (np + na - 1) / na;
+  while (lg < 5 && ((int64_t)1 << lg) < want) lg++;
+  k_expand<K><<<tr_blocks(na << lg, 128), 128, 0, s>>>(dA, na, dB, arow, tc, poff, key, pid, pa, pb, lg);
   TR_RET(tr_cuda_check_launch("step 1 expansion"));
   if (!segmented) TR_RET_CU(cub::DeviceRadixSort::SortPairs(ts, tb, key, skey, pid, sid, (int)np, 0, bits, s), "step 1 sort");
   else TR_RET_CU(cub::DeviceSegmentedSort::StableSortPairs(ts, tb, key, skey, pid, sid, np, ntr, seg, seg + 1, s),
