@@ -1,7 +1,9 @@
 /* GPU benchmark of the Galerkin product C = P^T A P on the model AMG
  * hierarchies (tilerap_model.h), level by level, with CUDA events
  * (median of --reps runs after a warm-up):
- *   tl_first : tilerap plan + numeric, device-resident (allocation included)
+ *   tl_first : tilerap plan + numeric, device-resident (allocation included);
+ *              BENCH_PLAN_VALUES=1: one plan creation with plan_values = 1
+ *              (the plan makes C's values; no numeric call)
  *   tl_num   : tilerap numeric re-run
  *   cs_first : cuSPARSE generic SpGEMM, AP = A*P, explicit transpose of P
  *              (csr2csc), P^T*(AP); descriptors, buffers, C allocated
@@ -48,6 +50,7 @@
 static int reps = 9;
 static int tc_thr[8], ntc = 0, prec_thr = 0;
 static int phases = 0;
+static int plan_values = 0; /* BENCH_PLAN_VALUES */
 
 /* --phases: the three parts of a first-time Galerkin product timed apart
  * (device-resident, medians): the tile transpose of P, the AP plan with
@@ -108,10 +111,12 @@ static void run_case(const char *spec, double bw, cusparseHandle_t h)
     TR(tilerap_tile_copy(hA, TILERAP_MEM_DEVICE, &dA));
     TR(tilerap_tile_copy(hP, TILERAP_MEM_DEVICE, &dP));
     tilerap_ptap_plan plan = NULL;
+    tilerap_options ofirst = ogpu;
+    ofirst.plan_values = plan_values;
     for (int r = -1; r < reps; r++) {
       gpu_tic();
-      TR(tilerap_ptap_plan_create(dA, dP, &ogpu, &plan, &dC));
-      TR(tilerap_ptap_numeric(plan, dA, dP, dC));
+      TR(tilerap_ptap_plan_create(dA, dP, &ofirst, &plan, &dC));
+      if (!plan_values) TR(tilerap_ptap_numeric(plan, dA, dP, dC));
       double ms = gpu_toc();
       if (r >= 0) t[r] = ms;
       if (r < reps - 1) { tilerap_ptap_plan_destroy(&plan); tilerap_tile_destroy(&dC); }
@@ -400,8 +405,12 @@ int main(int argc, char **argv)
     return 0;
   }
   double bw = copy_bandwidth();
-  printf("# device %s, copy bandwidth %.2f TB/s, median of %d after warm-up, times in ms, cuSPARSE memory: %s\n",
-         prop.name, bw / 1e12, reps, bench_cusparse_pool() ? "stream-ordered pool" : "cudaMalloc");
+  const char *pv = getenv("BENCH_PLAN_VALUES");
+  plan_values = pv && !strcmp(pv, "1");
+  printf("# device %s, copy bandwidth %.2f TB/s, median of %d after warm-up, times in ms, cuSPARSE memory: %s,"
+         " tilerap first: %s\n",
+         prop.name, bw / 1e12, reps, bench_cusparse_pool() ? "stream-ordered pool" : "cudaMalloc",
+         plan_values ? "plan with values" : "plan, then numeric");
   printf("# case     lvl         n       nnzA       nnzP       nnzC  tl_first   tl_num cs_first   cs_num    floor"
          "  sp_first sp_num num/floor  err: tl_first tl_num cs_first cs_num\n");
   for (int i = 0; i < nc; i++) run_case(cases[i], bw, h);

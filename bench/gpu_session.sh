@@ -17,7 +17,8 @@
 #           a retry goes to the radix sort), every first run walking, hits
 #           made at plan creation, the Galerkin product by each
 #           TILERAP_PTAP mode besides the default auto (products, first,
-#           scatter)
+#           scatter), and "first" with P^T's values gathered
+#           (TILERAP_PTAP_GATHER=1)
 # sanitize  compute-sanitizer memcheck / racecheck / synccheck on --quick runs
 # small     galerkin-bench-gpu on coarse-level sized problems, this build
 #           and $BASE_BENCH (an older commit's galerkin-bench-gpu), alternating
@@ -99,6 +100,7 @@ for what in "$@"; do
       tap "test_gpu_ptap TILERAP_PTAP=$m" env TILERAP_PTAP=$m "$B/test/test_gpu_ptap"
       tap "test_ptap TILERAP_PTAP=$m" env TILERAP_PTAP=$m "$B/test/test_ptap"
     done
+    tap "test_gpu_ptap TILERAP_PTAP=first, P^T gathered" env TILERAP_PTAP=first TILERAP_PTAP_GATHER=1 "$B/test/test_gpu_ptap"
     ;;
   sanitize)
     san memcheck "$B/test/test_gpu_spgemm" --quick

@@ -143,6 +143,21 @@ int main(int argc, char **argv)
       PetscCall(check(D, Cref, "PtAP numeric again"));
       PetscCall(MatDestroy(&D));
     }
+    /* C used as an operand between its symbolic and numeric phases: its
+     * tile form then took C's AIJ zeros, so the values the plan made
+     * (the device C's, CUDA engine) must not be what the numeric gives */
+    {
+      Mat D, E;
+      PetscCall(MatProductCreate(A, P, NULL, &D));
+      PetscCall(MatProductSetType(D, MATPRODUCT_PtAP));
+      PetscCall(MatProductSetFromOptions(D));
+      PetscCall(MatProductSymbolic(D));
+      PetscCall(MatMatMult(D, D, MAT_INITIAL_MATRIX, 2.0, &E));
+      PetscCall(MatProductNumeric(D));
+      PetscCall(check(D, Cref, "PtAP numeric after C was an operand between symbolic and numeric"));
+      PetscCall(MatDestroy(&E));
+      PetscCall(MatDestroy(&D));
+    }
     /* three more re-runs with new values: the CPU engine's default (AUTO)
      * kernel records the products on the second run and replays them
      * afterwards; every run must equal AIJ's */

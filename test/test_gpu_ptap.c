@@ -211,6 +211,19 @@ int main(int argc, char **argv)
       cudaStreamDestroy(st);
     }
   }
+  {
+    /* the large levels' way on small ones (auto above the threshold:
+     * first values by scatter, re-runs by the hits, P^T * AP's reading
+     * P's values through them), re-runs with new values of P included */
+    const char *was = getenv("TILERAP_PTAP_SCATTER_MACS");
+    char *keep = was ? strdup(was) : NULL;
+    setenv("TILERAP_PTAP_SCATTER_MACS", "0", 1);
+    check_hierarchy(TILERAP_P2D5, 100, NULL);
+    if (!quick) check_hierarchy(TILERAP_P3D7, 23, NULL);
+    if (keep) setenv("TILERAP_PTAP_SCATTER_MACS", keep, 1);
+    else unsetenv("TILERAP_PTAP_SCATTER_MACS");
+    free(keep);
+  }
   check_random(0, 0, 0, 0, 0, &seed, "empty 0x0");
   check_random(1, 1, 1, 1, 0, &seed, "1x1");
   check_random(17, 33, 0.2, 0.2, 0, &seed, "P wider than A");

@@ -38,6 +38,7 @@ struct tilerap_ptap_plan_s {
 #ifdef TILERAP_HAVE_CUDA
   int mode;                 /* TR_PTAP_* (CUDA engine) */
   int ap_scatter;           /* AP's first values (all, with SCATTER_ALL) by its scatter, not its plan */
+  int p_direct;             /* C's plan reads P's values through perm: no P^T values, no gather */
   tr_cuda_scatter *scatter; /* the scatters' state (NULL: two planned products) */
 #endif
   int64_t runs;             /* C's values made so far (plan with values included) */
@@ -136,6 +137,13 @@ static double tr_ptap_ap_macs(const tilerap_tile_matrix *A, const tilerap_tile_m
 {
   return P->m > 0 ? (double)A->nnz * ((double)P->nnz / (double)P->m) : 0.0;
 }
+/* TILERAP_PTAP_GATHER=1: re-runs of the planned P^T * AP gather P^T's
+ * values as before, in place of reading P's through the hits (A/B runs) */
+static int tr_env_ptap_gather(void)
+{
+  const char *e = getenv("TILERAP_PTAP_GATHER");
+  return e && *e && strcmp(e, "0");
+}
 static int tr_ptap_auto_mode(const tilerap_tile_matrix *A, const tilerap_tile_matrix *P)
 {
   const char *m = getenv("TILERAP_PTAP_SCATTER_MACS");
@@ -212,6 +220,16 @@ static int tr_ptap_plan_create_mode(const tilerap_tile_matrix *A, const tilerap_
         tr_free_in(G->perm, G->Pt->memtype);
         G->perm = NULL;
         tilerap_tile_destroy(&G->Pt);
+      } else if (!tr_env_ptap_gather()) {
+        /* C's hit records take P's value indices (through perm) when they
+         * are made, so re-runs read P itself: no gather of P^T's values
+         * (tensor-core pairs read P^T's tiles in place: they keep it) */
+        tilerap_spgemm_info ci;
+        tilerap_spgemm_plan_info(G->c_plan, &ci);
+        if (ci.tc_pairs == 0 && G->perm) { /* no perm: P has no entries, nor has C */
+          if ((err = tr_spgemm_plan_read_a_through(G->c_plan, G->perm))) goto fail;
+          G->p_direct = 1;
+        }
       }
       if ((err = tr_cuda_scatter_create(G->ap_scatter ? wA : NULL, G->AP, o.stream, &G->scatter))) goto fail;
       if (o.plan_values) {
@@ -278,9 +296,18 @@ int tilerap_ptap_numeric(tilerap_ptap_plan G, const tilerap_tile_matrix *A, cons
   else
 #endif
   {
-    if (G->Pt && (err = tr_refresh_pt(G, wP))) return err;
-    /* CPU: the A^T*B plan takes P itself */
-    err = tilerap_spgemm_numeric(G->c_plan, G->Pt ? G->Pt : wP, G->AP, wC);
+#ifdef TILERAP_HAVE_CUDA
+    if (G->p_direct) { /* P^T's structure with P's values: the hits index them */
+      tilerap_tile_matrix ptv = *G->Pt;
+      ptv.val = wP->val;
+      err = tilerap_spgemm_numeric(G->c_plan, &ptv, G->AP, wC);
+    } else
+#endif
+    {
+      if (G->Pt && (err = tr_refresh_pt(G, wP))) return err;
+      /* CPU: the A^T*B plan takes P itself */
+      err = tilerap_spgemm_numeric(G->c_plan, G->Pt ? G->Pt : wP, G->AP, wC);
+    }
   }
   if (err) return err;
   G->runs++;

@@ -213,6 +213,12 @@ struct tr_cuda_spgemm {
   int defer_hits;     /* TR_PLAN_DEFER: the first numeric run makes the hits (never walks) */
   int pairs_walk;    /* numeric runs walk the pairs (hits not made yet) */
   int64_t runs;      /* numeric runs so far */
+  /* deferred plans: A's values are read through this permutation (device,
+   * [nnz(A)]): the hits made on the first run take value index a_perm[q]
+   * for A's entry q, so numeric runs take the permuted array's source in
+   * place of A's values (P^T * AP reading P's values, not P^T's gathered
+   * copy).  NULL: A's own values. */
+  const int64_t *a_perm;
   int64_t np, ncap;  /* pairs; candidates (bound of the scan arrays) */
   /* kept from steps 1-2 until the hits exist: step 1's lists
    * (tr_cuda_cand.block) and step 2's kept group; the pointers below

@@ -361,12 +361,12 @@ static __global__ void k_chunks(int64_t ntiles, const tr_scan *ks, int dense_thr
  * WORK: the chunk work when it is TR_CHUNK_WORK (large products), 0 for
  * the plan's own W: a 64-bit division by a variable took six registers
  * more, and the occupancy they cost made level-0 fills 13-25 % slower. */
-template <int WORK>
+template <int WORK, bool PERM>
 static __global__ void k_fill_hits(tr_dview A, tr_dview B, int64_t np, const int32_t *pair_cand,
                                    const int32_t *cand_ptr, const int32_t *pair_a, const int32_t *pair_b,
                                    const int32_t *hloc, const tr_scan *sc, const tr_chunk *ch, int W,
                                    const uint16_t *c_mask, const uint8_t *c_row_ptr, int dense_threshold, tr_hit *hits,
-                                   tr_tc *tcs, uint16_t *acc_loc)
+                                   tr_tc *tcs, uint16_t *acc_loc, const int64_t *__restrict__ a_perm)
 {
   const int r = threadIdx.x & 15;
   const int64_t q = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) >> 4;
@@ -419,7 +419,7 @@ static __global__ void k_fill_hits(tr_dview A, tr_dview B, int64_t np, const int
     const unsigned bm = B.row_mask[16 * b + k];
     if (!bm) continue;
     tr_hit e;
-    e.a = a0 + j;
+    e.a = PERM ? (uint32_t)a_perm[a0 + j] : a0 + j; /* PERM: the plan reads A through a_perm */
     e.b = b0 + B.row_ptr[16 * b + k];
     e.masks = bm | cm << 16;
     e.loc = loc;
@@ -432,12 +432,17 @@ static int tr_launch_fill_hits(const struct tr_cuda_spgemm *P, const tilerap_til
                                const int32_t *pair_cand, const int32_t *cand_ptr, const int32_t *pair_a,
                                const int32_t *pair_b, const int32_t *hloc, const tr_scan *sc)
 {
-#define TR_FILL(WORK)                                                                                               \
-  k_fill_hits<WORK><<<tr_blocks(16 * np, 128), 128, 0, P->stream>>>(                                                \
+#define TR_FILL(WORK, PERM)                                                                                         \
+  k_fill_hits<WORK, PERM><<<tr_blocks(16 * np, 128), 128, 0, P->stream>>>(                                          \
       tr_view(A), tr_view(B), np, pair_cand, cand_ptr, pair_a, pair_b, hloc, sc, P->chunks, P->chunk_work,         \
-      C->row_mask, C->row_ptr, P->dense_threshold, P->hits, P->tcs, P->acc_loc)
-  if (P->chunk_work == TR_CHUNK_WORK) TR_FILL(TR_CHUNK_WORK);
-  else TR_FILL(0);
+      C->row_mask, C->row_ptr, P->dense_threshold, P->hits, P->tcs, P->acc_loc, P->a_perm)
+  if (P->chunk_work == TR_CHUNK_WORK) {
+    if (P->a_perm) TR_FILL(TR_CHUNK_WORK, true);
+    else TR_FILL(TR_CHUNK_WORK, false);
+  } else {
+    if (P->a_perm) TR_FILL(0, true);
+    else TR_FILL(0, false);
+  }
 #undef TR_FILL
   return tr_cuda_check_launch("hits");
 }

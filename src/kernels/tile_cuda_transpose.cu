@@ -220,6 +220,8 @@ extern "C" int tr_cuda_tile_transpose(const tilerap_tile_matrix *T, tilerap_tile
   if (perm_out) *perm_out = perm;
   return TILERAP_SUCCESS;
 fail:
+  /* T^T is freed on the legacy stream: nothing queued on a non-blocking s may still write it */
+  if (s && s != cudaStreamLegacy) (void)cudaStreamSynchronize(s);
   tr_tmp_free_all(&tmp);
   tr_dfree(perm, s);
   if (Tt) { tr_cuda_tile_free(Tt); free(Tt); }
