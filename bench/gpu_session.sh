@@ -18,7 +18,8 @@
 #           made at plan creation, the Galerkin product by each
 #           TILERAP_PTAP mode besides the default auto (products, first,
 #           scatter), and "first" with P^T's values gathered
-#           (TILERAP_PTAP_GATHER=1)
+#           (TILERAP_PTAP_GATHER=1), step 2's masks by 8-lane groups on
+#           every product (TILERAP_MASKS_LANES=8)
 # sanitize  compute-sanitizer memcheck / racecheck / synccheck on --quick runs
 # small     galerkin-bench-gpu on coarse-level sized problems, this build
 #           and $BASE_BENCH (an older commit's galerkin-bench-gpu), alternating
@@ -96,6 +97,8 @@ for what in "$@"; do
     tap "test_gpu_ptap counted row path" env TILERAP_STEP1_SORT=rows "$B/test/test_gpu_ptap"
     tap "test_gpu_spgemm all walk" env TILERAP_CUDA_WALK_MAX=1e9 TILERAP_CUDA_WALK_MEAN=1e9 "$B/test/test_gpu_spgemm"
     tap "test_gpu_spgemm hits at plan" env TILERAP_CUDA_HITS=plan "$B/test/test_gpu_spgemm"
+    tap "test_gpu_spgemm 8-lane masks" env TILERAP_MASKS_LANES=8 "$B/test/test_gpu_spgemm"
+    tap "test_gpu_ptap 8-lane masks" env TILERAP_MASKS_LANES=8 "$B/test/test_gpu_ptap"
     for m in products first scatter; do
       tap "test_gpu_ptap TILERAP_PTAP=$m" env TILERAP_PTAP=$m "$B/test/test_gpu_ptap"
       tap "test_ptap TILERAP_PTAP=$m" env TILERAP_PTAP=$m "$B/test/test_ptap"
@@ -104,6 +107,7 @@ for what in "$@"; do
     ;;
   sanitize)
     san memcheck "$B/test/test_gpu_spgemm" --quick
+    TILERAP_MASKS_LANES=8 san memcheck "$B/test/test_gpu_spgemm" --quick
     san memcheck "$B/test/test_gpu_ptap" --quick
     TILERAP_PTAP=first san memcheck "$B/test/test_gpu_ptap" --quick
     TILERAP_PTAP=scatter san memcheck "$B/test/test_gpu_ptap" --quick

@@ -200,6 +200,7 @@ int main(int argc, char **argv)
   check_transpose(37, 101, 0.1, &seed);
   check_transpose(300, 17, 0.3, &seed);
   check_transpose(64, 64, 1.0, &seed);
+  check_transpose(3000, 2000, 0.005, &seed); /* 23500 tiles: the sorted tile order */
   check_hierarchy(TILERAP_P2D5, 100, NULL); /* 2 levels: 10000 -> 1156 -> 144 */
   if (!quick) {
     check_hierarchy(TILERAP_P2D9, 80, NULL);

@@ -186,6 +186,26 @@ int main(int argc, char **argv)
     check_product(A, B, 192, "64 x 160000 * 160000 x 160 (radix path, long pair lists)");
     tilerap_csr_destroy(&A); tilerap_csr_destroy(&B);
   }
+  /* a level-0 sized A*P: the sorted path with its candidate count read
+   * back and about 5 pairs per candidate, whose masks take 8-lane groups
+   * (k_masks8); the same with the 16-lane kernel forced */
+  if (!quick) {
+    tilerap_csr *A = NULL, *P = NULL;
+    int32_t dims[3], cd[3];
+    int nd;
+    tilerap_model_poisson(TILERAP_P3D7, 64, &A, dims, &nd);
+    tilerap_model_prolongator(A, nd, dims, 2.0 / 3.0, &P, cd);
+    const char *was = getenv("TILERAP_MASKS_LANES");
+    char *keep = was ? strdup(was) : NULL;
+    unsetenv("TILERAP_MASKS_LANES");
+    check_product(A, P, 192, "p3d7 64^3: A*P (8-lane masks)");
+    setenv("TILERAP_MASKS_LANES", "16", 1);
+    check_product(A, P, 192, "p3d7 64^3: A*P (16-lane masks forced)");
+    if (keep) setenv("TILERAP_MASKS_LANES", keep, 1);
+    else unsetenv("TILERAP_MASKS_LANES");
+    free(keep);
+    tilerap_csr_destroy(&A); tilerap_csr_destroy(&P);
+  }
   /* a model operator times its prolongator */
   if (!quick) {
     tilerap_csr *A = NULL, *P = NULL;

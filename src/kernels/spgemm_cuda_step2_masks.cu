@@ -154,6 +154,99 @@ static __global__ void __launch_bounds__(TR_MASKS_THREADS)
   }
 }
 
+/* k_masks with 8-lane groups, lane l owning rows 2l and 2l+1: the same
+ * outputs.  k_masks runs at full occupancy and waits on a chain of
+ * dependent loads per pair (pair -> A's row mask -> B's row masks); here
+ * a lane has two rows' loads in flight in each round, and the grid has
+ * half the warps (level 0: about 5 pairs per candidate, 1-3 B rows per
+ * A row; tr_masks8 says where). */
+static __device__ __forceinline__ int tr_pair_masks2(const tr_dview &A, const tr_dview &B, int64_t a, int64_t b, int l,
+                                                     unsigned gmask, unsigned &m, long long &fl)
+{
+  unsigned b0 = A.row_mask[16 * a + 2 * l], b1 = A.row_mask[16 * a + 2 * l + 1];
+  const uint16_t *mb = B.row_mask + 16 * b;
+  int hm = 0;
+  while (b0 | b1) {
+    unsigned x0 = 0, x1 = 0;
+    if (b0) { const int k = __ffs(b0) - 1; b0 &= b0 - 1; x0 = mb[k]; }
+    if (b1) { const int k = __ffs(b1) - 1; b1 &= b1 - 1; x1 = mb[k]; }
+    m |= x0 | (x1 << 16);
+    const int c = __popc(x0) + __popc(x1);
+    fl += 2 * c;
+    hm += (x0 != 0) + (x1 != 0) + (c << 16);
+  }
+  for (int o = 4; o > 0; o >>= 1) hm += __shfl_xor_sync(gmask, hm, o, 8);
+  return hm;
+}
+
+static __global__ void __launch_bounds__(TR_MASKS_THREADS)
+    k_masks8(tr_dview A, tr_dview B, int64_t ncap, const int32_t *d_ncand, const int32_t *cand_ptr,
+             const int32_t *pair_a, const int32_t *pair_b, int dense_threshold, int tc_threshold, uint16_t *cmask,
+             int32_t *hloc, tr_scan *sc, tr_totals *tot)
+{
+  const int l = threadIdx.x & 7;
+  const unsigned gmask = 0xffu << (threadIdx.x & 24);
+  const int64_t t = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) >> 3;
+  const int64_t ncand = *d_ncand;
+  const bool active = t < ncand;
+  unsigned m = 0; /* row 2l | row 2l+1 << 16 */
+  long long fl = 0, nh = 0;
+  int32_t np = 0, ntc = 0;
+  if (active) {
+    int32_t p0 = cand_ptr[t], p1 = cand_ptr[t + 1];
+    np = p1 - p0;
+    for (int32_t p = p0; p < p1; p++) {
+      const int hm = tr_pair_masks2(A, B, pair_a[p], pair_b[p], l, gmask, m, fl);
+      if (tc_threshold >= 0 && (hm >> 16) >= tc_threshold) {
+        if (l == 0) hloc[p] = -1 - ntc;
+        ntc++;
+      } else {
+        if (l == 0) hloc[p] = (int32_t)nh;
+        nh += hm & 0xffff;
+      }
+    }
+    cmask[16 * t + 2 * l] = (uint16_t)m;
+    cmask[16 * t + 2 * l + 1] = (uint16_t)(m >> 16);
+  }
+  int cnt = __popc(m);
+  for (int o = 4; o > 0; o >>= 1) {
+    cnt += __shfl_xor_sync(0xffffffffu, cnt, o, 8);
+    fl += __shfl_xor_sync(0xffffffffu, fl, o, 8);
+  }
+  unsigned long long q[4] = {0, 0, 0, 0}; /* as in k_masks */
+  if (l == 0 && t <= ncap) {
+    tr_scan v = {0, 0, 0, 0, 0, 0};
+    if (active && cnt > 0) {
+      const bool dense = cnt > dense_threshold;
+      v.tiles = 1; v.pairs = np; v.nnz = cnt; v.hits = nh; v.acc = dense ? 256 : cnt; v.tc = ntc;
+      q[0] = (unsigned long long)fl; q[1] = dense; q[2] = (unsigned long long)nh;
+      q[3] = (unsigned long long)(np + fl / 32);
+    }
+    sc[t] = v;
+  }
+  for (int o = 16; o > 0; o >>= 1) {
+    q[0] += __shfl_xor_sync(0xffffffffu, q[0], o);
+    q[1] += __shfl_xor_sync(0xffffffffu, q[1], o);
+    q[2] = max(q[2], __shfl_xor_sync(0xffffffffu, q[2], o));
+    q[3] = max(q[3], __shfl_xor_sync(0xffffffffu, q[3], o));
+  }
+  __shared__ unsigned long long red[4][TR_MASKS_THREADS / 32];
+  const int w = threadIdx.x >> 5;
+  if ((threadIdx.x & 31) == 0)
+    for (int i = 0; i < 4; i++) red[i][w] = q[i];
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    for (int j = 1; j < TR_MASKS_THREADS / 32; j++) {
+      q[0] += red[0][j]; q[1] += red[1][j];
+      q[2] = max(q[2], red[2][j]); q[3] = max(q[3], red[3][j]);
+    }
+    if (q[0]) atomicAdd(&tot->flops, q[0]);
+    if (q[1]) atomicAdd(&tot->dense, q[1]);
+    if (q[2]) atomicMax(&tot->maxhits, q[2]);
+    if (q[3]) atomicMax(&tot->maxwalk, q[3]);
+  }
+}
+
 /* k_masks for products with few candidates and many pairs each (a
  * coarse level's P^T (AP): a handful of C tiles, tens of pairs each,
  * which k_masks would walk one pair at a time): a block per candidate,
@@ -167,6 +260,18 @@ static __global__ void __launch_bounds__(TR_MASKS_THREADS)
                                 enough groups to fill the GPU, and the wide kernel's
                                 rounds made level 0 at 200^3 10 % slower */
 /* TILERAP_MASKS=narrow: never k_masks_wide on account of the pairs (comparisons) */
+/* 8-lane groups (k_masks8) for large products with few pairs per
+ * candidate (their count read back: counted), 16 otherwise.  H100,
+ * BENCHMARKS.md section 1: AP's masks at level 0 (5-6 pairs per
+ * candidate) 28-29 % faster, P^T (AP)'s (about 20) 10-27 % slower.
+ * TILERAP_MASKS_LANES=8 or 16 forces one (comparisons, tests). */
+#define TR_MASKS8_PAIRS 10
+static bool tr_masks8(int64_t np, int64_t ncand, bool counted)
+{
+  const char *e = getenv("TILERAP_MASKS_LANES");
+  if (e && *e) return atoi(e) == 8;
+  return counted && np <= TR_MASKS8_PAIRS * ncand;
+}
 static bool tr_env_narrow(void)
 {
   const char *e = getenv("TILERAP_MASKS");
@@ -565,8 +670,12 @@ int tr_cuda_step2_masks(const tilerap_tile_matrix *A, const tilerap_tile_matrix 
       k_masks_wide<<<(unsigned)(ncap + 1), TR_MASKS_THREADS, 0, s>>>(
           tr_view(A), tr_view(B), ncap, cand->d_ncand, cand->cand_ptr, cand->pair_a, cand->pair_b,
           plan->dense_threshold, plan->tc_threshold, cmask, hloc, sc_in, tot);
-    else
+    else if (!tr_masks8(np, ncap, !pos && np > 65536))
       k_masks<<<tr_blocks(16 * (ncap + 1), TR_MASKS_THREADS), TR_MASKS_THREADS, 0, s>>>(
+          tr_view(A), tr_view(B), ncap, cand->d_ncand, cand->cand_ptr, cand->pair_a, cand->pair_b,
+          plan->dense_threshold, plan->tc_threshold, cmask, hloc, sc_in, tot);
+    else
+      k_masks8<<<tr_blocks(8 * (ncap + 1), TR_MASKS_THREADS), TR_MASKS_THREADS, 0, s>>>(
           tr_view(A), tr_view(B), ncap, cand->d_ncand, cand->cand_ptr, cand->pair_a, cand->pair_b,
           plan->dense_threshold, plan->tc_threshold, cmask, hloc, sc_in, tot);
     TRY(tr_cuda_check_launch("step 2 masks"));
