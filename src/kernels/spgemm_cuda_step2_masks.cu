@@ -263,7 +263,7 @@ static __global__ void __launch_bounds__(TR_MASKS_THREADS)
 /* 8-lane groups (k_masks8) for large products with few pairs per
  * candidate (their count read back: counted), 16 otherwise.  H100,
  * BENCHMARKS.md section 1: AP's masks at level 0 (5-6 pairs per
- * candidate) 28-29 % faster, P^T (AP)'s (about 20) 10-27 % slower.
+ * candidate) 28-29 % faster, P^T (AP)'s (about 20) 10-28 % slower.
  * TILERAP_MASKS_LANES=8 or 16 forces one (comparisons, tests). */
 #define TR_MASKS8_PAIRS 10
 static bool tr_masks8(int64_t np, int64_t ncand, bool counted)
