@@ -140,6 +140,15 @@ static void check_skewed(void)
   tilerap_csr_destroy(&A); tilerap_csr_destroy(&B);
 }
 
+/* a model operator on n^d points and its smoothed-aggregation prolongator */
+static void model_ap(tilerap_stencil st, int32_t n, tilerap_csr **A, tilerap_csr **P)
+{
+  int32_t dims[3], cd[3];
+  int nd;
+  tilerap_model_poisson(st, n, A, dims, &nd);
+  tilerap_model_prolongator(*A, nd, dims, 2.0 / 3.0, P, cd);
+}
+
 int main(int argc, char **argv)
 {
   gpu_skip_without_device();
@@ -191,10 +200,7 @@ int main(int argc, char **argv)
    * (k_masks8); the same with the 16-lane kernel forced */
   if (!quick) {
     tilerap_csr *A = NULL, *P = NULL;
-    int32_t dims[3], cd[3];
-    int nd;
-    tilerap_model_poisson(TILERAP_P3D7, 64, &A, dims, &nd);
-    tilerap_model_prolongator(A, nd, dims, 2.0 / 3.0, &P, cd);
+    model_ap(TILERAP_P3D7, 64, &A, &P);
     const char *was = getenv("TILERAP_MASKS_LANES");
     char *keep = was ? strdup(was) : NULL;
     unsetenv("TILERAP_MASKS_LANES");
@@ -209,10 +215,7 @@ int main(int argc, char **argv)
   /* a model operator times its prolongator */
   if (!quick) {
     tilerap_csr *A = NULL, *P = NULL;
-    int32_t dims[3], cd[3];
-    int nd;
-    tilerap_model_poisson(TILERAP_P3D27, 20, &A, dims, &nd);
-    tilerap_model_prolongator(A, nd, dims, 2.0 / 3.0, &P, cd);
+    model_ap(TILERAP_P3D27, 20, &A, &P);
     check_product(A, P, 192, "p3d27 20^3: A*P");
     tilerap_csr_destroy(&A); tilerap_csr_destroy(&P);
   }

@@ -80,45 +80,34 @@ static __device__ __forceinline__ int tr_pair_masks(const tr_dview &A, const tr_
   return hm;
 }
 
-/* Lanes of a 16-lane group; the whole warp takes part in the closing
- * shuffles, a group alone in those of its pair loop.  hloc[p]: hits of
- * the candidate's pairs before p. */
-#define TR_MASKS_THREADS 128
-static __global__ void __launch_bounds__(TR_MASKS_THREADS)
-    k_masks(tr_dview A, tr_dview B, int64_t ncap, const int32_t *d_ncand, const int32_t *cand_ptr,
-            const int32_t *pair_a, const int32_t *pair_b, int dense_threshold, int tc_threshold, uint16_t *cmask,
-            int32_t *hloc, tr_scan *sc, tr_totals *tot)
+/* A pair seen by k_masks<G> (hm: the group's hits | multiply-adds
+ * << 16): a tensor-core pair (ranked, hloc = -1 - rank) or the offset of
+ * its hits inside the candidate's */
+static __device__ __forceinline__ void tr_masks_pair(int hm, bool lead, int tc_threshold, int32_t *hloc, int32_t &ntc,
+                                                     long long &nh)
 {
-  const int r = threadIdx.x & 15;
-  const unsigned gmask = 0xffffu << (threadIdx.x & 16);
-  const int64_t t = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) >> 4;
-  const int64_t ncand = *d_ncand;
-  const bool active = t < ncand;
-  unsigned m = 0;
-  long long fl = 0, nh = 0;
-  int32_t np = 0, ntc = 0;
-  if (active) {
-    int32_t p0 = cand_ptr[t], p1 = cand_ptr[t + 1];
-    np = p1 - p0;
-    for (int32_t p = p0; p < p1; p++) {
-      const int hm = tr_pair_masks(A, B, pair_a[p], pair_b[p], r, gmask, m, fl);
-      if (tc_threshold >= 0 && (hm >> 16) >= tc_threshold) {
-        if (r == 0) hloc[p] = -1 - ntc;
-        ntc++;
-      } else {
-        if (r == 0) hloc[p] = (int32_t)nh;
-        nh += hm & 0xffff;
-      }
-    }
-    cmask[16 * t + r] = (uint16_t)m;
+  if (tc_threshold >= 0 && (hm >> 16) >= tc_threshold) {
+    if (lead) *hloc = -1 - ntc;
+    ntc++;
+  } else {
+    if (lead) *hloc = (int32_t)nh;
+    nh += hm & 0xffff;
   }
-  int cnt = __popc(m);
-  for (int o = 8; o > 0; o >>= 1) {
-    cnt += __shfl_xor_sync(0xffffffffu, cnt, o, 16);
-    fl += __shfl_xor_sync(0xffffffffu, fl, o, 16);
-  }
+}
+
+/* Closing of k_masks<G>, the whole block taking part: the lead
+ * lane of candidate t's group writes its scan record (cnt entries, fl
+ * flops, nh hits, np pairs, ntc tensor-core pairs: group totals), and the
+ * block adds its totals with one atomic per total.  Four same-address
+ * atomics per C tile bound the masks: the L2 serialises them (level-0 AP
+ * of 3D 7-point at 200^3, 2.8 M tiles: 6.6 ms with them, 1.8 ms without). */
+#define TR_MASKS_THREADS 128
+static __device__ __forceinline__ void tr_masks_close(bool lead, bool active, int64_t t, int64_t ncap, int cnt,
+                                                      long long fl, long long nh, int32_t np, int32_t ntc,
+                                                      int dense_threshold, tr_scan *sc, tr_totals *tot)
+{
   unsigned long long q[4] = {0, 0, 0, 0}; /* flops, dense tiles, max hits, max walk of this tile */
-  if (r == 0 && t <= ncap) {
+  if (lead && t <= ncap) {
     tr_scan v = {0, 0, 0, 0, 0, 0};
     if (active && cnt > 0) {
       const bool dense = cnt > dense_threshold;
@@ -128,9 +117,6 @@ static __global__ void __launch_bounds__(TR_MASKS_THREADS)
     }
     sc[t] = v;
   }
-  /* Totals: one atomic per block and total.  Four same-address atomics
-   * per C tile bound this kernel: the L2 serialises them (level-0 AP of
-   * 3D 7-point at 200^3, 2.8 M tiles: 6.6 ms with them, 1.8 ms without). */
   for (int o = 16; o > 0; o >>= 1) {
     q[0] += __shfl_xor_sync(0xffffffffu, q[0], o);
     q[1] += __shfl_xor_sync(0xffffffffu, q[1], o);
@@ -154,8 +140,8 @@ static __global__ void __launch_bounds__(TR_MASKS_THREADS)
   }
 }
 
-/* k_masks with 8-lane groups, lane l owning rows 2l and 2l+1: the same
- * outputs.  k_masks runs at full occupancy and waits on a chain of
+/* A pair seen by lane l of an 8-lane group (k_masks<8>): rows 2l and
+ * 2l+1.  k_masks<16> runs at full occupancy and waits on a chain of
  * dependent loads per pair (pair -> A's row mask -> B's row masks); here
  * a lane has two rows' loads in flight in each round, and the grid has
  * half the warps (level 0: about 5 pairs per candidate, 1-3 B rows per
@@ -179,72 +165,44 @@ static __device__ __forceinline__ int tr_pair_masks2(const tr_dview &A, const tr
   return hm;
 }
 
+/* One G-lane group per candidate C tile (G = 16: lane r owns row r; G =
+ * 8: lane l owns rows 2l and 2l+1, tr_pair_masks2); the whole warp takes
+ * part in the closing shuffles, a group alone in those of its pair loop.
+ * hloc[p]: hits of the candidate's pairs before p. */
+template <int G>
 static __global__ void __launch_bounds__(TR_MASKS_THREADS)
-    k_masks8(tr_dview A, tr_dview B, int64_t ncap, const int32_t *d_ncand, const int32_t *cand_ptr,
-             const int32_t *pair_a, const int32_t *pair_b, int dense_threshold, int tc_threshold, uint16_t *cmask,
-             int32_t *hloc, tr_scan *sc, tr_totals *tot)
+    k_masks(tr_dview A, tr_dview B, int64_t ncap, const int32_t *d_ncand, const int32_t *cand_ptr,
+            const int32_t *pair_a, const int32_t *pair_b, int dense_threshold, int tc_threshold, uint16_t *cmask,
+            int32_t *hloc, tr_scan *sc, tr_totals *tot)
 {
-  const int l = threadIdx.x & 7;
-  const unsigned gmask = 0xffu << (threadIdx.x & 24);
-  const int64_t t = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) >> 3;
+  const int l = threadIdx.x & (G - 1);
+  const unsigned gmask = ((1u << G) - 1u) << (threadIdx.x & (32 - G));
+  const int64_t t = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) / G;
   const int64_t ncand = *d_ncand;
   const bool active = t < ncand;
-  unsigned m = 0; /* row 2l | row 2l+1 << 16 */
+  unsigned m = 0; /* row l (G = 16); row 2l | row 2l+1 << 16 (G = 8) */
   long long fl = 0, nh = 0;
   int32_t np = 0, ntc = 0;
   if (active) {
     int32_t p0 = cand_ptr[t], p1 = cand_ptr[t + 1];
     np = p1 - p0;
     for (int32_t p = p0; p < p1; p++) {
-      const int hm = tr_pair_masks2(A, B, pair_a[p], pair_b[p], l, gmask, m, fl);
-      if (tc_threshold >= 0 && (hm >> 16) >= tc_threshold) {
-        if (l == 0) hloc[p] = -1 - ntc;
-        ntc++;
-      } else {
-        if (l == 0) hloc[p] = (int32_t)nh;
-        nh += hm & 0xffff;
-      }
+      const int hm = G == 16 ? tr_pair_masks(A, B, pair_a[p], pair_b[p], l, gmask, m, fl)
+                             : tr_pair_masks2(A, B, pair_a[p], pair_b[p], l, gmask, m, fl);
+      tr_masks_pair(hm, l == 0, tc_threshold, hloc + p, ntc, nh);
     }
-    cmask[16 * t + 2 * l] = (uint16_t)m;
-    cmask[16 * t + 2 * l + 1] = (uint16_t)(m >> 16);
+    if (G == 16) cmask[16 * t + l] = (uint16_t)m;
+    else {
+      cmask[16 * t + 2 * l] = (uint16_t)m;
+      cmask[16 * t + 2 * l + 1] = (uint16_t)(m >> 16);
+    }
   }
   int cnt = __popc(m);
-  for (int o = 4; o > 0; o >>= 1) {
-    cnt += __shfl_xor_sync(0xffffffffu, cnt, o, 8);
-    fl += __shfl_xor_sync(0xffffffffu, fl, o, 8);
+  for (int o = G / 2; o > 0; o >>= 1) {
+    cnt += __shfl_xor_sync(0xffffffffu, cnt, o, G);
+    fl += __shfl_xor_sync(0xffffffffu, fl, o, G);
   }
-  unsigned long long q[4] = {0, 0, 0, 0}; /* as in k_masks */
-  if (l == 0 && t <= ncap) {
-    tr_scan v = {0, 0, 0, 0, 0, 0};
-    if (active && cnt > 0) {
-      const bool dense = cnt > dense_threshold;
-      v.tiles = 1; v.pairs = np; v.nnz = cnt; v.hits = nh; v.acc = dense ? 256 : cnt; v.tc = ntc;
-      q[0] = (unsigned long long)fl; q[1] = dense; q[2] = (unsigned long long)nh;
-      q[3] = (unsigned long long)(np + fl / 32);
-    }
-    sc[t] = v;
-  }
-  for (int o = 16; o > 0; o >>= 1) {
-    q[0] += __shfl_xor_sync(0xffffffffu, q[0], o);
-    q[1] += __shfl_xor_sync(0xffffffffu, q[1], o);
-    q[2] = max(q[2], __shfl_xor_sync(0xffffffffu, q[2], o));
-    q[3] = max(q[3], __shfl_xor_sync(0xffffffffu, q[3], o));
-  }
-  __shared__ unsigned long long red[4][TR_MASKS_THREADS / 32];
-  const int w = threadIdx.x >> 5;
-  if ((threadIdx.x & 31) == 0)
-    for (int i = 0; i < 4; i++) red[i][w] = q[i];
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    for (int j = 1; j < TR_MASKS_THREADS / 32; j++) {
-      q[0] += red[0][j]; q[1] += red[1][j];
-      q[2] = max(q[2], red[2][j]); q[3] = max(q[3], red[3][j]);
-    }
-    if (q[0]) atomicAdd(&tot->flops, q[0]);
-    if (q[1]) atomicAdd(&tot->dense, q[1]);
-    if (q[2]) atomicMax(&tot->maxhits, q[2]);
-    if (q[3]) atomicMax(&tot->maxwalk, q[3]);
-  }
+  tr_masks_close(l == 0, active, t, ncap, cnt, fl, nh, np, ntc, dense_threshold, sc, tot);
 }
 
 /* k_masks for products with few candidates and many pairs each (a
@@ -260,7 +218,7 @@ static __global__ void __launch_bounds__(TR_MASKS_THREADS)
                                 enough groups to fill the GPU, and the wide kernel's
                                 rounds made level 0 at 200^3 10 % slower */
 /* TILERAP_MASKS=narrow: never k_masks_wide on account of the pairs (comparisons) */
-/* 8-lane groups (k_masks8) for large products with few pairs per
+/* 8-lane groups (k_masks<8>) for large products with few pairs per
  * candidate (their count read back: counted), 16 otherwise.  H100,
  * BENCHMARKS.md section 1: AP's masks at level 0 (5-6 pairs per
  * candidate) 28-29 % faster, P^T (AP)'s (about 20) 10-28 % slower.
@@ -671,11 +629,11 @@ int tr_cuda_step2_masks(const tilerap_tile_matrix *A, const tilerap_tile_matrix 
           tr_view(A), tr_view(B), ncap, cand->d_ncand, cand->cand_ptr, cand->pair_a, cand->pair_b,
           plan->dense_threshold, plan->tc_threshold, cmask, hloc, sc_in, tot);
     else if (!tr_masks8(np, ncap, !pos && np > 65536))
-      k_masks<<<tr_blocks(16 * (ncap + 1), TR_MASKS_THREADS), TR_MASKS_THREADS, 0, s>>>(
+      k_masks<16><<<tr_blocks(16 * (ncap + 1), TR_MASKS_THREADS), TR_MASKS_THREADS, 0, s>>>(
           tr_view(A), tr_view(B), ncap, cand->d_ncand, cand->cand_ptr, cand->pair_a, cand->pair_b,
           plan->dense_threshold, plan->tc_threshold, cmask, hloc, sc_in, tot);
     else
-      k_masks8<<<tr_blocks(8 * (ncap + 1), TR_MASKS_THREADS), TR_MASKS_THREADS, 0, s>>>(
+      k_masks<8><<<tr_blocks(8 * (ncap + 1), TR_MASKS_THREADS), TR_MASKS_THREADS, 0, s>>>(
           tr_view(A), tr_view(B), ncap, cand->d_ncand, cand->cand_ptr, cand->pair_a, cand->pair_b,
           plan->dense_threshold, plan->tc_threshold, cmask, hloc, sc_in, tot);
     TRY(tr_cuda_check_launch("step 2 masks"));
