@@ -85,6 +85,23 @@ static inline double gpu_vs_ref(const tilerap_tile_matrix *T, const tilerap_csr 
 }
 
 /* Fills the values of any tile matrix with NaN (every entry must be rewritten). */
+/* Sets an environment variable for a part of a test (value NULL: unset)
+ * and returns what it was, for gpu_env_restore (which frees it). */
+static inline char *gpu_env_set(const char *name, const char *value)
+{
+  const char *was = getenv(name);
+  char *keep = was ? strdup(was) : NULL;
+  if (value) setenv(name, value, 1);
+  else unsetenv(name);
+  return keep;
+}
+static inline void gpu_env_restore(const char *name, char *keep)
+{
+  if (keep) setenv(name, keep, 1);
+  else unsetenv(name);
+  free(keep);
+}
+
 static inline void gpu_poison(tilerap_tile_matrix *T)
 {
   tilerap_tile_matrix *H = T->memtype == TILERAP_MEM_HOST ? T : gpu_to_host(T);

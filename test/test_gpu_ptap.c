@@ -172,9 +172,7 @@ static void check_transpose(int32_t m, int32_t n, double d, uint64_t *seed)
 /* An unknown TILERAP_PTAP is an error naming the variable, not a silent default */
 static void check_bad_mode(void)
 {
-  const char *was = getenv("TILERAP_PTAP");
-  char *keep = was ? strdup(was) : NULL;
-  setenv("TILERAP_PTAP", "fastest", 1);
+  char *keep = gpu_env_set("TILERAP_PTAP", "fastest");
   uint64_t seed = 99;
   tilerap_csr *A = ref_random(40, 40, 0.1, 0, &seed), *P = ref_random(40, 9, 0.2, 0, &seed);
   tilerap_tile_matrix *hA = ref_csr_to_tile(A), *hP = ref_csr_to_tile(P), *C = NULL;
@@ -183,9 +181,7 @@ static void check_bad_mode(void)
   const int err = tilerap_ptap_plan_create(hA, hP, &o, &G, &C);
   tap_ok(err == TILERAP_ERR_INVALID && G == NULL && C == NULL && strstr(tilerap_last_error(), "TILERAP_PTAP"),
          "TILERAP_PTAP=fastest -> invalid argument (%s)", tilerap_last_error());
-  if (keep) setenv("TILERAP_PTAP", keep, 1);
-  else unsetenv("TILERAP_PTAP");
-  free(keep);
+  gpu_env_restore("TILERAP_PTAP", keep);
   tilerap_ptap_plan_destroy(&G);
   tilerap_tile_destroy(&C); tilerap_tile_destroy(&hA); tilerap_tile_destroy(&hP);
   tilerap_csr_destroy(&A); tilerap_csr_destroy(&P);
@@ -216,14 +212,10 @@ int main(int argc, char **argv)
     /* the large levels' way on small ones (auto above the threshold:
      * first values by scatter, re-runs by the hits, P^T * AP's reading
      * P's values through them), re-runs with new values of P included */
-    const char *was = getenv("TILERAP_PTAP_SCATTER_MACS");
-    char *keep = was ? strdup(was) : NULL;
-    setenv("TILERAP_PTAP_SCATTER_MACS", "0", 1);
+    char *keep = gpu_env_set("TILERAP_PTAP_SCATTER_MACS", "0");
     check_hierarchy(TILERAP_P2D5, 100, NULL);
     if (!quick) check_hierarchy(TILERAP_P3D7, 23, NULL);
-    if (keep) setenv("TILERAP_PTAP_SCATTER_MACS", keep, 1);
-    else unsetenv("TILERAP_PTAP_SCATTER_MACS");
-    free(keep);
+    gpu_env_restore("TILERAP_PTAP_SCATTER_MACS", keep);
   }
   check_random(0, 0, 0, 0, 0, &seed, "empty 0x0");
   check_random(1, 1, 1, 1, 0, &seed, "1x1");

@@ -201,15 +201,11 @@ int main(int argc, char **argv)
   if (!quick) {
     tilerap_csr *A = NULL, *P = NULL;
     model_ap(TILERAP_P3D7, 64, &A, &P);
-    const char *was = getenv("TILERAP_MASKS_LANES");
-    char *keep = was ? strdup(was) : NULL;
-    unsetenv("TILERAP_MASKS_LANES");
+    char *keep = gpu_env_set("TILERAP_MASKS_LANES", NULL);
     check_product(A, P, 192, "p3d7 64^3: A*P (8-lane masks)");
     setenv("TILERAP_MASKS_LANES", "16", 1);
     check_product(A, P, 192, "p3d7 64^3: A*P (16-lane masks forced)");
-    if (keep) setenv("TILERAP_MASKS_LANES", keep, 1);
-    else unsetenv("TILERAP_MASKS_LANES");
-    free(keep);
+    gpu_env_restore("TILERAP_MASKS_LANES", keep);
     tilerap_csr_destroy(&A); tilerap_csr_destroy(&P);
   }
   /* a model operator times its prolongator */

@@ -12,8 +12,10 @@
  *     makes them); C by the scatter for small products (launches and
  *     short chunks bound the planned product there; that plan then holds
  *     C's structure only and P^T is dropped), by the planned P^T * AP's
- *     hit records for large ones (P^T's values refreshed by a gather),
- *     where the scatter's global atomics cost more.
+ *     hit records for large ones, where the scatter's global atomics
+ *     cost more (the hits index P's own values through the transpose's
+ *     permutation; P^T's values are refreshed by a gather only where
+ *     tensor-core pairs read P^T's tiles, or with TILERAP_PTAP_GATHER=1).
  * TILERAP_PTAP picks another way for A/B runs and tests: "products" (two
  * planned products every run, the form before the scatters), "first"
  * (both scatters the first time only) or "scatter" (both every run);
@@ -223,13 +225,8 @@ static int tr_ptap_plan_create_mode(const tilerap_tile_matrix *A, const tilerap_
       } else if (!tr_env_ptap_gather()) {
         /* C's hit records take P's value indices (through perm) when they
          * are made, so re-runs read P itself: no gather of P^T's values
-         * (tensor-core pairs read P^T's tiles in place: they keep it) */
-        tilerap_spgemm_info ci;
-        tilerap_spgemm_plan_info(G->c_plan, &ci);
-        if (ci.tc_pairs == 0 && G->perm) { /* no perm: P has no entries, nor has C */
-          if ((err = tr_spgemm_plan_read_a_through(G->c_plan, G->perm))) goto fail;
-          G->p_direct = 1;
-        }
+         * (unless tensor-core pairs, which read P^T's tiles, keep them) */
+        if ((err = tr_spgemm_plan_read_a_through(G->c_plan, G->perm, &G->p_direct))) goto fail;
       }
       if ((err = tr_cuda_scatter_create(G->ap_scatter ? wA : NULL, G->AP, o.stream, &G->scatter))) goto fail;
       if (o.plan_values) {

@@ -30,12 +30,13 @@ int tr_cuda_spgemm_plan(const tilerap_tile_matrix *A, const tilerap_tile_matrix 
 int tr_cuda_spgemm_numeric(tr_cuda_spgemm *plan, const tilerap_tile_matrix *A,
                            const tilerap_tile_matrix *B, tilerap_tile_matrix *C);
 void tr_cuda_spgemm_destroy(tr_cuda_spgemm *plan);
-/* A deferred plan (TR_PLAN_DEFER, no numeric run yet) without tensor-core
- * pairs reads A's values through perm from then on: numeric runs are
- * given, as A, a matrix of A's structure whose values are the array that
- * A's were gathered from (A->val[q] = src[perm[q]]).  perm must outlive
- * the plan.  TILERAP_ERR_INVALID for any other plan. */
-int tr_cuda_spgemm_read_a_through(tr_cuda_spgemm *plan, const int64_t *perm);
+/* A deferred plan (TR_PLAN_DEFER, no numeric run yet) reads A's values
+ * through perm from then on (*taken = 1): numeric runs are given, as A, a
+ * matrix of A's structure whose values are the array that A's were
+ * gathered from (A->val[q] = src[perm[q]]).  perm must outlive the plan.
+ * A plan with tensor-core pairs (they read A's tiles in place) keeps A's
+ * own values (*taken = 0).  TILERAP_ERR_INVALID for any other plan. */
+int tr_cuda_spgemm_read_a_through(tr_cuda_spgemm *plan, const int64_t *perm, int *taken);
 
 /* Galerkin product by scatter (ptap_cuda_scatter*.cu): AP = A * P and
  * C = P^T (AP) from A's and P's own tiles, no P^T values, no hit records;

@@ -138,18 +138,18 @@ extern "C" int tr_cuda_spgemm_numeric(tr_cuda_spgemm *P, const tilerap_tile_matr
   return err;
 }
 
-extern "C" int tr_cuda_spgemm_read_a_through(tr_cuda_spgemm *P, const int64_t *perm)
+extern "C" int tr_cuda_spgemm_read_a_through(tr_cuda_spgemm *P, const int64_t *perm, int *taken)
 {
+  *taken = 0;
   if (!P) return tilerap_set_error(TILERAP_ERR_NULL, "CUDA SpGEMM plan: NULL plan");
-  if (P->defer_hits && P->nhits == 0 && P->ntc == 0) return TILERAP_SUCCESS; /* A is never read */
-  if (!perm) return tilerap_set_error(TILERAP_ERR_NULL, "CUDA SpGEMM plan: NULL permutation");
-  /* the hits are made later (and only they read A by index: tensor-core
-   * pairs read A's tiles in place) */
-  if (!P->defer_hits || !P->pairs_walk || P->runs != 1 || (P->tc_threshold >= 0 && P->ntc > 0))
+  if (!P->defer_hits || P->runs != 1)
     return tilerap_set_error(TILERAP_ERR_INVALID,
-                             "CUDA SpGEMM plan: only a deferred plan without tensor-core pairs, before its first run, "
-                             "reads A through a permutation");
-  P->a_perm = perm;
+                             "CUDA SpGEMM plan: only a deferred plan, before its first run, reads A through a permutation");
+  if (P->ntc > 0) return TILERAP_SUCCESS; /* tensor-core pairs read A's tiles in place: A's own values */
+  if (P->nhits == 0) { *taken = 1; return TILERAP_SUCCESS; } /* A is never read */
+  if (!perm) return tilerap_set_error(TILERAP_ERR_NULL, "CUDA SpGEMM plan: NULL permutation");
+  P->a_perm = perm; /* the hits, made by the first run, index through it */
+  *taken = 1;
   return TILERAP_SUCCESS;
 }
 

@@ -92,6 +92,18 @@ static __global__ void k_expand(tr_dview A, int64_t na, tr_dview B, const int32_
   }
 }
 
+/* log2 of k_expand's lanes per A tile: the mean pairs per A tile (np / na,
+ * na > 0) rounded up to a power of two, 1..32; TILERAP_EXPAND_LANES=n
+ * rounds n up instead (A/B runs) */
+static int tr_expand_lg(int64_t np, int64_t na)
+{
+  const char *el = getenv("TILERAP_EXPAND_LANES");
+  const int64_t want = el && *el ? atoll(el) : (np + na - 1) / na;
+  int lg = 0;
+  while (lg < 5 && ((int64_t)1 << lg) < want) lg++;
+  return lg;
+}
+
 /* Sorted pairs: A/B tiles, and a flag where a new candidate starts (new key). */
 template <typename K>
 static __global__ void k_heads(int64_t np, const K *key, const int32_t *sid, const int32_t *pa, const int32_t *pb,
@@ -155,12 +167,7 @@ static int tr_step1_group(tr_dview dA, int64_t na, tr_dview dB, const int32_t *a
                           int32_t *head, int32_t *cid, void *ts, size_t tb, cudaStream_t s, tr_cuda_cand *c)
 {
   K *key = (K *)key_v, *skey = (K *)skey_v;
-  /* lanes per A tile: the mean pairs per A tile rounded up to a power of
-   * two (1..32); TILERAP_EXPAND_LANES=n forces n (a power of two, A/B) */
-  int lg = 0;
-  const char *el = getenv("TILERAP_EXPAND_LANES");
-  const int64_t want = el && *el ? atoll(el) : (np + na - 1) / na;
-  while (lg < 5 && ((int64_t)1 << lg) < want) lg++;
+  const int lg = tr_expand_lg(np, na);
   k_expand<K><<<tr_blocks(na << lg, 128), 128, 0, s>>>(dA, na, dB, arow, tc, poff, key, pid, pa, pb, lg);
   TR_RET(tr_cuda_check_launch("step 1 expansion"));
   if (!segmented) TR_RET_CU(cub::DeviceRadixSort::SortPairs(ts, tb, key, skey, pid, sid, (int)np, 0, bits, s), "step 1 sort");

@@ -332,10 +332,11 @@ int tilerap_spgemm_numeric(tilerap_spgemm_plan P, const tilerap_tile_matrix *A, 
 #endif
 }
 
-int tr_spgemm_plan_read_a_through(tilerap_spgemm_plan plan, const int64_t *perm)
+int tr_spgemm_plan_read_a_through(tilerap_spgemm_plan plan, const int64_t *perm, int *taken)
 {
+  *taken = 0;
 #ifdef TILERAP_HAVE_CUDA
-  if (plan && plan->cuda && !plan->dA) return tr_cuda_spgemm_read_a_through(plan->cuda, perm);
+  if (plan && plan->cuda && !plan->dA) return tr_cuda_spgemm_read_a_through(plan->cuda, perm, taken);
 #endif
   (void)perm;
   return tilerap_set_error(TILERAP_ERR_INVALID, "reading A through a permutation: CUDA plans on device matrices only");

@@ -87,8 +87,9 @@ int tr_require_host(const tilerap_tile_matrix *T, const char *name);
 #define TR_PLAN_DEFER 3
 int tr_spgemm_plan_create_mode(const tilerap_tile_matrix *A, const tilerap_tile_matrix *B, const tilerap_options *opt,
                                int one_shot, tilerap_spgemm_plan *plan, tilerap_tile_matrix **C);
-/* a deferred CUDA plan reads A's values through perm (tr_cuda_spgemm_read_a_through) */
-int tr_spgemm_plan_read_a_through(tilerap_spgemm_plan plan, const int64_t *perm);
+/* a deferred CUDA plan reads A's values through perm, where *taken says
+ * so (tr_cuda_spgemm_read_a_through) */
+int tr_spgemm_plan_read_a_through(tilerap_spgemm_plan plan, const int64_t *perm, int *taken);
 
 #ifdef __cplusplus
 }
