@@ -19,7 +19,10 @@
 #           TILERAP_PTAP mode besides the default auto (products, first,
 #           scatter), and "first" with P^T's values gathered
 #           (TILERAP_PTAP_GATHER=1), step 2's masks by 8-lane groups on
-#           every product (TILERAP_MASKS_LANES=8)
+#           every product (TILERAP_MASKS_LANES=8), the first values by the
+#           scatters alone (TILERAP_PTAP_KERNEL=scatter) or by the row
+#           products alone (TILERAP_PTAP_KERNEL=rows) with each group size
+#           (TILERAP_ROWS_GROUP=1|8), also on every run
 # sanitize  compute-sanitizer memcheck / racecheck / synccheck on --quick runs
 # small     galerkin-bench-gpu on coarse-level sized problems, this build
 #           and $BASE_BENCH (an older commit's galerkin-bench-gpu), alternating
@@ -104,6 +107,14 @@ for what in "$@"; do
       tap "test_ptap TILERAP_PTAP=$m" env TILERAP_PTAP=$m "$B/test/test_ptap"
     done
     tap "test_gpu_ptap TILERAP_PTAP=first, P^T gathered" env TILERAP_PTAP=first TILERAP_PTAP_GATHER=1 "$B/test/test_gpu_ptap"
+    tap "test_gpu_ptap scatter kernels" env TILERAP_PTAP_KERNEL=scatter "$B/test/test_gpu_ptap"
+    tap "test_ptap scatter kernels" env TILERAP_PTAP_KERNEL=scatter "$B/test/test_ptap"
+    tap "test_gpu_ptap TILERAP_PTAP=first, row products" env TILERAP_PTAP=first TILERAP_PTAP_KERNEL=rows "$B/test/test_gpu_ptap"
+    for g in 1 8; do
+      tap "test_gpu_ptap row products, group $g" env TILERAP_PTAP_KERNEL=rows TILERAP_ROWS_GROUP=$g "$B/test/test_gpu_ptap"
+      tap "test_gpu_ptap row products every run, group $g" env TILERAP_PTAP=scatter TILERAP_PTAP_KERNEL=rows TILERAP_ROWS_GROUP=$g "$B/test/test_gpu_ptap"
+      tap "test_ptap row products, group $g" env TILERAP_PTAP_KERNEL=rows TILERAP_ROWS_GROUP=$g "$B/test/test_ptap"
+    done
     ;;
   sanitize)
     san memcheck "$B/test/test_gpu_spgemm" --quick
@@ -113,6 +124,11 @@ for what in "$@"; do
     TILERAP_PTAP=scatter san memcheck "$B/test/test_gpu_ptap" --quick
     san racecheck "$B/test/test_gpu_spgemm" --quick
     san racecheck "$B/test/test_gpu_ptap" --quick
+    TILERAP_PTAP_KERNEL=rows TILERAP_ROWS_GROUP=1 san memcheck "$B/test/test_gpu_ptap" --quick
+    TILERAP_PTAP_KERNEL=rows TILERAP_ROWS_GROUP=8 san memcheck "$B/test/test_gpu_ptap" --quick
+    TILERAP_PTAP_KERNEL=rows TILERAP_ROWS_GROUP=1 san racecheck "$B/test/test_gpu_ptap" --quick
+    TILERAP_PTAP_KERNEL=rows TILERAP_ROWS_GROUP=8 san racecheck "$B/test/test_gpu_ptap" --quick
+    TILERAP_PTAP_KERNEL=scatter san memcheck "$B/test/test_gpu_ptap" --quick
     san synccheck "$B/test/test_gpu_ptap" --quick
     san synccheck "$B/test/test_gpu_spgemm" --quick
     ;;

@@ -110,10 +110,12 @@ static void check_hierarchy(tilerap_stencil s, int32_t n, void *stream)
   tilerap_tile_destroy(&hA); tilerap_tile_destroy(&dA0);
 }
 
-static void check_random(int32_t n, int32_t nc, double dA, double dP, int empty, uint64_t *seed, const char *what)
+/* C = P^T A P of given A and P (taken) with the CUDA engine against the
+ * reference and the CPU engine: one-shot, then a plan with re-runs */
+static void check_pair(tilerap_csr *A, tilerap_csr *P, uint64_t *seed, const char *what)
 {
   tilerap_options og = gpu_opts(TILERAP_ENGINE_CUDA, 192), oc = gpu_opts(TILERAP_ENGINE_CPU, 192);
-  tilerap_csr *A = ref_random(n, n, dA, empty, seed), *P = ref_random(n, nc, dP, empty ? empty + 1 : 0, seed);
+  const int32_t n = A->m, nc = P->n;
   tilerap_tile_matrix *tA = ref_csr_to_tile(A), *tP = ref_csr_to_tile(P), *Cg = NULL, *Cc = NULL;
   int err = tilerap_ptap(tA, tP, &og, &Cg);
   tilerap_ptap(tA, tP, &oc, &Cc);
@@ -144,6 +146,31 @@ static void check_random(int32_t n, int32_t nc, double dA, double dP, int empty,
   tilerap_csr_destroy(&A); tilerap_csr_destroy(&P); tilerap_csr_destroy(&R);
 }
 
+static void check_random(int32_t n, int32_t nc, double dA, double dP, int empty, uint64_t *seed, const char *what)
+{
+  tilerap_csr *A = ref_random(n, n, dA, empty, seed), *P = ref_random(n, nc, dP, empty ? empty + 1 : 0, seed);
+  check_pair(A, P, seed, what);
+}
+
+/* rows of AP and C whose few tiles lie far apart (the row products'
+ * column table does not span them): P's row k holds columns k % 16 and
+ * far + k */
+static void check_far_columns(int32_t far, uint64_t *seed)
+{
+  tilerap_csr *A = ref_random(32, 32, 0.3, 0, seed), *P = NULL;
+  tilerap_csr_create(32, far + 32, 64, &P);
+  for (int32_t k = 0; k < 32; k++) {
+    P->rowptr[k + 1] = 2 * (k + 1);
+    P->colidx[2 * k] = k % 16;
+    P->colidx[2 * k + 1] = far + k;
+    P->val[2 * k] = 1.0 + 0.25 * k;
+    P->val[2 * k + 1] = -0.5 + 0.125 * k;
+  }
+  char what[64];
+  snprintf(what, sizeof what, "P with columns %d apart", far);
+  check_pair(A, P, seed, what);
+}
+
 static void check_transpose(int32_t m, int32_t n, double d, uint64_t *seed)
 {
   tilerap_csr *A = ref_random(m, n, d, 3, seed);
@@ -169,22 +196,48 @@ static void check_transpose(int32_t m, int32_t n, double d, uint64_t *seed)
   tilerap_csr_destroy(&A);
 }
 
-/* An unknown TILERAP_PTAP is an error naming the variable, not a silent default */
-static void check_bad_mode(void)
+/* An unknown TILERAP_PTAP (or TILERAP_PTAP_KERNEL) is an error naming the
+ * variable, not a silent default */
+static void check_bad_mode(const char *var)
 {
-  char *keep = gpu_env_set("TILERAP_PTAP", "fastest");
+  char *keep = gpu_env_set(var, "fastest");
   uint64_t seed = 99;
   tilerap_csr *A = ref_random(40, 40, 0.1, 0, &seed), *P = ref_random(40, 9, 0.2, 0, &seed);
   tilerap_tile_matrix *hA = ref_csr_to_tile(A), *hP = ref_csr_to_tile(P), *C = NULL;
   tilerap_options o = gpu_opts(TILERAP_ENGINE_CUDA, 192);
   tilerap_ptap_plan G = NULL;
   const int err = tilerap_ptap_plan_create(hA, hP, &o, &G, &C);
-  tap_ok(err == TILERAP_ERR_INVALID && G == NULL && C == NULL && strstr(tilerap_last_error(), "TILERAP_PTAP"),
-         "TILERAP_PTAP=fastest -> invalid argument (%s)", tilerap_last_error());
-  gpu_env_restore("TILERAP_PTAP", keep);
+  tap_ok(err == TILERAP_ERR_INVALID && G == NULL && C == NULL && strstr(tilerap_last_error(), var),
+         "%s=fastest -> invalid argument (%s)", var, tilerap_last_error());
+  gpu_env_restore(var, keep);
   tilerap_ptap_plan_destroy(&G);
   tilerap_tile_destroy(&C); tilerap_tile_destroy(&hA); tilerap_tile_destroy(&hP);
   tilerap_csr_destroy(&A); tilerap_csr_destroy(&P);
+}
+
+/* random products: odd sizes, empty rows and matrices, rectangular and
+ * dense P, and the row products' limits */
+static void check_random_set(int quick, uint64_t *seed)
+{
+  check_random(0, 0, 0, 0, 0, seed, "empty 0x0");
+  check_random(1, 1, 1, 1, 0, seed, "1x1");
+  check_random(17, 33, 0.2, 0.2, 0, seed, "P wider than A");
+  check_random(100, 7, 0.05, 0.3, 0, seed, "narrow P");
+  check_random(333, 101, 0.02, 0.03, 5, seed, "odd sizes with empty rows");
+  check_random(64, 64, 1.0, 1.0, 0, seed, "dense");
+  check_random(200, 50, 0.0, 0.1, 0, seed, "A all empty");
+  /* the row products' limits (with TILERAP_PTAP_KERNEL=rows): rows of AP
+   * and C over the shared accumulator (summed in global memory), rows of
+   * more output tiles than the column table takes or spanning more
+   * columns than it covers (binary search), X tile rows longer than a
+   * window of 32 tiles a warp; with TILERAP_ROWS_GROUP=1 and 8
+   * (bench/gpu_session.sh paths) each limit is crossed by both group
+   * sizes */
+  check_random(96, 96, 1.0, 1.0, 0, seed, "dense 96: rows over the accumulator");
+  check_random(40, 1100, 0.5, 0.5, 0, seed, "wide P: rows of over 64 tiles");
+  check_random(60, 5000, 0.3, 0.01, 0, seed, "P of 5000 columns: rows of many tiles far apart");
+  check_far_columns(7000, seed);
+  if (!quick) check_random(4200, 300, 0.05, 0.01, 0, seed, "long tile rows of A: several windows a warp");
 }
 
 int main(int argc, char **argv)
@@ -217,13 +270,17 @@ int main(int argc, char **argv)
     if (!quick) check_hierarchy(TILERAP_P3D7, 23, NULL);
     gpu_env_restore("TILERAP_PTAP_SCATTER_MACS", keep);
   }
-  check_random(0, 0, 0, 0, 0, &seed, "empty 0x0");
-  check_random(1, 1, 1, 1, 0, &seed, "1x1");
-  check_random(17, 33, 0.2, 0.2, 0, &seed, "P wider than A");
-  check_random(100, 7, 0.05, 0.3, 0, &seed, "narrow P");
-  check_random(333, 101, 0.02, 0.03, 5, &seed, "odd sizes with empty rows");
-  check_random(64, 64, 1.0, 1.0, 0, &seed, "dense");
-  check_random(200, 50, 0.0, 0.1, 0, &seed, "A all empty");
-  check_bad_mode();
+  check_random_set(quick, &seed);
+  {
+    /* the row products on every size (auto takes them for large halves
+     * only); bench/gpu_session.sh runs this with each group size too */
+    char *keep = gpu_env_set("TILERAP_PTAP_KERNEL", "rows");
+    check_hierarchy(TILERAP_P2D5, 100, NULL);
+    if (!quick) check_hierarchy(TILERAP_P3D7, 23, NULL);
+    check_random_set(quick, &seed);
+    gpu_env_restore("TILERAP_PTAP_KERNEL", keep);
+  }
+  check_bad_mode("TILERAP_PTAP");
+  check_bad_mode("TILERAP_PTAP_KERNEL");
   return tap_done();
 }

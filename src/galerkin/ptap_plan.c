@@ -3,22 +3,26 @@
  * (and no value permutation, no refresh) exists.  CUDA engine: AP is a
  * planned product and so is P^T * AP (P^T built once in tile form with
  * a value permutation), for AP's and C's structures.  Values:
- *   - the first time, by scatters through A's and P's own tiles
- *     (ptap_cuda_scatter_ap.cu, ptap_cuda_scatter.cu): no walk of AP's
- *     pair lists, no P^T values and no hit records, which the planned
- *     P^T * AP would have to write before its first run (the smallest
- *     levels keep AP's walk: one launch against three);
+ *   - the first time, by kernels that read A's and P's own tiles: no
+ *     walk of AP's pair lists, no P^T values and no hit records, which
+ *     the planned P^T * AP would have to write before its first run (the
+ *     smallest levels keep AP's walk).  Large halves by row products
+ *     (ptap_cuda_rows.cu: a tile row of AP or C summed in shared memory;
+ *     P^T's structure takes P's values through the transpose's
+ *     permutation), the others by scatters (ptap_cuda_scatter*.cu: one
+ *     global atomic per multiply-add, spread over every tile), chosen by
+ *     size (TILERAP_PTAP_KERNEL, below);
  *   - on re-runs, AP by its plan's hit records (its first numeric run
- *     makes them); C by the scatter for small products (launches and
- *     short chunks bound the planned product there; that plan then holds
- *     C's structure only and P^T is dropped), by the planned P^T * AP's
- *     hit records for large ones, where the scatter's global atomics
- *     cost more (the hits index P's own values through the transpose's
- *     permutation; P^T's values are refreshed by a gather only where
- *     tensor-core pairs read P^T's tiles, or with TILERAP_PTAP_GATHER=1).
+ *     makes them); C by the same kernel as its first values for small
+ *     products (launches and short chunks bound the planned product
+ *     there; that plan then holds C's structure only), by the planned
+ *     P^T * AP's hit records for large ones (the hits index P's own
+ *     values through the transpose's permutation; P^T's values are
+ *     refreshed by a gather only where tensor-core pairs read P^T's
+ *     tiles, or with TILERAP_PTAP_GATHER=1).
  * TILERAP_PTAP picks another way for A/B runs and tests: "products" (two
- * planned products every run, the form before the scatters), "first"
- * (both scatters the first time only) or "scatter" (both every run);
+ * planned products every run, the form before the first-value kernels),
+ * "first" (those kernels the first time only) or "scatter" (every run);
  * "auto" (default) chooses by an estimate of AP's multiply-adds
  * (TILERAP_PTAP_SCATTER_MACS).
  * C is an ordinary tile matrix, so it is the next level's A as it
@@ -41,7 +45,10 @@ struct tilerap_ptap_plan_s {
   int mode;                 /* TR_PTAP_* (CUDA engine) */
   int ap_scatter;           /* AP's first values (all, with SCATTER_ALL) by its scatter, not its plan */
   int p_direct;             /* C's plan reads P's values through perm: no P^T values, no gather */
-  tr_cuda_scatter *scatter; /* the scatters' state (NULL: two planned products) */
+  int by_kernel;            /* values the plans don't make come from the kernels below (0: two planned products) */
+  int ap_rows, c_rows;      /* each half's kernel: the row product (ptap_cuda_rows.cu), else the scatter */
+  int ap_group, c_group;    /* the row products' lanes per tile row */
+  tr_cuda_scatter *scatter; /* the scatters' state (a half by scatter) */
 #endif
   int64_t runs;             /* C's values made so far (plan with values included) */
   tilerap_ptap_info info;
@@ -146,6 +153,54 @@ static int tr_env_ptap_gather(void)
   const char *e = getenv("TILERAP_PTAP_GATHER");
   return e && *e && strcmp(e, "0");
 }
+/* TILERAP_PTAP_KERNEL: which kernel makes each half's values that no
+ * planned product makes (first values; C's in the small products'
+ * re-runs; all with TILERAP_PTAP=scatter): "rows" (a tile row of the
+ * output summed in shared memory, ptap_cuda_rows.cu), "scatter" (one
+ * global atomic per multiply-add, ptap_cuda_scatter*.cu) or "auto"
+ * (default): rows for a half of at least TR_PTAP_ROWS_ITEMS items (X's
+ * entries times Z's tiles per tile row; TILERAP_PTAP_ROWS_ITEMS), the
+ * scatter below.  H100 (BENCHMARKS.md section 1): rows won at level 0 of
+ * the 3D hierarchies (AP 288 against 407 us, C 270 against 295 us at
+ * p3d7 101^3; 1125 against 2693 and 545 against 2204 us at 200^3) and
+ * lost on products of few output tile rows (level-1 C of 108 tile rows:
+ * 99 against 29 us; level-1 AP, 3e6 items: 79 against 54 us). */
+#define TR_PTAP_ROWS_ITEMS 8e6
+#define TR_KERNEL_AUTO 0
+#define TR_KERNEL_ROWS 1
+#define TR_KERNEL_SCATTER 2
+static int tr_ptap_kernel_env(int *kernel)
+{
+  const char *s = getenv("TILERAP_PTAP_KERNEL");
+  if (!s || !*s || !strcmp(s, "auto")) *kernel = TR_KERNEL_AUTO;
+  else if (!strcmp(s, "rows")) *kernel = TR_KERNEL_ROWS;
+  else if (!strcmp(s, "scatter")) *kernel = TR_KERNEL_SCATTER;
+  else return tilerap_set_error(TILERAP_ERR_INVALID, "TILERAP_PTAP_KERNEL=\"%s\": expected auto, rows or scatter", s);
+  return TILERAP_SUCCESS;
+}
+/* whether Y = X * Z's values come from the row product */
+static int tr_ptap_use_rows(int kernel, const tilerap_tile_matrix *X, const tilerap_tile_matrix *Z)
+{
+  if (kernel == TR_KERNEL_SCATTER || !tr_cuda_rows_supported(Z)) return 0;
+  if (kernel == TR_KERNEL_ROWS) return 1;
+  const char *m = getenv("TILERAP_PTAP_ROWS_ITEMS");
+  const double min_items = m && *m ? atof(m) : TR_PTAP_ROWS_ITEMS;
+  const double items = Z->tile_rows > 0 ? (double)X->nnz * ((double)Z->num_tiles / Z->tile_rows) : 0.0;
+  return items >= min_items;
+}
+/* AP's values by the first-value kernels */
+static int tr_ptap_kernel_ap(tilerap_ptap_plan G, const tilerap_tile_matrix *A, const tilerap_tile_matrix *P)
+{
+  if (G->ap_rows) return tr_cuda_rows_product(A, A->val, NULL, P, G->AP, G->ap_group, G->stream);
+  return tr_cuda_scatter_ap(G->scatter, A, P, G->AP);
+}
+/* C's values by the first-value kernels: the rows of P^T's structure take
+ * P's values through the transpose's permutation */
+static int tr_ptap_kernel_c(tilerap_ptap_plan G, const tilerap_tile_matrix *P, tilerap_tile_matrix *C)
+{
+  if (G->c_rows) return tr_cuda_rows_product(G->Pt, P->val, G->perm, G->AP, C, G->c_group, G->stream);
+  return tr_cuda_scatter_run(G->scatter, P, G->AP, C);
+}
 static int tr_ptap_auto_mode(const tilerap_tile_matrix *A, const tilerap_tile_matrix *P)
 {
   const char *m = getenv("TILERAP_PTAP_SCATTER_MACS");
@@ -199,7 +254,8 @@ static int tr_ptap_plan_create_mode(const tilerap_tile_matrix *A, const tilerap_
     if ((err = tr_cpu_spgemm_plan_create_atb(wP, G->AP, &o, &G->c_plan, &wC))) goto fail;
   } else {
 #ifdef TILERAP_HAVE_CUDA
-    if ((err = tr_ptap_cuda_mode(&G->mode))) goto fail;
+    int kernel = TR_KERNEL_AUTO;
+    if ((err = tr_ptap_cuda_mode(&G->mode)) || (err = tr_ptap_kernel_env(&kernel))) goto fail;
     /* a one-shot product has no re-runs for hit records to serve */
     if (one_shot && G->mode != TR_PTAP_PRODUCTS) G->mode = TR_PTAP_SCATTER_ALL;
     if (G->mode == TR_PTAP_AUTO) G->mode = tr_ptap_auto_mode(wA, wP);
@@ -218,21 +274,28 @@ static int tr_ptap_plan_create_mode(const tilerap_tile_matrix *A, const tilerap_
       const int cmode = G->mode == TR_PTAP_SCATTER_FIRST ? TR_PLAN_DEFER : TR_PLAN_STRUCTURE;
       if ((err = tr_spgemm_plan_create_mode(wA, wP, &os, apmode, &G->ap_plan, &G->AP))) goto fail;
       if ((err = tr_spgemm_plan_create_mode(G->Pt, G->AP, &os, cmode, &G->c_plan, &wC))) goto fail;
-      if (cmode == TR_PLAN_STRUCTURE) { /* P^T was needed for C's structure only */
+      G->by_kernel = 1;
+      G->ap_rows = G->ap_scatter && tr_ptap_use_rows(kernel, wA, wP);
+      G->c_rows = tr_ptap_use_rows(kernel, G->Pt, G->AP);
+      if (cmode == TR_PLAN_STRUCTURE && !G->c_rows) { /* P^T was needed for C's structure only */
         tr_free_in(G->perm, G->Pt->memtype);
         G->perm = NULL;
         tilerap_tile_destroy(&G->Pt);
-      } else if (!tr_env_ptap_gather()) {
+      } else if (cmode == TR_PLAN_DEFER && !tr_env_ptap_gather()) {
         /* C's hit records take P's value indices (through perm) when they
          * are made, so re-runs read P itself: no gather of P^T's values
          * (unless tensor-core pairs, which read P^T's tiles, keep them) */
         if ((err = tr_spgemm_plan_read_a_through(G->c_plan, G->perm, &G->p_direct))) goto fail;
       }
-      if ((err = tr_cuda_scatter_create(G->ap_scatter ? wA : NULL, G->AP, o.stream, &G->scatter))) goto fail;
+      if (G->ap_rows) G->ap_group = tr_cuda_rows_group(wA, wP);
+      if (G->c_rows) G->c_group = tr_cuda_rows_group(G->Pt, G->AP);
+      if ((!G->c_rows || (G->ap_scatter && !G->ap_rows)) &&
+          (err = tr_cuda_scatter_create(G->ap_scatter && !G->ap_rows ? wA : NULL, G->AP, o.stream, &G->scatter)))
+        goto fail;
       if (o.plan_values) {
-        if (G->ap_scatter) err = tr_cuda_scatter_ap(G->scatter, wA, wP, G->AP);
+        if (G->ap_scatter) err = tr_ptap_kernel_ap(G, wA, wP);
         else err = tilerap_spgemm_numeric(G->ap_plan, wA, wP, G->AP);
-        if (err || (err = tr_cuda_scatter_run(G->scatter, wP, G->AP, wC))) goto fail;
+        if (err || (err = tr_ptap_kernel_c(G, wP, wC))) goto fail;
         G->runs = 1;
       }
     }
@@ -277,19 +340,19 @@ int tilerap_ptap_numeric(tilerap_ptap_plan G, const tilerap_tile_matrix *A, cons
     if ((err = tilerap_tile_copy_values(A, G->dA)) || (err = tilerap_tile_copy_values(P, G->dP))) return err;
     wA = G->dA; wP = G->dP; wC = G->dC;
   }
-  int ap_scatter = 0, c_scatter = 0; /* which halves by scatter this run */
+  int ap_scatter = 0, c_scatter = 0; /* which halves by the first-value kernels this run */
 #ifdef TILERAP_HAVE_CUDA
-  if (G->scatter) {
+  if (G->by_kernel) {
     c_scatter = G->runs == 0 || G->mode == TR_PTAP_SCATTER_ALL || G->mode == TR_PTAP_SCATTER_C;
     ap_scatter = G->ap_scatter && (G->runs == 0 || G->mode == TR_PTAP_SCATTER_ALL);
   }
-  if (ap_scatter) err = tr_cuda_scatter_ap(G->scatter, wA, wP, G->AP);
+  if (ap_scatter) err = tr_ptap_kernel_ap(G, wA, wP);
   else
 #endif
   err = tilerap_spgemm_numeric(G->ap_plan, wA, wP, G->AP);
   if (err) return err;
 #ifdef TILERAP_HAVE_CUDA
-  if (c_scatter) err = tr_cuda_scatter_run(G->scatter, wP, G->AP, wC);
+  if (c_scatter) err = tr_ptap_kernel_c(G, wP, wC);
   else
 #endif
   {

@@ -52,6 +52,18 @@ int tr_cuda_scatter_run(const tr_cuda_scatter *S, const tilerap_tile_matrix *P, 
                         tilerap_tile_matrix *C);
 void tr_cuda_scatter_destroy(tr_cuda_scatter *S);
 
+/* Galerkin halves by tile rows (ptap_cuda_rows.cu): Y = X * Z into a Y
+ * whose structure a plan made, a tile row of Y summed in shared memory;
+ * X's values are xval[xperm[q]] (xperm NULL: xval[q]), so P^T's structure
+ * can take P's values through the transpose's permutation.  group: lanes
+ * per row, 1 (a warp) or 8 (a block of 8 warps), from tr_cuda_rows_group
+ * (TILERAP_ROWS_GROUP=1|8 forces one).  Z must pass
+ * tr_cuda_rows_supported (fewer than 2^18 tile columns).  Launches only. */
+int tr_cuda_rows_supported(const tilerap_tile_matrix *Z);
+int tr_cuda_rows_group(const tilerap_tile_matrix *X, const tilerap_tile_matrix *Z);
+int tr_cuda_rows_product(const tilerap_tile_matrix *X, const double *xval, const int64_t *xperm,
+                         const tilerap_tile_matrix *Z, tilerap_tile_matrix *Y, int group, void *stream);
+
 /* Tile transpose on the device with a value permutation (device array). */
 int tr_cuda_tile_transpose(const tilerap_tile_matrix *T, tilerap_tile_matrix **Tt, int64_t **perm_dev,
                            void *stream);
