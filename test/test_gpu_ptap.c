@@ -171,6 +171,47 @@ static void check_far_columns(int32_t far, uint64_t *seed)
   check_pair(A, P, seed, what);
 }
 
+/* The row product itself on a tile row of Z of nz tiles (a 16 x 16 X of
+ * 255 entries against a 16 x 16nz Z, one diagonal per tile): a window of
+ * over 2^24 items (where the entry index needs a division, not the
+ * multiply), an output row far over the shared accumulator and the column
+ * table.  Against the CPU engine's X * Z, with each group size. */
+static void check_rows_long_z(int32_t nz, uint64_t *seed)
+{
+  tilerap_csr *X = NULL, *Z = NULL;
+  tilerap_csr_create(16, 16, 255, &X);
+  tilerap_csr_create(16, 16 * nz, (int64_t)16 * nz, &Z);
+  int64_t q = 0;
+  for (int32_t r = 0; r < 16; r++) {
+    for (int32_t c = 0; c < 16; c++)
+      if (r < 15 || c < 15) { X->colidx[q] = c; X->val[q++] = 2.0 * ref_rand01(seed) - 1.0; }
+    X->rowptr[r + 1] = q;
+  }
+  q = 0;
+  for (int32_t k = 0; k < 16; k++) {
+    for (int32_t j = 0; j < nz; j++) { Z->colidx[q] = 16 * j + k; Z->val[q++] = 2.0 * ref_rand01(seed) - 1.0; }
+    Z->rowptr[k + 1] = q;
+  }
+  tilerap_tile_matrix *hX = ref_csr_to_tile(X), *hZ = ref_csr_to_tile(Z), *hY = NULL;
+  tilerap_options oc = gpu_opts(TILERAP_ENGINE_CPU, 192);
+  int err = tilerap_spgemm(hX, hZ, &oc, &hY);
+  tilerap_tile_matrix *dX = err ? NULL : gpu_to_device(hX), *dZ = err ? NULL : gpu_to_device(hZ);
+  for (int g = 1; g <= 8 && !err; g += 7) {
+    tilerap_tile_matrix *dY = gpu_to_device(hY), *Y = NULL;
+    gpu_poison(dY);
+    int e = tr_cuda_rows_product(dX, dX->val, NULL, dZ, dY, g, NULL);
+    if (!e) Y = gpu_to_host(dY);
+    const double rel = Y ? gpu_relerr(Y, hY) : INFINITY;
+    tap_ok(!e && rel <= 1e-14, "row product, group %d, Z tile row of %d tiles (%lld entries in Y's row): vs CPU %.2e %s", g,
+           nz, (long long)hY->nnz, rel, e ? tilerap_last_error() : "");
+    tilerap_tile_destroy(&Y); tilerap_tile_destroy(&dY);
+  }
+  tap_ok(!err, "CPU reference of the long row product %s", err ? tilerap_last_error() : "");
+  tilerap_tile_destroy(&hX); tilerap_tile_destroy(&hZ); tilerap_tile_destroy(&hY);
+  tilerap_tile_destroy(&dX); tilerap_tile_destroy(&dZ);
+  tilerap_csr_destroy(&X); tilerap_csr_destroy(&Z);
+}
+
 static void check_transpose(int32_t m, int32_t n, double d, uint64_t *seed)
 {
   tilerap_csr *A = ref_random(m, n, d, 3, seed);
@@ -280,6 +321,7 @@ int main(int argc, char **argv)
     check_random_set(quick, &seed);
     gpu_env_restore("TILERAP_PTAP_KERNEL", keep);
   }
+  check_rows_long_z(quick ? 600 : 70000, &seed);
   check_bad_mode("TILERAP_PTAP");
   check_bad_mode("TILERAP_PTAP_KERNEL");
   return tap_done();

@@ -41,7 +41,8 @@ template <int G> static __device__ __forceinline__ void tr_group_sync()
  * consecutive items: the tiles starting inside it are one OR-reduction
  * of a bit per tile, a lane's tile is a popcount, and its data comes by
  * shuffles (no search).  A tile's entry index is rel / ne by a multiply
- * (ne <= 256 and rel < 2^24: exact).  Y's tile of column J is a shared
+ * where the window holds fewer than 2^24 items (ne <= 256: exact), by a
+ * division otherwise (a tile row of Z of over 65536 tiles).  Y's tile of column J is a shared
  * table indexed by J - J_min where the row's columns span fewer than
  * TR_ROWS_SPAN tiles (AMG rows do), a binary search otherwise. */
 #define TR_ROWS_SPAN 256
@@ -142,7 +143,8 @@ static __global__ void __launch_bounds__(TR_ROWS_THREADS, 5)
       const int it = base + lane;
       if (it >= total) continue;
       const unsigned rel = (unsigned)(it - tst);
-      const unsigned pl = tne > 1 ? __umulhi(rel, tmg) : rel;
+      /* the multiply is exact while rel * ne < 2^32 (window-uniform branch) */
+      const unsigned pl = tne == 1 ? rel : total < (1 << 24) ? __umulhi(rel, tmg) : rel / (unsigned)tne;
       const int64_t q = tq0 + pl, xe = txo + (rel - pl * (unsigned)tne);
       const unsigned id = X.idx[xe];
       const int r = (int)(id >> 4), k = (int)(id & 15u);
@@ -225,13 +227,13 @@ extern "C" int tr_cuda_rows_product(const tilerap_tile_matrix *X, const double *
                              X->m, X->n, Z->m, Z->n, Y->m, Y->n);
   if (group != 1 && group != 8) return tilerap_set_error(TILERAP_ERR_INVALID, "CUDA row product: group %d (1 or 8)", group);
   if (Y->nnz == 0) return TILERAP_SUCCESS;
+  if (!tr_cuda_rows_supported(Z))
+    return tilerap_set_error(TILERAP_ERR_INVALID, "CUDA row product: Z has %d tile columns (at most 2^18 - 1)", Z->tile_cols);
   cudaStream_t s = (cudaStream_t)stream;
   const int nonblocking = tr_stream_nonblocking(s);
   if (nonblocking) TR_RET(tr_order_after_legacy(s));
   tr_dview xv = tr_view(X);
   xv.val = NULL; /* the values come as xval (through xperm) */
-  if (!tr_cuda_rows_supported(Z))
-    return tilerap_set_error(TILERAP_ERR_INVALID, "CUDA row product: Z has %d tile columns (at most 2^18 - 1)", Z->tile_cols);
   if (group == 8)
     TR_ROWS_BLOCK<<<(unsigned)Y->tile_rows, TR_ROWS_THREADS, 0, s>>>(Y->tile_rows, xv, xval, xperm, tr_view(Z),
                                                                      tr_view(Y), Y->val);
