@@ -159,12 +159,14 @@ static int tr_env_ptap_gather(void)
  * output summed in shared memory, ptap_cuda_rows.cu), "scatter" (one
  * global atomic per multiply-add, ptap_cuda_scatter*.cu) or "auto"
  * (default): rows for a half of at least TR_PTAP_ROWS_ITEMS items (X's
- * entries times Z's tiles per tile row; TILERAP_PTAP_ROWS_ITEMS), the
- * scatter below.  H100 (BENCHMARKS.md section 1): rows won at level 0 of
- * the 3D hierarchies (AP 288 against 407 us, C 270 against 295 us at
- * p3d7 101^3; 1125 against 2693 and 545 against 2204 us at 200^3) and
- * lost on products of few output tile rows (level-1 C of 108 tile rows:
- * 99 against 29 us; level-1 AP, 3e6 items: 79 against 54 us). */
+ * entries times Z's tiles per tile row; TILERAP_PTAP_ROWS_ITEMS) whose
+ * shape suits them (tr_cuda_rows_suits: not too few rows, not too long),
+ * the scatter otherwise.  H100 (BENCHMARKS.md section 1, ncu with warm
+ * caches): rows won on the fine levels' AP (p3d7 101^3: 292 against
+ * 410 us; 200^3: 2346 against 2690 us) and C at 101^3 (271 against
+ * 297 us), tied on C at 200^3, lost on small products (level-1 C of 108
+ * tile rows: 99 against 29 us; level-1 AP of 3e6 items: 79 against 54
+ * us). */
 #define TR_PTAP_ROWS_ITEMS 8e6
 #define TR_KERNEL_AUTO 0
 #define TR_KERNEL_ROWS 1
@@ -186,7 +188,7 @@ static int tr_ptap_use_rows(int kernel, const tilerap_tile_matrix *X, const tile
   const char *m = getenv("TILERAP_PTAP_ROWS_ITEMS");
   const double min_items = m && *m ? atof(m) : TR_PTAP_ROWS_ITEMS;
   const double items = Z->tile_rows > 0 ? (double)X->nnz * ((double)Z->num_tiles / Z->tile_rows) : 0.0;
-  return items >= min_items;
+  return items >= min_items && tr_cuda_rows_suits(X, Z);
 }
 /* AP's values by the first-value kernels */
 static int tr_ptap_kernel_ap(tilerap_ptap_plan G, const tilerap_tile_matrix *A, const tilerap_tile_matrix *P)

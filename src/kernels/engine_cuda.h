@@ -61,6 +61,9 @@ void tr_cuda_scatter_destroy(tr_cuda_scatter *S);
  * tr_cuda_rows_supported (fewer than 2^18 tile columns).  Launches only. */
 int tr_cuda_rows_supported(const tilerap_tile_matrix *Z);
 int tr_cuda_rows_group(const tilerap_tile_matrix *X, const tilerap_tile_matrix *Z);
+/* whether the shape of Y = X * Z suits the row product (rows per SM,
+ * items per row), its size aside */
+int tr_cuda_rows_suits(const tilerap_tile_matrix *X, const tilerap_tile_matrix *Z);
 int tr_cuda_rows_product(const tilerap_tile_matrix *X, const double *xval, const int64_t *xperm,
                          const tilerap_tile_matrix *Z, tilerap_tile_matrix *Y, int group, void *stream);
 

@@ -192,10 +192,36 @@ static __global__ void __launch_bounds__(TR_ROWS_THREADS, 5)
 #define TR_ROWS_WARP k_rows_window<1, 384, 32>
 #define TR_ROWS_BLOCK k_rows_window<8, 1024, 128>
 
+/* Where the row product beats the scatter, besides size (H100, ncu with
+ * warm caches, BENCHMARKS.md section 1): a warp per row up to about 1000
+ * items a row (p3d7 101^3 level-0 AP, 355 a row: 292 against 410 us;
+ * 200^3 level-1 AP, 1260 a row: 360 against 334 us), a block per row
+ * with at least 8 rows per SM (200^3 level-1 C, 761 rows: 235 against
+ * 171 us).  TILERAP_ROWS_LIMITS=0 lifts both (A/B runs). */
+#define TR_ROWS_WARP_MAX_ITEMS 1024.0
+#define TR_ROWS_BLOCK_MIN_ROWS_PER_SM 8
+
 extern "C" int tr_cuda_rows_supported(const tilerap_tile_matrix *Z)
 {
   /* a window's items (32 tiles * 256 entries * Z tiles of a row) stay below 2^31 */
   return Z->tile_cols < (1 << 18);
+}
+
+static int tr_sm_count(void)
+{
+  int nsm = 0, dev = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&nsm, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess ||
+      nsm <= 0)
+    nsm = 132;
+  (void)cudaGetLastError();
+  return nsm;
+}
+
+/* items of a mean row: X's entries times Z's tiles per tile row */
+static double tr_rows_items_per_row(const tilerap_tile_matrix *X, const tilerap_tile_matrix *Z)
+{
+  if (X->tile_rows <= 0 || Z->tile_rows <= 0) return 0.0;
+  return (double)X->nnz / X->tile_rows * ((double)Z->num_tiles / Z->tile_rows);
 }
 
 extern "C" int tr_cuda_rows_group(const tilerap_tile_matrix *X, const tilerap_tile_matrix *Z)
@@ -203,18 +229,18 @@ extern "C" int tr_cuda_rows_group(const tilerap_tile_matrix *X, const tilerap_ti
   const char *e = getenv("TILERAP_ROWS_GROUP");
   if (e && !strcmp(e, "1")) return 1;
   if (e && !strcmp(e, "8")) return 8;
-  const int32_t rows = X->tile_rows;
-  if (rows <= 0) return 1;
-  int nsm = 0, dev = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&nsm, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess ||
-      nsm <= 0)
-    nsm = 132;
-  (void)cudaGetLastError();
-  /* items of a mean row: X's entries times Z's tiles per tile row */
-  const double items = (double)X->nnz / rows * (Z->tile_rows > 0 ? (double)Z->num_tiles / Z->tile_rows : 0.0);
+  if (X->tile_rows <= 0) return 1;
   /* a warp per row leaves the SMs short of warps below 32 rows per SM,
    * and a long row serialises its warp */
-  return rows < 32 * nsm || items > 2048.0 ? 8 : 1;
+  return X->tile_rows < 32 * tr_sm_count() || tr_rows_items_per_row(X, Z) > 2048.0 ? 8 : 1;
+}
+
+extern "C" int tr_cuda_rows_suits(const tilerap_tile_matrix *X, const tilerap_tile_matrix *Z)
+{
+  const char *e = getenv("TILERAP_ROWS_LIMITS");
+  if (e && !strcmp(e, "0")) return 1;
+  if (tr_cuda_rows_group(X, Z) == 8) return X->tile_rows >= TR_ROWS_BLOCK_MIN_ROWS_PER_SM * tr_sm_count();
+  return tr_rows_items_per_row(X, Z) <= TR_ROWS_WARP_MAX_ITEMS;
 }
 
 extern "C" int tr_cuda_rows_product(const tilerap_tile_matrix *X, const double *xval, const int64_t *xperm,
