@@ -32,6 +32,7 @@
 #include "../kernels/tile_internal.h"
 #include "../kernels/engine_cuda.h"
 #include "../kernels/spgemm_cpu.h"
+#include <stdio.h>
 
 struct tilerap_ptap_plan_s {
   tilerap_engine engine;
@@ -129,16 +130,26 @@ static int tr_refresh_pt(tilerap_ptap_plan G, const tilerap_tile_matrix *P)
  * auto leaves them to the plan's walk, one kernel: the scatter's extra
  * launches cost more than they save on the smallest levels) */
 #define TR_PTAP_AP_SCATTER_MACS 1e6
+/* *out = values[i] where environment variable var holds names[i] (unset
+ * or empty: values[0]); any other value is an error naming var and the
+ * choices */
+static int tr_env_choice(const char *var, const char *const *names, const int *values, int n, int *out)
+{
+  const char *s = getenv(var);
+  if (!s || !*s) { *out = values[0]; return TILERAP_SUCCESS; }
+  char list[160] = "";
+  for (int i = 0; i < n; i++) {
+    if (!strcmp(s, names[i])) { *out = values[i]; return TILERAP_SUCCESS; }
+    const size_t len = strlen(list);
+    snprintf(list + len, sizeof list - len, "%s%s", i == 0 ? "" : i == n - 1 ? " or " : ", ", names[i]);
+  }
+  return tilerap_set_error(TILERAP_ERR_INVALID, "%s=\"%s\": expected %s", var, s, list);
+}
 static int tr_ptap_cuda_mode(int *mode)
 {
-  const char *s = getenv("TILERAP_PTAP");
-  if (!s || !*s || !strcmp(s, "auto")) *mode = TR_PTAP_AUTO;
-  else if (!strcmp(s, "products")) *mode = TR_PTAP_PRODUCTS;
-  else if (!strcmp(s, "first")) *mode = TR_PTAP_SCATTER_FIRST;
-  else if (!strcmp(s, "scatter")) *mode = TR_PTAP_SCATTER_ALL;
-  else
-    return tilerap_set_error(TILERAP_ERR_INVALID, "TILERAP_PTAP=\"%s\": expected auto, products, first or scatter", s);
-  return TILERAP_SUCCESS;
+  static const char *const names[] = {"auto", "products", "first", "scatter"};
+  static const int values[] = {TR_PTAP_AUTO, TR_PTAP_PRODUCTS, TR_PTAP_SCATTER_FIRST, TR_PTAP_SCATTER_ALL};
+  return tr_env_choice("TILERAP_PTAP", names, values, 4, mode);
 }
 /* AP's multiply-adds estimated before any plan exists: nnz(A) times P's
  * mean row length (within 1 % on the model problems' level 0) */
@@ -173,12 +184,9 @@ static int tr_env_ptap_gather(void)
 #define TR_KERNEL_SCATTER 2
 static int tr_ptap_kernel_env(int *kernel)
 {
-  const char *s = getenv("TILERAP_PTAP_KERNEL");
-  if (!s || !*s || !strcmp(s, "auto")) *kernel = TR_KERNEL_AUTO;
-  else if (!strcmp(s, "rows")) *kernel = TR_KERNEL_ROWS;
-  else if (!strcmp(s, "scatter")) *kernel = TR_KERNEL_SCATTER;
-  else return tilerap_set_error(TILERAP_ERR_INVALID, "TILERAP_PTAP_KERNEL=\"%s\": expected auto, rows or scatter", s);
-  return TILERAP_SUCCESS;
+  static const char *const names[] = {"auto", "rows", "scatter"};
+  static const int values[] = {TR_KERNEL_AUTO, TR_KERNEL_ROWS, TR_KERNEL_SCATTER};
+  return tr_env_choice("TILERAP_PTAP_KERNEL", names, values, 3, kernel);
 }
 /* whether Y = X * Z's values come from the row product */
 static int tr_ptap_use_rows(int kernel, const tilerap_tile_matrix *X, const tilerap_tile_matrix *Z)
