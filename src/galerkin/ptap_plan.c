@@ -41,10 +41,10 @@ struct tilerap_ptap_plan_s {
   tilerap_tile_matrix *Pt;  /* P^T, in the engine's memory (CUDA engine only) */
   int64_t *perm;            /* Pt->val[q] = P->val[perm[q]], same memory */
   tilerap_tile_matrix *AP;  /* intermediate, engine's memory */
-  tilerap_spgemm_plan ap_plan, c_plan; /* structure only where a scatter makes every run's values */
+  tilerap_spgemm_plan ap_plan, c_plan; /* structure only where a first-value kernel makes every run's values */
 #ifdef TILERAP_HAVE_CUDA
   int mode;                 /* TR_PTAP_* (CUDA engine) */
-  int ap_scatter;           /* AP's first values (all, with SCATTER_ALL) by its scatter, not its plan */
+  int ap_scatter;           /* AP's first values (all, with SCATTER_ALL) by a first-value kernel, not its plan */
   int p_direct;             /* C's plan reads P's values through perm: no P^T values, no gather */
   int by_kernel;            /* values the plans don't make come from the kernels below (0: two planned products) */
   int ap_rows, c_rows;      /* each half's kernel: the row product (ptap_cuda_rows.cu), else the scatter */
@@ -274,8 +274,8 @@ static int tr_ptap_plan_create_mode(const tilerap_tile_matrix *A, const tilerap_
       if ((err = tr_spgemm_plan_create_mode(wA, wP, &o, one_shot, &G->ap_plan, &G->AP))) goto fail;
       if ((err = tr_spgemm_plan_create_mode(G->Pt, G->AP, &o, one_shot, &G->c_plan, &wC))) goto fail;
     } else {
-      /* both plans without values (the scatters make the first ones):
-       * structure only where the scatter makes every run's values,
+      /* both plans without values (the first-value kernels make the first
+       * ones): structure only where those kernels make every run's values,
        * otherwise deferred (hits made by the plan's first numeric run) */
       tilerap_options os = o;
       os.plan_values = 0;
