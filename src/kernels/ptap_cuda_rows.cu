@@ -33,8 +33,7 @@ template <int G> static __device__ __forceinline__ void tr_group_sync()
   else __syncthreads();
 }
 
-/* ---------------------------------------------------------------------
- * Windows of X tiles held in registers.  Each warp of a group loads a
+/* Windows of X tiles held in registers.  Each warp of a group loads a
  * window of up to 32 X tiles of the row (lane t: tile w + G*t, so the
  * warps of a block share a row's tiles evenly), drops those without
  * items, and scans their item counts in registers.  A round covers 32
@@ -42,9 +41,10 @@ template <int G> static __device__ __forceinline__ void tr_group_sync()
  * of a bit per tile, a lane's tile is a popcount, and its data comes by
  * shuffles (no search).  A tile's entry index is rel / ne by a multiply
  * where the window holds fewer than 2^24 items (ne <= 256: exact), by a
- * division otherwise (a tile row of Z of over 65536 tiles).  Y's tile of column J is a shared
- * table indexed by J - J_min where the row's columns span fewer than
- * TR_ROWS_SPAN tiles (AMG rows do), a binary search otherwise. */
+ * division otherwise (a tile row of Z of over 65536 tiles).  Y's tile of
+ * column J is a shared table indexed by J - J_min where the row's
+ * columns span fewer than TR_ROWS_SPAN tiles (AMG rows do), a binary
+ * search otherwise. */
 #define TR_ROWS_SPAN 256
 
 template <int ACC, int YC> struct tr_win_smem {
