@@ -171,7 +171,7 @@ static int tr_env_ptap_gather(void)
  * global atomic per multiply-add, ptap_cuda_scatter*.cu) or "auto"
  * (default): rows for a half of at least TR_PTAP_ROWS_ITEMS items (X's
  * entries times Z's tiles per tile row; TILERAP_PTAP_ROWS_ITEMS) whose
- * shape suits them (tr_cuda_rows_suits: not too few rows, not too long),
+ * shape suits them (tr_cuda_rows_choose: not too few rows, not too long),
  * the scatter otherwise.  H100 (BENCHMARKS.md section 1, ncu with warm
  * caches): rows won on the fine levels' AP (p3d7 101^3: 292 against
  * 410 us; 200^3: 2346 against 2690 us) and C at 101^3 (271 against
@@ -188,15 +188,13 @@ static int tr_ptap_kernel_env(int *kernel)
   static const int values[] = {TR_KERNEL_AUTO, TR_KERNEL_ROWS, TR_KERNEL_SCATTER};
   return tr_env_choice("TILERAP_PTAP_KERNEL", names, values, 3, kernel);
 }
-/* whether Y = X * Z's values come from the row product */
-static int tr_ptap_use_rows(int kernel, const tilerap_tile_matrix *X, const tilerap_tile_matrix *Z)
+/* whether Y = X * Z's values come from the row product (*group: its lanes per row) */
+static int tr_ptap_use_rows(int kernel, const tilerap_tile_matrix *X, const tilerap_tile_matrix *Z, int *group)
 {
-  if (kernel == TR_KERNEL_SCATTER || !tr_cuda_rows_supported(Z)) return 0;
-  if (kernel == TR_KERNEL_ROWS) return 1;
+  if (kernel == TR_KERNEL_SCATTER) return 0;
   const char *m = getenv("TILERAP_PTAP_ROWS_ITEMS");
-  const double min_items = m && *m ? atof(m) : TR_PTAP_ROWS_ITEMS;
-  const double items = Z->tile_rows > 0 ? (double)X->nnz * ((double)Z->num_tiles / Z->tile_rows) : 0.0;
-  return items >= min_items && tr_cuda_rows_suits(X, Z);
+  const double min_items = kernel == TR_KERNEL_ROWS ? -1.0 : m && *m ? atof(m) : TR_PTAP_ROWS_ITEMS;
+  return tr_cuda_rows_choose(X, Z, min_items, group);
 }
 /* AP's values by the first-value kernels */
 static int tr_ptap_kernel_ap(tilerap_ptap_plan G, const tilerap_tile_matrix *A, const tilerap_tile_matrix *P)
@@ -285,8 +283,8 @@ static int tr_ptap_plan_create_mode(const tilerap_tile_matrix *A, const tilerap_
       if ((err = tr_spgemm_plan_create_mode(wA, wP, &os, apmode, &G->ap_plan, &G->AP))) goto fail;
       if ((err = tr_spgemm_plan_create_mode(G->Pt, G->AP, &os, cmode, &G->c_plan, &wC))) goto fail;
       G->by_kernel = 1;
-      G->ap_rows = G->ap_scatter && tr_ptap_use_rows(kernel, wA, wP);
-      G->c_rows = tr_ptap_use_rows(kernel, G->Pt, G->AP);
+      G->ap_rows = G->ap_scatter && tr_ptap_use_rows(kernel, wA, wP, &G->ap_group);
+      G->c_rows = tr_ptap_use_rows(kernel, G->Pt, G->AP, &G->c_group);
       if (cmode == TR_PLAN_STRUCTURE && !G->c_rows) { /* P^T was needed for C's structure only */
         tr_free_in(G->perm, G->Pt->memtype);
         G->perm = NULL;
@@ -297,8 +295,6 @@ static int tr_ptap_plan_create_mode(const tilerap_tile_matrix *A, const tilerap_
          * (unless tensor-core pairs, which read P^T's tiles, keep them) */
         if ((err = tr_spgemm_plan_read_a_through(G->c_plan, G->perm, &G->p_direct))) goto fail;
       }
-      if (G->ap_rows) G->ap_group = tr_cuda_rows_group(wA, wP);
-      if (G->c_rows) G->c_group = tr_cuda_rows_group(G->Pt, G->AP);
       if ((!G->c_rows || (G->ap_scatter && !G->ap_rows)) &&
           (err = tr_cuda_scatter_create(G->ap_scatter && !G->ap_rows ? wA : NULL, G->AP, o.stream, &G->scatter)))
         goto fail;

@@ -56,14 +56,16 @@ void tr_cuda_scatter_destroy(tr_cuda_scatter *S);
  * whose structure a plan made, a tile row of Y summed in shared memory;
  * X's values are xval[xperm[q]] (xperm NULL: xval[q]), so P^T's structure
  * can take P's values through the transpose's permutation.  group: lanes
- * per row, 1 (a warp) or 8 (a block of 8 warps), from tr_cuda_rows_group
- * (TILERAP_ROWS_GROUP=1|8 forces one).  Z must pass
- * tr_cuda_rows_supported (fewer than 2^18 tile columns).  Launches only. */
+ * per row, 1 (a warp) or 8 (a block of 8 warps).  Launches only.
+ * tr_cuda_rows_choose says whether Y = X * Z should take it: Z has fewer
+ * than 2^18 tile columns (tr_cuda_rows_supported), and, unless min_items
+ * < 0 (forced), the product has at least min_items items (X's entries
+ * times Z's tiles per tile row) in rows of a shape that suits it (at most
+ * 1024 items a row for a warp per row, at least 8 rows per SM for a
+ * block; TILERAP_ROWS_LIMITS=0 lifts this).  *group: the group size
+ * (TILERAP_ROWS_GROUP=1|8 forces one). */
 int tr_cuda_rows_supported(const tilerap_tile_matrix *Z);
-int tr_cuda_rows_group(const tilerap_tile_matrix *X, const tilerap_tile_matrix *Z);
-/* whether the shape of Y = X * Z suits the row product (rows per SM,
- * items per row), its size aside */
-int tr_cuda_rows_suits(const tilerap_tile_matrix *X, const tilerap_tile_matrix *Z);
+int tr_cuda_rows_choose(const tilerap_tile_matrix *X, const tilerap_tile_matrix *Z, double min_items, int *group);
 int tr_cuda_rows_product(const tilerap_tile_matrix *X, const double *xval, const int64_t *xperm,
                          const tilerap_tile_matrix *Z, tilerap_tile_matrix *Y, int group, void *stream);
 

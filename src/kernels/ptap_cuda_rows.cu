@@ -224,23 +224,22 @@ static double tr_rows_items_per_row(const tilerap_tile_matrix *X, const tilerap_
   return (double)X->nnz / X->tile_rows * ((double)Z->num_tiles / Z->tile_rows);
 }
 
-extern "C" int tr_cuda_rows_group(const tilerap_tile_matrix *X, const tilerap_tile_matrix *Z)
+extern "C" int tr_cuda_rows_choose(const tilerap_tile_matrix *X, const tilerap_tile_matrix *Z, double min_items,
+                                   int *group)
 {
-  const char *e = getenv("TILERAP_ROWS_GROUP");
-  if (e && !strcmp(e, "1")) return 1;
-  if (e && !strcmp(e, "8")) return 8;
-  if (X->tile_rows <= 0) return 1;
+  const double per_row = tr_rows_items_per_row(X, Z);
+  const int nsm = tr_sm_count();
   /* a warp per row leaves the SMs short of warps below 32 rows per SM,
    * and a long row serialises its warp */
-  return X->tile_rows < 32 * tr_sm_count() || tr_rows_items_per_row(X, Z) > 2048.0 ? 8 : 1;
-}
-
-extern "C" int tr_cuda_rows_suits(const tilerap_tile_matrix *X, const tilerap_tile_matrix *Z)
-{
-  const char *e = getenv("TILERAP_ROWS_LIMITS");
-  if (e && !strcmp(e, "0")) return 1;
-  if (tr_cuda_rows_group(X, Z) == 8) return X->tile_rows >= TR_ROWS_BLOCK_MIN_ROWS_PER_SM * tr_sm_count();
-  return tr_rows_items_per_row(X, Z) <= TR_ROWS_WARP_MAX_ITEMS;
+  *group = X->tile_rows < 32 * nsm || per_row > 2048.0 ? 8 : 1;
+  const char *e = getenv("TILERAP_ROWS_GROUP");
+  if (e && (!strcmp(e, "1") || !strcmp(e, "8"))) *group = atoi(e);
+  if (!tr_cuda_rows_supported(Z)) return 0;
+  if (min_items < 0) return 1; /* forced */
+  if (per_row * X->tile_rows < min_items) return 0;
+  const char *lim = getenv("TILERAP_ROWS_LIMITS");
+  if (lim && !strcmp(lim, "0")) return 1;
+  return *group == 8 ? X->tile_rows >= TR_ROWS_BLOCK_MIN_ROWS_PER_SM * nsm : per_row <= TR_ROWS_WARP_MAX_ITEMS;
 }
 
 extern "C" int tr_cuda_rows_product(const tilerap_tile_matrix *X, const double *xval, const int64_t *xperm,
