@@ -14,7 +14,9 @@
 #           paths forced on small products (TILERAP_STEP1_SORT=radix,
 #           TILERAP_TRANSPOSE_SORT=1), the counted row path alone
 #           (TILERAP_STEP1_SORT=rows), no counted row path (TILERAP_ROWS_MAX=0:
-#           a retry goes to the radix sort), every first run walking, hits
+#           a retry goes to the row sort), the row sort with dense
+#           candidates on every product (TILERAP_STEP1_SORT=compact),
+#           every first run walking, hits
 #           made at plan creation, the Galerkin product by each
 #           TILERAP_PTAP mode besides the default auto (products, first,
 #           scatter), and "first" with P^T's values gathered
@@ -96,7 +98,10 @@ for what in "$@"; do
     tap "test_gpu_spgemm sorted paths" env TILERAP_STEP1_SORT=radix TILERAP_TRANSPOSE_SORT=1 "$B/test/test_gpu_spgemm"
     tap "test_gpu_ptap sorted paths" env TILERAP_STEP1_SORT=radix TILERAP_TRANSPOSE_SORT=1 "$B/test/test_gpu_ptap"
     tap "test_gpu_spgemm counted row path" env TILERAP_STEP1_SORT=rows "$B/test/test_gpu_spgemm"
-    tap "test_gpu_spgemm radix after the small row path" env TILERAP_ROWS_MAX=0 "$B/test/test_gpu_spgemm"
+    tap "test_gpu_spgemm row sort after the small row path" env TILERAP_ROWS_MAX=0 "$B/test/test_gpu_spgemm"
+    tap "test_gpu_spgemm row sort on every product" env TILERAP_STEP1_SORT=compact "$B/test/test_gpu_spgemm"
+    tap "test_gpu_ptap row sort on every product" env TILERAP_STEP1_SORT=compact "$B/test/test_gpu_ptap"
+    tap "test_ptap row sort on every product" env TILERAP_STEP1_SORT=compact "$B/test/test_ptap"
     tap "test_gpu_ptap counted row path" env TILERAP_STEP1_SORT=rows "$B/test/test_gpu_ptap"
     tap "test_gpu_spgemm all walk" env TILERAP_CUDA_WALK_MAX=1e9 TILERAP_CUDA_WALK_MEAN=1e9 "$B/test/test_gpu_spgemm"
     tap "test_gpu_spgemm hits at plan" env TILERAP_CUDA_HITS=plan "$B/test/test_gpu_spgemm"
@@ -129,6 +134,10 @@ for what in "$@"; do
     TILERAP_PTAP_KERNEL=rows TILERAP_ROWS_GROUP=1 san racecheck "$B/test/test_gpu_ptap" --quick
     TILERAP_PTAP_KERNEL=rows TILERAP_ROWS_GROUP=8 san racecheck "$B/test/test_gpu_ptap" --quick
     TILERAP_PTAP_KERNEL=scatter san memcheck "$B/test/test_gpu_ptap" --quick
+    TILERAP_STEP1_SORT=compact san memcheck "$B/test/test_gpu_spgemm" --quick
+    TILERAP_STEP1_SORT=compact san memcheck "$B/test/test_gpu_ptap" --quick
+    TILERAP_STEP1_SORT=compact san racecheck "$B/test/test_gpu_spgemm" --quick
+    TILERAP_STEP1_SORT=compact san racecheck "$B/test/test_gpu_ptap" --quick
     san synccheck "$B/test/test_gpu_ptap" --quick
     san synccheck "$B/test/test_gpu_spgemm" --quick
     ;;

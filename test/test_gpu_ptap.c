@@ -321,6 +321,16 @@ int main(int argc, char **argv)
     check_random_set(quick, &seed);
     gpu_env_restore("TILERAP_PTAP_KERNEL", keep);
   }
+  {
+    /* step 1's row sort with dense candidates on every product (auto
+     * takes it above 2^18 pairs: the level-0 sized hierarchy below); P^T
+     * (AP)'s tile rows of hundreds of pairs take its block kernel */
+    char *keep = gpu_env_set("TILERAP_STEP1_SORT", "compact");
+    check_hierarchy(TILERAP_P2D5, 100, NULL);
+    if (!quick) check_hierarchy(TILERAP_P3D7, 30, NULL);
+    gpu_env_restore("TILERAP_STEP1_SORT", keep);
+    if (!quick) check_hierarchy(TILERAP_P3D7, 64, NULL);
+  }
   check_rows_long_z(quick ? 600 : 70000, &seed);
   check_bad_mode("TILERAP_PTAP");
   check_bad_mode("TILERAP_PTAP_KERNEL");

@@ -140,6 +140,139 @@ static void check_skewed(void)
   tilerap_csr_destroy(&A); tilerap_csr_destroy(&B);
 }
 
+/* Step 1's row sort (spgemm_cuda_step1_compact.cu) on tile rows of chosen
+ * pair counts: none, A tiles whose B rows are all empty, the register
+ * sizes' edges (32, 33, 64, 65, 128 pairs), rows over 128 pairs (the
+ * block kernel, sized by the longest row: most pairs 300, 800 or 1900),
+ * and rows of more than 32 A tiles (the pair's tile found by a search of
+ * the pair offsets, not the lanes), empty B tile rows among them.
+ * Neighbouring B tile rows share tile columns, so candidates have
+ * several pairs.  Checked with the row sort forced and with the radix
+ * path forced (identical plans: check_product compares the candidate
+ * counts with the CPU engine's). */
+static void check_row_sort(int most)
+{
+  enum { NR = 12, KT = 128, NTC = 4096 };
+  /* per A tile row: A tiles, pairs (over its tiles with a non-empty B row) */
+  const int want[NR][2] = {{0, 0},  {3, 0},   {1, 32},   {2, 33},  {3, 64},   {4, 65},
+                           {5, 128}, {6, 129}, {40, 100}, {36, 40}, {7, most}, {10, most / 2}};
+  int len[KT] = {0};   /* B tile row lengths */
+  int32_t acol[NR][40]; /* tile columns of A's tiles: every tile its own B tile row */
+  int kt = 0;
+  for (int I = 0; I < NR; I++) {
+    const int nt = want[I][0], np = want[I][1];
+    int ne = 0; /* tiles with a non-empty B row: all but every third of row 8 */
+    for (int t = 0; t < nt; t++) {
+      acol[I][t] = kt;
+      len[kt++] = 0;
+      ne += np > 0 && !(I == 8 && t % 3 == 1);
+    }
+    for (int t = 0, first = 1; t < nt; t++)
+      if (np > 0 && !(I == 8 && t % 3 == 1)) {
+        len[acol[I][t]] = np / ne + (first ? np % ne : 0);
+        first = 0;
+      }
+  }
+  const int32_t m = 16 * NR, k = 16 * KT, n = 16 * NTC;
+  int64_t annz = 0, bnnz = 0;
+  for (int I = 0; I < NR; I++) annz += want[I][0];
+  for (int r = 0; r < KT; r++) bnnz += 16 * (int64_t)len[r];
+  tilerap_csr *A = NULL, *B = NULL;
+  if (kt > KT || tilerap_csr_create(m, k, annz, &A) || tilerap_csr_create(k, n, bnnz, &B)) {
+    tap_ok(0, "row sort products: set-up");
+    tilerap_csr_destroy(&A);
+    return;
+  }
+  /* A: tile t of tile row I holds one entry, in row 16 I + t % 16 (tile
+   * columns ascend with t, so each row's columns ascend) */
+  int64_t q = 0;
+  for (int32_t i = 0; i < m; i++) {
+    const int I = i / 16, r = i % 16;
+    for (int t = r; t < want[I][0]; t += 16) {
+      A->colidx[q] = 16 * acol[I][t] + (t * 7 + r) % 16;
+      A->val[q++] = 1.0 + 0.25 * (double)((i + t) % 5);
+    }
+    A->rowptr[i + 1] = q;
+  }
+  /* B: tile row r's tiles at tile columns (3 r + 2 j) mod NTC, j < len[r]
+   * (rows r and r + 2 share columns), an entry on every row of each */
+  q = 0;
+  for (int32_t i = 0; i < k; i++) {
+    const int r = i / 16;
+    int32_t cols[2048];
+    int nc = 0;
+    for (int j = 0; j < len[r]; j++) cols[nc++] = 16 * ((3 * r + 2 * j) % NTC) + (i + j) % 16;
+    for (int x = 1; x < nc; x++) /* ascending columns (the tile columns wrap) */
+      for (int y = x; y > 0 && cols[y - 1] > cols[y]; y--) { int32_t z = cols[y]; cols[y] = cols[y - 1]; cols[y - 1] = z; }
+    for (int x = 0; x < nc; x++) {
+      B->colidx[q] = cols[x];
+      B->val[q++] = 0.5 - 0.125 * (double)((i + 3 * x) % 7);
+    }
+    B->rowptr[i + 1] = q;
+  }
+  if (!tap_ok(tilerap_csr_check(m, k, A->rowptr, A->colidx) == 0 && tilerap_csr_check(k, n, B->rowptr, B->colidx) == 0 &&
+                  A->rowptr[m] == annz && B->rowptr[k] == bnnz,
+              "row sort products (longest row %d pairs): operands well formed", most)) {
+    tilerap_csr_destroy(&A); tilerap_csr_destroy(&B);
+    return;
+  }
+  char label[96];
+  char *keep = gpu_env_set("TILERAP_STEP1_SORT", "compact");
+  snprintf(label, sizeof label, "row sort (longest row %d pairs)", most);
+  check_product(A, B, 192, label);
+  setenv("TILERAP_STEP1_SORT", "radix", 1);
+  snprintf(label, sizeof label, "row sort's products on the radix path (longest row %d pairs)", most);
+  check_product(A, B, 192, label);
+  gpu_env_restore("TILERAP_STEP1_SORT", keep);
+  tilerap_csr_destroy(&A); tilerap_csr_destroy(&B);
+}
+
+/* A tile row whose 1110 pairs reach tile columns 2000 j, j < 1100 (a span
+ * of 2.2 M tile columns): the row sort's 32-bit keys (column offset and
+ * pair number) do not fit, and its block kernel takes the bitonic sort of
+ * 64-bit keys.  One tile row of A meeting B's tile rows 0 (1100 tiles)
+ * and 1 (10 tiles, five of them in row 0's columns). */
+static void check_row_sort_wide(void)
+{
+  const int32_t m = 16, k = 32, nt = 2000 * 1099 + 1, n = 16 * nt;
+  tilerap_csr *A = NULL, *B = NULL;
+  if (tilerap_csr_create(m, k, 2 * m, &A) || tilerap_csr_create(k, n, 16 * 1100 + 16 * 10, &B)) {
+    tap_ok(0, "wide row sort: allocation");
+    tilerap_csr_destroy(&A);
+    return;
+  }
+  for (int32_t i = 0; i < m; i++) {
+    A->colidx[2 * i] = i;
+    A->colidx[2 * i + 1] = 16 + i;
+    A->val[2 * i] = 1.0 + 0.5 * i;
+    A->val[2 * i + 1] = -0.25 * (i + 1);
+    A->rowptr[i + 1] = 2 * (i + 1);
+  }
+  int64_t q = 0;
+  for (int32_t i = 0; i < k; i++) {
+    if (i < 16)
+      for (int j = 0; j < 1100; j++) { B->colidx[q] = 16 * (2000 * j) + (i + j) % 16; B->val[q++] = 0.5 + (j % 9); }
+    else
+      for (int j = 0; j < 10; j++) { B->colidx[q] = 16 * (j < 5 ? 400000 * j : 1000 * j + 7) + (i % 16); B->val[q++] = 1.5 - j; }
+    B->rowptr[i + 1] = q;
+  }
+  /* row 1: tile columns 0, 400000, ..., 1600000 (shared with row 0) and 5007 .. 9007, sorted */
+  for (int32_t i = 16; i < k; i++) {
+    int64_t p0 = B->rowptr[i], p1 = B->rowptr[i + 1];
+    for (int64_t x = p0 + 1; x < p1; x++)
+      for (int64_t y = x; y > p0 && B->colidx[y - 1] > B->colidx[y]; y--) {
+        int32_t c = B->colidx[y]; B->colidx[y] = B->colidx[y - 1]; B->colidx[y - 1] = c;
+        double v = B->val[y]; B->val[y] = B->val[y - 1]; B->val[y - 1] = v;
+      }
+  }
+  if (tap_ok(tilerap_csr_check(k, n, B->rowptr, B->colidx) == 0, "wide row sort: B well formed")) {
+    char *keep = gpu_env_set("TILERAP_STEP1_SORT", "compact");
+    check_product(A, B, 192, "row sort over 2.2 M tile columns (64-bit keys)");
+    gpu_env_restore("TILERAP_STEP1_SORT", keep);
+  }
+  tilerap_csr_destroy(&A); tilerap_csr_destroy(&B);
+}
+
 /* a model operator on n^d points and its smoothed-aggregation prolongator */
 static void model_ap(tilerap_stencil st, int32_t n, tilerap_csr **A, tilerap_csr **P)
 {
@@ -180,6 +313,12 @@ int main(int argc, char **argv)
   }
   check_heavy(&seed);
   check_skewed();
+  check_row_sort(300);
+  if (!quick) {
+    check_row_sort(800);
+    check_row_sort(1900);
+    check_row_sort_wide();
+  }
   /* C with more than 2^32 possible tiles (70000 x 70000 tile grid): step 1
    * sorts its pairs on 64-bit tile numbers */
   if (!quick) {

@@ -16,6 +16,7 @@ cuda_sources = \
 	src/kernels/ptap_cuda_rows.cu \
 	src/kernels/spgemm_cuda_step1_structure.cu \
 	src/kernels/spgemm_cuda_step1_rows.cu \
+	src/kernels/spgemm_cuda_step1_compact.cu \
 	src/kernels/spgemm_cuda_step2_masks.cu \
 	src/kernels/spgemm_cuda_step3_numeric.cu \
 	src/kernels/spgemm_cuda_step3_pairs.cu \
@@ -32,7 +33,7 @@ SUFFIXES = .cu
 cuda_headers = src/kernels/spgemm_cuda.cuh src/kernels/csr_fingerprint.h src/kernels/tile_lowprec.h src/kernels/tile_internal.h \
 	src/kernels/engine_cuda.h include/tilerap.h $(top_builddir)/tilerap_config.h
 src/kernels/tile_cuda_memory.lo src/kernels/tile_cuda_staging.lo src/kernels/tile_cuda_transpose.lo src/kernels/tile_cuda_from_csr.lo \
-src/kernels/tile_cuda_to_csr.lo src/kernels/csr_cuda_fingerprint.lo src/kernels/ptap_cuda_encounter_order.lo src/kernels/ptap_cuda_scatter.lo src/kernels/ptap_cuda_scatter_ap.lo src/kernels/ptap_cuda_rows.lo src/kernels/spgemm_cuda_step1_structure.lo src/kernels/spgemm_cuda_step1_rows.lo src/kernels/spgemm_cuda_step2_masks.lo \
+src/kernels/tile_cuda_to_csr.lo src/kernels/csr_cuda_fingerprint.lo src/kernels/ptap_cuda_encounter_order.lo src/kernels/ptap_cuda_scatter.lo src/kernels/ptap_cuda_scatter_ap.lo src/kernels/ptap_cuda_rows.lo src/kernels/spgemm_cuda_step1_structure.lo src/kernels/spgemm_cuda_step1_rows.lo src/kernels/spgemm_cuda_step1_compact.lo src/kernels/spgemm_cuda_step2_masks.lo \
 src/kernels/spgemm_cuda_step3_numeric.lo src/kernels/spgemm_cuda_step3_pairs.lo src/kernels/spgemm_cuda_plan.lo: $(cuda_headers)
 
 # GPU tests: the CUDA engine against the CPU engine and the Gustavson

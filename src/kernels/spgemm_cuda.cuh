@@ -244,7 +244,7 @@ typedef struct {
   int64_t npairs;     /* host copy; -1 on the small row path (read back in step 2) */
   int32_t *pair_a;    /* [npairs] grouped by candidate, ascending k */
   int32_t *pair_b;    /* [npairs] */
-  int32_t *pair_cand; /* [npairs] candidate tile of each pair */
+  int32_t *pair_cand; /* [npairs] candidate tile of each pair (cand_late: written by step 2's masks kernel) */
   int32_t *cand_ptr;  /* [npairs+1] first pair of each candidate */
   int32_t *cand_col;  /* [npairs] tile column of each candidate */
   int32_t *row_cand;  /* [A->tile_rows+1] first candidate of each tile row */
@@ -260,6 +260,7 @@ typedef struct {
    * back before step 2.  0 / NULL elsewhere. */
   int64_t cap;
   int64_t *d_stats;
+  int cand_late; /* pair_cand not yet written: step 2's masks kernel writes it (the row sort) */
 } tr_cuda_cand;
 
 /* Row path bounds: the pairs of one tile row of A sorted in one block's
@@ -280,6 +281,14 @@ int tr_cuda_step1_rows(const tilerap_tile_matrix *A, const tilerap_tile_matrix *
  * <= TR_ROW_SORT_MAX pairs in a tile row */
 int tr_cuda_step1_rows_exact(const tilerap_tile_matrix *A, const tilerap_tile_matrix *B, const int64_t *poff,
                              int64_t np, int64_t most, tr_tmp *tmp, tr_cuda_cand *c);
+
+/* the pairs of every tile row sorted where the row is (a warp, or a
+ * block for rows over 128 pairs), candidates numbered densely as on the
+ * sorted path (TR_PATH_SORTED) but pair_cand left to step 2 (cand_late);
+ * pair offsets poff and count np read back, most <= TR_ROW_SORT_MAX
+ * pairs in a tile row */
+int tr_cuda_step1_compact(const tilerap_tile_matrix *A, const tilerap_tile_matrix *B, const int64_t *poff,
+                          int64_t np, int64_t most, tr_tmp *tmp, tr_cuda_cand *c);
 
 /* counted: 1 reads the pair count back first (a retry after the small row path) */
 int tr_cuda_step1_structure(const tilerap_tile_matrix *A, const tilerap_tile_matrix *B, int counted, tr_tmp *tmp,

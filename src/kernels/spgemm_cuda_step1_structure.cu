@@ -1,12 +1,15 @@
 /* Step 1 (CUDA): symbolic SpGEMM of the tile graphs, on the device.
  * Every (A tile a, B tile b) with col(a) == row(b) is a pair feeding C
  * tile (row(a), col(b)); the pairs of one C tile, in ascending k as on
- * the CPU, form a candidate tile.  Three ways (the first two in
- * spgemm_cuda_step1_rows.cu):
+ * the CPU, form a candidate tile.  Four ways (the first two in
+ * spgemm_cuda_step1_rows.cu, the third in spgemm_cuda_step1_compact.cu):
  *  - small products: the row path, no read-back (tr_cuda_step1_rows);
  *  - up to TR_ROWS_EXACT_MAX pairs, every tile row at most
  *    TR_ROW_SORT_MAX pairs: the pair count is read back, then the row
  *    path (tr_cuda_step1_rows_exact);
+ *  - beyond that, every tile row at most TR_ROW_SORT_MAX pairs: the
+ *    row sort with dense candidates (tr_cuda_step1_compact,
+ *    spgemm_cuda_step1_compact.cu);
  *  - otherwise, here: pairs expanded per A tile (scan of B's tile row
  *    lengths; a warp per A tile, so the writes coalesce) and stably
  *    sorted by C tile (row, column); runs of equal key become the
@@ -19,7 +22,9 @@
  * segments (tile rows of P^T) are long and few, which CUB's
  * large-segment kernel handles one block per segment.
  * TILERAP_STEP1_SORT=segmented sorts the same keys inside each tile row
- * with that sort instead, for comparisons.  Only the pair total (and the
+ * with that sort instead, for comparisons; =radix takes this path for
+ * every product, =compact the row sort wherever the rows fit (small
+ * products included).  Only the pair total (and the
  * longest tile row) comes back to the host, to size the expansion. */
 #include "spgemm_cuda.cuh"
 #include <cub/cub.cuh>
@@ -213,8 +218,9 @@ int tr_cuda_step1_structure(const tilerap_tile_matrix *A, const tilerap_tile_mat
   const char *env = getenv("TILERAP_STEP1_SORT");
   const int segmented = env && !strcmp(env, "segmented");
   const int rows_only = env && !strcmp(env, "rows");            /* the row path after a read-back only */
-  const int sort_all = segmented || (env && !strcmp(env, "radix")); /* no row path */
-  if (!counted && !sort_all && !rows_only) {
+  const int compact_only = env && !strcmp(env, "compact");      /* the row sort after a read-back only */
+  const int sort_all = segmented || (env && !strcmp(env, "radix")); /* no row path, no row sort */
+  if (!counted && !sort_all && !rows_only && !compact_only) {
     const int64_t cap = tr_cuda_step1_rows_capacity(A, B);
     if (cap > 0) return tr_cuda_step1_rows(A, B, cap, tmp, c);
   }
@@ -244,9 +250,12 @@ int tr_cuda_step1_structure(const tilerap_tile_matrix *A, const tilerap_tile_mat
   if (np == 0) return TILERAP_SUCCESS;
   if (np >= INT32_MAX)
     return tilerap_set_error(TILERAP_ERR_OVERFLOW, "product has %lld tile pairs (CUDA engine limit 2^31)", (long long)np);
-  /* every tile row's pairs sortable in a block: the row path */
-  if (!sort_all && h[1] <= TR_ROW_SORT_MAX && np <= tr_rows_exact_max())
+  /* every tile row's pairs sortable in a block: the row path for up to
+   * tr_rows_exact_max() pairs, the row sort with dense candidates
+   * (spgemm_cuda_step1_compact.cu) beyond */
+  if (!sort_all && h[1] <= TR_ROW_SORT_MAX && !compact_only && np <= tr_rows_exact_max())
     return tr_cuda_step1_rows_exact(A, B, poff, np, h[1], tmp, c);
+  if (!sort_all && !rows_only && h[1] <= TR_ROW_SORT_MAX) return tr_cuda_step1_compact(A, B, poff, np, h[1], tmp, c);
 
   /* keys: C tile numbers, 32 bits while they fit */
   const int64_t TC = B->tile_cols;

@@ -168,12 +168,13 @@ static __device__ __forceinline__ int tr_pair_masks2(const tr_dview &A, const tr
 /* One G-lane group per candidate C tile (G = 16: lane r owns row r; G =
  * 8: lane l owns rows 2l and 2l+1, tr_pair_masks2); the whole warp takes
  * part in the closing shuffles, a group alone in those of its pair loop.
- * hloc[p]: hits of the candidate's pairs before p. */
+ * hloc[p]: hits of the candidate's pairs before p; pair_cand (non-NULL
+ * after step 1's row sort): every pair's candidate. */
 template <int G>
 static __global__ void __launch_bounds__(TR_MASKS_THREADS)
     k_masks(tr_dview A, tr_dview B, int64_t ncap, const int32_t *d_ncand, const int32_t *cand_ptr,
             const int32_t *pair_a, const int32_t *pair_b, int dense_threshold, int tc_threshold, uint16_t *cmask,
-            int32_t *hloc, tr_scan *sc, tr_totals *tot)
+            int32_t *hloc, tr_scan *sc, tr_totals *tot, int32_t *pair_cand)
 {
   const int l = threadIdx.x & (G - 1);
   const unsigned gmask = ((1u << G) - 1u) << (threadIdx.x & (32 - G));
@@ -190,6 +191,7 @@ static __global__ void __launch_bounds__(TR_MASKS_THREADS)
       const int hm = G == 16 ? tr_pair_masks(A, B, pair_a[p], pair_b[p], l, gmask, m, fl)
                              : tr_pair_masks2(A, B, pair_a[p], pair_b[p], l, gmask, m, fl);
       tr_masks_pair(hm, l == 0, tc_threshold, hloc + p, ntc, nh);
+      if (pair_cand && l == 0) pair_cand[p] = (int32_t)t;
     }
     if (G == 16) cmask[16 * t + l] = (uint16_t)m;
     else {
@@ -238,7 +240,7 @@ static bool tr_env_narrow(void)
 static __global__ void __launch_bounds__(TR_MASKS_THREADS)
     k_masks_wide(tr_dview A, tr_dview B, int64_t ncap, const int32_t *d_ncand, const int32_t *cand_ptr,
                  const int32_t *pair_a, const int32_t *pair_b, int dense_threshold, int tc_threshold, uint16_t *cmask,
-                 int32_t *hloc, tr_scan *sc, tr_totals *tot)
+                 int32_t *hloc, tr_scan *sc, tr_totals *tot, int32_t *pair_cand)
 {
   __shared__ int ghm[TR_WIDE_GROUPS];
   __shared__ unsigned gm[TR_WIDE_GROUPS][16];
@@ -266,7 +268,10 @@ static __global__ void __launch_bounds__(TR_MASKS_THREADS)
       if (j < g) { if (x < 0) tcs++; else before += x; }
       if (x < 0) ntc++; else nh += x;
     }
-    if (r == 0 && p < p1) hloc[p] = tc ? -1 - tcs : (int32_t)before;
+    if (r == 0 && p < p1) {
+      hloc[p] = tc ? -1 - tcs : (int32_t)before;
+      if (pair_cand) pair_cand[p] = (int32_t)t;
+    }
     __syncthreads(); /* ghm is rewritten next round */
   }
   gm[g][r] = m;
@@ -622,20 +627,21 @@ int tr_cuda_step2_masks(const tilerap_tile_matrix *A, const tilerap_tile_matrix 
     TRY_CU(cudaMemsetAsync(tot, 0, sizeof(tr_totals), s), "step 2 totals");
     /* a block per candidate where C's tile grid is small (few candidates)
      * or the candidates have many pairs on average (P^T (AP)) */
+    int32_t *late_pc = cand->cand_late ? cand->pair_cand : NULL; /* step 1's row sort left pair_cand to the masks */
     const int64_t grid = (int64_t)(TR > 0 ? TR : 1) * (B->tile_cols > 0 ? B->tile_cols : 1);
     const bool long_rows = !pos && (double)np >= TR_WIDE_PAIRS * (double)ncap && ncap <= TR_WIDE_CANDS;
     if ((grid <= TR_WIDE_GRID && ncap + 1 <= TR_WIDE_GRID * 64) || (long_rows && !tr_env_narrow()))
       k_masks_wide<<<(unsigned)(ncap + 1), TR_MASKS_THREADS, 0, s>>>(
           tr_view(A), tr_view(B), ncap, cand->d_ncand, cand->cand_ptr, cand->pair_a, cand->pair_b,
-          plan->dense_threshold, plan->tc_threshold, cmask, hloc, sc_in, tot);
+          plan->dense_threshold, plan->tc_threshold, cmask, hloc, sc_in, tot, late_pc);
     else if (!tr_masks8(np, ncap, !pos && np > 65536))
       k_masks<16><<<tr_blocks(16 * (ncap + 1), TR_MASKS_THREADS), TR_MASKS_THREADS, 0, s>>>(
           tr_view(A), tr_view(B), ncap, cand->d_ncand, cand->cand_ptr, cand->pair_a, cand->pair_b,
-          plan->dense_threshold, plan->tc_threshold, cmask, hloc, sc_in, tot);
+          plan->dense_threshold, plan->tc_threshold, cmask, hloc, sc_in, tot, late_pc);
     else
       k_masks<8><<<tr_blocks(8 * (ncap + 1), TR_MASKS_THREADS), TR_MASKS_THREADS, 0, s>>>(
           tr_view(A), tr_view(B), ncap, cand->d_ncand, cand->cand_ptr, cand->pair_a, cand->pair_b,
-          plan->dense_threshold, plan->tc_threshold, cmask, hloc, sc_in, tot);
+          plan->dense_threshold, plan->tc_threshold, cmask, hloc, sc_in, tot, late_pc);
     TRY(tr_cuda_check_launch("step 2 masks"));
     tr_rb *rb = (tr_rb *)tr_group_at(&xg, i_rb);
     const int64_t *stats = pos ? cand->d_stats : NULL;
