@@ -282,6 +282,9 @@ int tr_cuda_step1_rows(const tilerap_tile_matrix *A, const tilerap_tile_matrix *
 int tr_cuda_step1_rows_exact(const tilerap_tile_matrix *A, const tilerap_tile_matrix *B, const int64_t *poff,
                              int64_t np, int64_t most, tr_tmp *tmp, tr_cuda_cand *c);
 
+/* The lists of the sorted path (pair_a .. d_ncand) for np pairs and TR
+ * tile rows of A, in c->block (a plan that walks its pairs keeps it). */
+int tr_step1_lists_alloc(tr_cuda_cand *c, int64_t np, int32_t TR, tr_tmp *tmp);
 /* the pairs of every tile row sorted where the row is (a warp, or a
  * block for rows over 128 pairs), candidates numbered densely as on the
  * sorted path (TR_PATH_SORTED) but pair_cand left to step 2 (cand_late);

@@ -314,19 +314,9 @@ int tr_cuda_step1_compact(const tilerap_tile_matrix *A, const tilerap_tile_matri
   size_t tb = 0;
   TR_RET_CU(cub::DeviceScan::ExclusiveSum(NULL, tb, (int32_t *)NULL, (int32_t *)NULL, (int64_t)TR + 1, s),
             "step 1 row scan");
-  /* the lists, as the radix path lays them out (a plan that walks its
-   * pairs keeps this group), then scratch */
+  /* the lists, as the radix path lays them out, then scratch */
   const size_t npb = (size_t)np * sizeof(int32_t);
-  tr_group *l = &c->block;
-  memset(l, 0, sizeof *l);
-  const int i_pa = tr_group_add(l, npb), i_pb = tr_group_add(l, npb), i_pc = tr_group_add(l, npb);
-  const int i_cp = tr_group_add(l, npb + sizeof(int32_t)), i_cc = tr_group_add(l, npb);
-  const int i_rc = tr_group_add(l, ((size_t)TR + 1) * sizeof(int32_t)), i_nc = tr_group_add(l, sizeof(int32_t));
-  TR_RET(tr_group_alloc(l, tmp, s, "step 1 pair lists"));
-  c->pair_a = (int32_t *)tr_group_at(l, i_pa); c->pair_b = (int32_t *)tr_group_at(l, i_pb);
-  c->pair_cand = (int32_t *)tr_group_at(l, i_pc); c->cand_ptr = (int32_t *)tr_group_at(l, i_cp);
-  c->cand_col = (int32_t *)tr_group_at(l, i_cc); c->row_cand = (int32_t *)tr_group_at(l, i_rc);
-  c->d_ncand = (int32_t *)tr_group_at(l, i_nc);
+  TR_RET(tr_step1_lists_alloc(c, np, TR, tmp));
   tr_group x;
   memset(&x, 0, sizeof x);
   const int i_first = tr_group_add(&x, npb), i_col = tr_group_add(&x, npb);

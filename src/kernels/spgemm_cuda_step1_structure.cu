@@ -186,6 +186,22 @@ static int tr_step1_group(tr_dview dA, int64_t na, tr_dview dB, const int32_t *a
   return tr_cuda_check_launch("step 1 candidates");
 }
 
+int tr_step1_lists_alloc(tr_cuda_cand *c, int64_t np, int32_t TR, tr_tmp *tmp)
+{
+  const size_t npb = (size_t)np * sizeof(int32_t);
+  tr_group *l = &c->block;
+  memset(l, 0, sizeof *l);
+  const int i_pa = tr_group_add(l, npb), i_pb = tr_group_add(l, npb), i_pc = tr_group_add(l, npb);
+  const int i_cp = tr_group_add(l, npb + sizeof(int32_t)), i_cc = tr_group_add(l, npb);
+  const int i_rc = tr_group_add(l, ((size_t)TR + 1) * sizeof(int32_t)), i_nc = tr_group_add(l, sizeof(int32_t));
+  TR_RET(tr_group_alloc(l, tmp, tmp->s, "step 1 pair lists"));
+  c->pair_a = (int32_t *)tr_group_at(l, i_pa); c->pair_b = (int32_t *)tr_group_at(l, i_pb);
+  c->pair_cand = (int32_t *)tr_group_at(l, i_pc); c->cand_ptr = (int32_t *)tr_group_at(l, i_cp);
+  c->cand_col = (int32_t *)tr_group_at(l, i_cc); c->row_cand = (int32_t *)tr_group_at(l, i_rc);
+  c->d_ncand = (int32_t *)tr_group_at(l, i_nc);
+  return TILERAP_SUCCESS;
+}
+
 /* Largest pair count the row path takes once the count is known: its
  * candidates are numbered by pair position, so step 2 and the first run
  * work over all pairs, and its kernel gives a block to every tile row.
@@ -269,16 +285,7 @@ int tr_cuda_step1_structure(const tilerap_tile_matrix *A, const tilerap_tile_mat
 
   /* the lists (kept by a plan that walks its pairs), then the sort's scratch */
   const size_t npb = (size_t)np * sizeof(int32_t);
-  tr_group *l = &c->block;
-  memset(l, 0, sizeof *l);
-  const int i_pa = tr_group_add(l, npb), i_pb = tr_group_add(l, npb), i_pc = tr_group_add(l, npb);
-  const int i_cp = tr_group_add(l, npb + sizeof(int32_t)), i_cc = tr_group_add(l, npb);
-  const int i_rc = tr_group_add(l, ((size_t)TR + 1) * sizeof(int32_t)), i_nc = tr_group_add(l, sizeof(int32_t));
-  TR_RET(tr_group_alloc(l, tmp, s, "step 1 pair lists"));
-  c->pair_a = (int32_t *)tr_group_at(l, i_pa); c->pair_b = (int32_t *)tr_group_at(l, i_pb);
-  c->pair_cand = (int32_t *)tr_group_at(l, i_pc); c->cand_ptr = (int32_t *)tr_group_at(l, i_cp);
-  c->cand_col = (int32_t *)tr_group_at(l, i_cc); c->row_cand = (int32_t *)tr_group_at(l, i_rc);
-  c->d_ncand = (int32_t *)tr_group_at(l, i_nc);
+  TR_RET(tr_step1_lists_alloc(c, np, TR, tmp));
   const size_t kb = (size_t)np * (wide ? sizeof(uint64_t) : sizeof(uint32_t));
   tr_group x;
   memset(&x, 0, sizeof x);

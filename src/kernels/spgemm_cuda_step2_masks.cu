@@ -354,6 +354,80 @@ static __global__ void __launch_bounds__(TR_SCAN_SMALL_THREADS)
   if (threadIdx.x == 0) tr_rb_fill(rb, &out[n - 1], tot, stats, d_ncand);
 }
 
+/* Exclusive scan of n records beyond one block's share, in three launches:
+ * the sum of every TR_SCAN_SPAN records (k_scan_parts), an exclusive scan
+ * of those sums in one block (k_scan_part_offsets), each span's records
+ * scanned from its sum's offset (k_scan_down, which also fills the
+ * read-back record).  CUB's DeviceScan moved the 40-byte record at about
+ * 0.55 TB/s (509 us for the 3.7 M candidates of AP at level 0 of p3d7
+ * 200^3); this reads the records twice and writes them once.  A span is
+ * TR_SCAN_ROUNDS rounds of one record a thread, coalesced; k_scan_down
+ * carries the sum from round to round.  TILERAP_STEP2_SCAN=cub takes
+ * CUB's scan instead (comparisons). */
+#define TR_SCAN_BLOCK 256
+#define TR_SCAN_ROUNDS 4
+#define TR_SCAN_SPAN (TR_SCAN_BLOCK * TR_SCAN_ROUNDS)
+#define TR_SCAN_PARTS_THREADS 256
+static __global__ void __launch_bounds__(TR_SCAN_BLOCK) k_scan_parts(int64_t n, const tr_scan *in, tr_scan *part)
+{
+  typedef cub::BlockReduce<tr_scan, TR_SCAN_BLOCK> red_t;
+  __shared__ typename red_t::TempStorage tmp;
+  const tr_scan zero = {0, 0, 0, 0, 0, 0};
+  tr_scan x = zero;
+  const int64_t i0 = blockIdx.x * (int64_t)TR_SCAN_SPAN + threadIdx.x;
+#pragma unroll
+  for (int j = 0; j < TR_SCAN_ROUNDS; j++) {
+    const int64_t i = i0 + j * TR_SCAN_BLOCK;
+    if (i < n) x = tr_scan_add()(x, in[i]);
+  }
+  x = red_t(tmp).Reduce(x, tr_scan_add());
+  if (threadIdx.x == 0) part[blockIdx.x] = x;
+}
+
+static __global__ void __launch_bounds__(TR_SCAN_PARTS_THREADS) k_scan_part_offsets(int64_t nb, tr_scan *part)
+{
+  typedef cub::BlockScan<tr_scan, TR_SCAN_PARTS_THREADS, cub::BLOCK_SCAN_WARP_SCANS> scan_t;
+  __shared__ typename scan_t::TempStorage tmp;
+  const tr_scan zero = {0, 0, 0, 0, 0, 0};
+  tr_scan carry = zero; /* the same in every thread */
+  for (int64_t b0 = 0; b0 < nb; b0 += TR_SCAN_PARTS_THREADS) {
+    const int64_t b = b0 + threadIdx.x;
+    tr_scan x = b < nb ? part[b] : zero, total;
+    scan_t(tmp).ExclusiveScan(x, x, zero, tr_scan_add(), total);
+    if (b < nb) part[b] = tr_scan_add()(carry, x);
+    carry = tr_scan_add()(carry, total);
+    __syncthreads(); /* tmp is reused next round */
+  }
+}
+
+static __global__ void __launch_bounds__(TR_SCAN_BLOCK)
+    k_scan_down(int64_t n, const tr_scan *in, const tr_scan *part, tr_scan *out, tr_rb *rb, const tr_totals *tot,
+                const int64_t *stats, const int32_t *d_ncand)
+{
+  typedef cub::BlockScan<tr_scan, TR_SCAN_BLOCK, cub::BLOCK_SCAN_WARP_SCANS> scan_t;
+  __shared__ typename scan_t::TempStorage tmp;
+  const tr_scan zero = {0, 0, 0, 0, 0, 0};
+  tr_scan carry = part[blockIdx.x];
+  const int64_t i0 = blockIdx.x * (int64_t)TR_SCAN_SPAN + threadIdx.x;
+#pragma unroll 1
+  for (int j = 0; j < TR_SCAN_ROUNDS; j++) {
+    const int64_t i = i0 + j * TR_SCAN_BLOCK;
+    tr_scan x = i < n ? in[i] : zero, total;
+    scan_t(tmp).ExclusiveScan(x, x, zero, tr_scan_add(), total);
+    x = tr_scan_add()(carry, x);
+    if (i < n) out[i] = x;
+    if (i == n - 1) tr_rb_fill(rb, &x, tot, stats, d_ncand);
+    carry = tr_scan_add()(carry, total);
+    __syncthreads(); /* tmp is reused next round */
+  }
+}
+
+static bool tr_env_cub_scan(void)
+{
+  const char *e = getenv("TILERAP_STEP2_SCAN");
+  return e && !strcmp(e, "cub");
+}
+
 /* C's tiles from the kept candidates; the scan record of every kept tile.
  * The same launch writes C's tile_ptr and zeroes the nw words of the
  * chunk array (grid-stride: one launch less for small products). */
@@ -598,11 +672,14 @@ int tr_cuda_step2_masks(const tilerap_tile_matrix *A, const tilerap_tile_matrix 
     }
     const int64_t hcap = rows ? cand->cap : np; /* pair-indexed arrays */
     const int small_scan = ncap + 1 <= TR_SCAN_SMALL_MAX;
+    const int cub_scan = !small_scan && tr_env_cub_scan();
     size_t tb = 0;
     const tr_scan zero = {0, 0, 0, 0, 0, 0};
-    if (!small_scan)
+    if (cub_scan)
       TRY_CU(cub::DeviceScan::ExclusiveScan(NULL, tb, (tr_scan *)NULL, (tr_scan *)NULL, tr_scan_add(), zero, ncap + 1, s),
              "step 2 scan");
+    else if (!small_scan) /* k_scan_parts' sums */
+      tb = (size_t)((ncap + 1 + TR_SCAN_SPAN - 1) / TR_SCAN_SPAN) * sizeof(tr_scan);
     /* two allocations: what a plan that walks its pairs keeps (hit
      * offsets, scan records, candidate tiles), and scratch */
     tr_group kg, xg;
@@ -648,11 +725,20 @@ int tr_cuda_step2_masks(const tilerap_tile_matrix *A, const tilerap_tile_matrix 
     if (small_scan) {
       k_scan_small<<<1, TR_SCAN_SMALL_THREADS, 0, s>>>(ncap + 1, sc_in, sc, rb, tot, stats, cand->d_ncand);
       TRY(tr_cuda_check_launch("step 2 scan"));
-    } else {
+    } else if (cub_scan) {
       TRY_CU(cub::DeviceScan::ExclusiveScan(tr_group_at(&xg, i_ts), tb, sc_in, sc, tr_scan_add(), zero, ncap + 1, s),
              "step 2 scan");
       k_readback<<<1, 1, 0, s>>>(rb, sc + ncap, tot, stats, cand->d_ncand);
       TRY(tr_cuda_check_launch("step 2 read-back"));
+    } else {
+      const int64_t nsc = ncap + 1, nb = (nsc + TR_SCAN_SPAN - 1) / TR_SCAN_SPAN;
+      tr_scan *part = (tr_scan *)tr_group_at(&xg, i_ts);
+      k_scan_parts<<<(unsigned)nb, TR_SCAN_BLOCK, 0, s>>>(nsc, sc_in, part);
+      TRY(tr_cuda_check_launch("step 2 scan (sums)"));
+      k_scan_part_offsets<<<1, TR_SCAN_PARTS_THREADS, 0, s>>>(nb, part);
+      TRY(tr_cuda_check_launch("step 2 scan (offsets)"));
+      k_scan_down<<<(unsigned)nb, TR_SCAN_BLOCK, 0, s>>>(nsc, sc_in, part, sc, rb, tot, stats, cand->d_ncand);
+      TRY(tr_cuda_check_launch("step 2 scan"));
     }
 
     /* the one read-back of plan creation's second half: sizes of C (and
