@@ -16,6 +16,7 @@
 #           (TILERAP_STEP1_SORT=rows), no counted row path (TILERAP_ROWS_MAX=0:
 #           a retry goes to the row sort), the row sort with dense
 #           candidates on every product (TILERAP_STEP1_SORT=compact),
+#           step 2's scan by CUB (TILERAP_STEP2_SCAN=cub),
 #           every first run walking, hits
 #           made at plan creation, the Galerkin product by each
 #           TILERAP_PTAP mode besides the default auto (products, first,
@@ -102,6 +103,8 @@ for what in "$@"; do
     tap "test_gpu_spgemm row sort on every product" env TILERAP_STEP1_SORT=compact "$B/test/test_gpu_spgemm"
     tap "test_gpu_ptap row sort on every product" env TILERAP_STEP1_SORT=compact "$B/test/test_gpu_ptap"
     tap "test_ptap row sort on every product" env TILERAP_STEP1_SORT=compact "$B/test/test_ptap"
+    tap "test_gpu_spgemm CUB's scan in step 2" env TILERAP_STEP2_SCAN=cub "$B/test/test_gpu_spgemm"
+    tap "test_gpu_ptap CUB's scan in step 2" env TILERAP_STEP2_SCAN=cub "$B/test/test_gpu_ptap"
     tap "test_gpu_ptap counted row path" env TILERAP_STEP1_SORT=rows "$B/test/test_gpu_ptap"
     tap "test_gpu_spgemm all walk" env TILERAP_CUDA_WALK_MAX=1e9 TILERAP_CUDA_WALK_MEAN=1e9 "$B/test/test_gpu_spgemm"
     tap "test_gpu_spgemm hits at plan" env TILERAP_CUDA_HITS=plan "$B/test/test_gpu_spgemm"
