@@ -236,7 +236,7 @@ struct tr_cuda_spgemm {
  * (block, temporaries of the plan step; the plan keeps them while its
  * numeric runs walk the pairs). */
 /* step 1's paths (tr_cuda_cand.path) */
-#define TR_PATH_SORTED 0     /* radix sort of all pairs on C tile numbers */
+#define TR_PATH_SORTED 0     /* dense candidates: radix sort of all pairs on C tile numbers, or the row sort */
 #define TR_PATH_ROWS_SMALL 1 /* a block sorts a tile row's pairs; lists sized by a host bound, no read-back */
 #define TR_PATH_ROWS 2       /* the same after the pair count was read back */
 typedef struct {
@@ -292,6 +292,8 @@ int tr_step1_lists_alloc(tr_cuda_cand *c, int64_t np, int32_t TR, tr_tmp *tmp);
  * pairs in a tile row */
 int tr_cuda_step1_compact(const tilerap_tile_matrix *A, const tilerap_tile_matrix *B, const int64_t *poff,
                           int64_t np, int64_t most, tr_tmp *tmp, tr_cuda_cand *c);
+/* whether the row sort suits a product (np pairs, TR tile rows, most in one) */
+int tr_cuda_step1_compact_suits(int64_t np, int32_t TR, int64_t most);
 
 /* counted: 1 reads the pair count back first (a retry after the small row path) */
 int tr_cuda_step1_structure(const tilerap_tile_matrix *A, const tilerap_tile_matrix *B, int counted, tr_tmp *tmp,

@@ -303,14 +303,28 @@ static __global__ void k_cand_compact(int32_t TR, int64_t np, const int32_t *row
   }
 }
 
+/* Whether the row sort suits a product of np pairs over TR tile rows, the
+ * longest of most pairs (<= TR_ROW_SORT_MAX).  Its block kernel has a
+ * block for every tile row, and those of short rows leave at once: fine
+ * where no row is long (the warp kernel alone: AMG's AP), where rows are
+ * long on the whole (P^T (AP): every row over 128 pairs) or where the
+ * grid is small; a few long rows among 10^5 short ones would launch 10^5
+ * idle blocks of up to 42 KB of shared memory, so such products keep the
+ * radix sort. */
+int tr_cuda_step1_compact_suits(int64_t np, int32_t TR, int64_t most)
+{
+  return most <= TR_SORT_WARP_MAX || np >= (int64_t)(TR_SORT_WARP_MAX / 2) * TR || TR <= 16384;
+}
+
 int tr_cuda_step1_compact(const tilerap_tile_matrix *A, const tilerap_tile_matrix *B, const int64_t *poff, int64_t np,
                           int64_t most, tr_tmp *tmp, tr_cuda_cand *c)
 {
   cudaStream_t s = tmp->s;
   const int32_t TR = A->tile_rows;
   if (most > TR_ROW_SORT_MAX || np >= INT32_MAX)
-    return tilerap_set_error(TILERAP_ERR_INVALID, "internal: step 1 row sort given %lld pairs in a tile row",
-                             (long long)most);
+    return tilerap_set_error(TILERAP_ERR_INVALID,
+                             "internal: step 1 row sort given %lld pairs, %lld in one tile row (limits 2^31, %d)",
+                             (long long)np, (long long)most, TR_ROW_SORT_MAX);
   size_t tb = 0;
   TR_RET_CU(cub::DeviceScan::ExclusiveSum(NULL, tb, (int32_t *)NULL, (int32_t *)NULL, (int64_t)TR + 1, s),
             "step 1 row scan");
@@ -333,6 +347,9 @@ int tr_cuda_step1_compact(const tilerap_tile_matrix *A, const tilerap_tile_matri
   k_sort_rows_warp<<<tr_blocks(32 * (int64_t)TR, 32 * TR_SORT_WARPS), 32 * TR_SORT_WARPS, 0, s>>>(
       dA, TR, dB, poff, c->pair_a, c->pair_b, first, col, cnt, rp0);
   TR_RET(tr_cuda_check_launch("step 1 row sort"));
+  /* one block per tile row: rows of the warp kernel leave at once
+   * (tr_cuda_step1_compact_suits keeps this grid for products whose rows
+   * are long on the whole) */
   if (most > TR_SORT_WARP_MAX) {
 #define TR_BLOCK_SORT(N, T) \
   k_sort_rows_block<N, T><<<TR, T, 0, s>>>(dA, dB, poff, c->pair_a, c->pair_b, first, col, cnt)

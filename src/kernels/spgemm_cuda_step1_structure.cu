@@ -7,8 +7,9 @@
  *  - up to TR_ROWS_EXACT_MAX pairs, every tile row at most
  *    TR_ROW_SORT_MAX pairs: the pair count is read back, then the row
  *    path (tr_cuda_step1_rows_exact);
- *  - beyond that, every tile row at most TR_ROW_SORT_MAX pairs: the
- *    row sort with dense candidates (tr_cuda_step1_compact,
+ *  - beyond that, every tile row at most TR_ROW_SORT_MAX pairs and rows
+ *    either all short or long on the whole (tr_cuda_step1_compact_suits):
+ *    the row sort with dense candidates (tr_cuda_step1_compact,
  *    spgemm_cuda_step1_compact.cu);
  *  - otherwise, here: pairs expanded per A tile (scan of B's tile row
  *    lengths; a warp per A tile, so the writes coalesce) and stably
@@ -227,10 +228,13 @@ int tr_cuda_step1_structure(const tilerap_tile_matrix *A, const tilerap_tile_mat
   if (na == 0 || B->num_tiles == 0) return TILERAP_SUCCESS;
 
   /* products whose tile rows have at most TR_ROW_SORT_MAX pairs take
-   * the row path (spgemm_cuda_step1_rows.cu), small ones without the
-   * pair count's read-back; TILERAP_STEP1_SORT=radix|segmented keeps
-   * every product on the sorted path, =rows reads the count back first
-   * (comparisons, tests) */
+   * the row path (spgemm_cuda_step1_rows.cu) or, beyond
+   * tr_rows_exact_max() pairs, the row sort; small ones without the pair
+   * count's read-back.  TILERAP_STEP1_SORT=radix|segmented keeps every
+   * product on the radix path, =rows reads the count back first and
+   * never takes the row sort, =compact reads it back and takes the row
+   * sort wherever the rows fit (comparisons, tests; other values: the
+   * default) */
   const char *env = getenv("TILERAP_STEP1_SORT");
   const int segmented = env && !strcmp(env, "segmented");
   const int rows_only = env && !strcmp(env, "rows");            /* the row path after a read-back only */
@@ -271,7 +275,8 @@ int tr_cuda_step1_structure(const tilerap_tile_matrix *A, const tilerap_tile_mat
    * (spgemm_cuda_step1_compact.cu) beyond */
   if (!sort_all && h[1] <= TR_ROW_SORT_MAX && !compact_only && np <= tr_rows_exact_max())
     return tr_cuda_step1_rows_exact(A, B, poff, np, h[1], tmp, c);
-  if (!sort_all && !rows_only && h[1] <= TR_ROW_SORT_MAX) return tr_cuda_step1_compact(A, B, poff, np, h[1], tmp, c);
+  if (!sort_all && !rows_only && h[1] <= TR_ROW_SORT_MAX && (compact_only || tr_cuda_step1_compact_suits(np, TR, h[1])))
+    return tr_cuda_step1_compact(A, B, poff, np, h[1], tmp, c);
 
   /* keys: C tile numbers, 32 bits while they fit */
   const int64_t TC = B->tile_cols;

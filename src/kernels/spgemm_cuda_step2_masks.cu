@@ -704,7 +704,9 @@ int tr_cuda_step2_masks(const tilerap_tile_matrix *A, const tilerap_tile_matrix 
     TRY_CU(cudaMemsetAsync(tot, 0, sizeof(tr_totals), s), "step 2 totals");
     /* a block per candidate where C's tile grid is small (few candidates)
      * or the candidates have many pairs on average (P^T (AP)) */
-    int32_t *late_pc = cand->cand_late ? cand->pair_cand : NULL; /* step 1's row sort left pair_cand to the masks */
+    /* step 1's row sort left pair_cand to the masks kernels, which write
+     * it for every pair (dropped candidates' too); nothing reads it before */
+    int32_t *late_pc = cand->cand_late ? cand->pair_cand : NULL;
     const int64_t grid = (int64_t)(TR > 0 ? TR : 1) * (B->tile_cols > 0 ? B->tile_cols : 1);
     const bool long_rows = !pos && (double)np >= TR_WIDE_PAIRS * (double)ncap && ncap <= TR_WIDE_CANDS;
     if ((grid <= TR_WIDE_GRID && ncap + 1 <= TR_WIDE_GRID * 64) || (long_rows && !tr_env_narrow()))
