@@ -53,17 +53,27 @@ tilerap_csr *ref_spgemm(const tilerap_csr *A, const tilerap_csr *B)
         acc[j] += a * B->val[q];
       }
     }
-    /* insertion sort of the row's columns */
     int32_t *c = C->colidx + q0;
-    for (int64_t x = 1; x < cnt; x++) {
-      int32_t v = c[x]; int64_t y = x - 1;
-      while (y >= 0 && c[y] > v) { c[y + 1] = c[y]; y--; }
-      c[y + 1] = v;
-    }
+    ref_sort_columns(c, NULL, cnt);
     for (int64_t x = 0; x < cnt; x++) C->val[q0 + x] = acc[c[x]];
   }
   free(acc); free(marker);
   return C;
+}
+
+void ref_sort_columns(int32_t *col, double *val, int64_t n)
+{ /* insertion sort: rows are short */
+  for (int64_t x = 1; x < n; x++) {
+    const int32_t v = col[x];
+    const double w = val ? val[x] : 0.0;
+    int64_t y = x - 1;
+    for (; y >= 0 && col[y] > v; y--) {
+      col[y + 1] = col[y];
+      if (val) val[y + 1] = val[y];
+    }
+    col[y + 1] = v;
+    if (val) val[y + 1] = w;
+  }
 }
 
 tilerap_csr *ref_transpose(const tilerap_csr *A)

@@ -10,6 +10,8 @@
 tilerap_csr *ref_spgemm(const tilerap_csr *A, const tilerap_csr *B);
 /* A^T */
 tilerap_csr *ref_transpose(const tilerap_csr *A);
+/* Sorts n column indices ascending, carrying val (NULL: none) along. */
+void ref_sort_columns(int32_t *col, double *val, int64_t n);
 /* P^T A P by two products. */
 tilerap_csr *ref_ptap(const tilerap_csr *A, const tilerap_csr *P);
 

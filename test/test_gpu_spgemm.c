@@ -199,15 +199,12 @@ static void check_row_sort(int most)
   q = 0;
   for (int32_t i = 0; i < k; i++) {
     const int r = i / 16;
-    int32_t cols[2048];
-    int nc = 0;
-    for (int j = 0; j < len[r]; j++) cols[nc++] = 16 * ((3 * r + 2 * j) % NTC) + (i + j) % 16;
-    for (int x = 1; x < nc; x++) /* ascending columns (the tile columns wrap) */
-      for (int y = x; y > 0 && cols[y - 1] > cols[y]; y--) { int32_t z = cols[y]; cols[y] = cols[y - 1]; cols[y - 1] = z; }
-    for (int x = 0; x < nc; x++) {
-      B->colidx[q] = cols[x];
-      B->val[q++] = 0.5 - 0.125 * (double)((i + 3 * x) % 7);
+    const int64_t q0 = q;
+    for (int j = 0; j < len[r]; j++) {
+      B->colidx[q] = 16 * ((3 * r + 2 * j) % NTC) + (i + j) % 16;
+      B->val[q++] = 0.5 - 0.125 * (double)((i + 3 * j) % 7);
     }
+    ref_sort_columns(B->colidx + q0, B->val + q0, q - q0); /* the tile columns wrap */
     B->rowptr[i + 1] = q;
   }
   if (!tap_ok(tilerap_csr_check(m, k, A->rowptr, A->colidx) == 0 && tilerap_csr_check(k, n, B->rowptr, B->colidx) == 0 &&
@@ -257,14 +254,8 @@ static void check_row_sort_wide(void)
     B->rowptr[i + 1] = q;
   }
   /* row 1: tile columns 0, 400000, ..., 1600000 (shared with row 0) and 5007 .. 9007, sorted */
-  for (int32_t i = 16; i < k; i++) {
-    int64_t p0 = B->rowptr[i], p1 = B->rowptr[i + 1];
-    for (int64_t x = p0 + 1; x < p1; x++)
-      for (int64_t y = x; y > p0 && B->colidx[y - 1] > B->colidx[y]; y--) {
-        int32_t c = B->colidx[y]; B->colidx[y] = B->colidx[y - 1]; B->colidx[y - 1] = c;
-        double v = B->val[y]; B->val[y] = B->val[y - 1]; B->val[y - 1] = v;
-      }
-  }
+  for (int32_t i = 16; i < k; i++)
+    ref_sort_columns(B->colidx + B->rowptr[i], B->val + B->rowptr[i], B->rowptr[i + 1] - B->rowptr[i]);
   if (tap_ok(tilerap_csr_check(k, n, B->rowptr, B->colidx) == 0, "wide row sort: B well formed")) {
     char *keep = gpu_env_set("TILERAP_STEP1_SORT", "compact");
     check_product(A, B, 192, "row sort over 2.2 M tile columns (64-bit keys)");
