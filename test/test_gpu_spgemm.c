@@ -224,16 +224,20 @@ static void check_row_sort(int most)
   tilerap_csr_destroy(&A); tilerap_csr_destroy(&B);
 }
 
-/* A tile row whose 1110 pairs reach tile columns 2000 j, j < 1100 (a span
- * of 2.2 M tile columns): the row sort's 32-bit keys (column offset and
- * pair number) do not fit, and its block kernel takes the bitonic sort of
- * 64-bit keys.  One tile row of A meeting B's tile rows 0 (1100 tiles)
- * and 1 (10 tiles, five of them in row 0's columns). */
-static void check_row_sort_wide(void)
+/* A tile row of n0 + 10 pairs meeting B's tile rows 0 (n0 tiles, at tile
+ * columns stride * j) and 1 (10 tiles, five of them in row 0's columns).
+ * The row sort's block kernel keys a pair by its column's offset from the
+ * row's least column and its number (QB bits: 10 up to 1024 pairs, 11 up
+ * to 2048), in 32 bits where they fit:
+ *   n0 = 1100, stride 2000: a span of 2.2 M tile columns (22 bits) and
+ *     11 bits of pair number do not fit: the bitonic sort of 64-bit keys;
+ *   n0 = 990, stride 2200: 22 + 10 bits, exactly 32: the radix sort's
+ *     widest keys. */
+static void check_row_sort_wide(int n0, int stride)
 {
-  const int32_t m = 16, k = 32, nt = 2000 * 1099 + 1, n = 16 * nt;
+  const int32_t m = 16, k = 32, nt = stride * (n0 - 1) + 1, n = 16 * nt;
   tilerap_csr *A = NULL, *B = NULL;
-  if (tilerap_csr_create(m, k, 2 * m, &A) || tilerap_csr_create(k, n, 16 * 1100 + 16 * 10, &B)) {
+  if (tilerap_csr_create(m, k, 2 * m, &A) || tilerap_csr_create(k, n, 16 * (int64_t)n0 + 16 * 10, &B)) {
     tap_ok(0, "wide row sort: allocation");
     tilerap_csr_destroy(&A);
     return;
@@ -248,7 +252,7 @@ static void check_row_sort_wide(void)
   int64_t q = 0;
   for (int32_t i = 0; i < k; i++) {
     if (i < 16)
-      for (int j = 0; j < 1100; j++) { B->colidx[q] = 16 * (2000 * j) + (i + j) % 16; B->val[q++] = 0.5 + (j % 9); }
+      for (int j = 0; j < n0; j++) { B->colidx[q] = 16 * (stride * j) + (i + j) % 16; B->val[q++] = 0.5 + (j % 9); }
     else
       for (int j = 0; j < 10; j++) { B->colidx[q] = 16 * (j < 5 ? 400000 * j : 1000 * j + 7) + (i % 16); B->val[q++] = 1.5 - j; }
     B->rowptr[i + 1] = q;
@@ -256,11 +260,61 @@ static void check_row_sort_wide(void)
   /* row 1: tile columns 0, 400000, ..., 1600000 (shared with row 0) and 5007 .. 9007, sorted */
   for (int32_t i = 16; i < k; i++)
     ref_sort_columns(B->colidx + B->rowptr[i], B->val + B->rowptr[i], B->rowptr[i + 1] - B->rowptr[i]);
-  if (tap_ok(tilerap_csr_check(k, n, B->rowptr, B->colidx) == 0, "wide row sort: B well formed")) {
+  char label[96];
+  snprintf(label, sizeof label, "row sort: %d pairs over %.1f M tile columns", n0 + 10, nt / 1e6);
+  if (tap_ok(tilerap_csr_check(k, n, B->rowptr, B->colidx) == 0, "%s: B well formed", label)) {
     char *keep = gpu_env_set("TILERAP_STEP1_SORT", "compact");
-    check_product(A, B, 192, "row sort over 2.2 M tile columns (64-bit keys)");
+    check_product(A, B, 192, label);
     gpu_env_restore("TILERAP_STEP1_SORT", keep);
   }
+  tilerap_csr_destroy(&A); tilerap_csr_destroy(&B);
+}
+
+/* 6.3e5 candidate tiles (900 tile rows, 40 A tiles and 40 B tiles a
+ * row, one entry each, 1600 pairs a tile row): step 2's scan of its
+ * records has 616 spans of 1024, more than its 256 threads, so the one block that scans
+ * the spans' sums goes round several times; step 1 sorts each tile row
+ * of 1600 pairs in a block of the row sort. */
+static void check_many_candidates(uint64_t *seed)
+{
+  const int32_t T = 900, per = 40, nn = 16 * T;
+  tilerap_csr *A = NULL, *B = NULL;
+  if (tilerap_csr_create(nn, nn, (int64_t)T * per, &A) || tilerap_csr_create(nn, nn, (int64_t)16 * T * per, &B)) {
+    tap_ok(0, "many candidates: allocation");
+    tilerap_csr_destroy(&A);
+    return;
+  }
+  /* A: row 16 I + (j % 16) holds tile row I's j-th tile, at a column in
+   * tile column (I * 7 + j * 23) % T (distinct for j < 40: 23 j mod 900) */
+  int64_t q = 0;
+  for (int32_t i = 0; i < nn; i++) {
+    const int32_t I = i / 16, r = i % 16;
+    const int64_t q0 = q;
+    for (int j = r; j < per; j += 16) {
+      A->colidx[q] = 16 * ((I * 7 + j * 23) % T) + (int32_t)(ref_rand01(seed) * 16.0) % 16;
+      A->val[q++] = 1.0 + (double)((i + j) % 11) / 8.0;
+    }
+    ref_sort_columns(A->colidx + q0, A->val + q0, q - q0);
+    A->rowptr[i + 1] = q;
+  }
+  A->nnz = q;
+  /* B: every row of tile row K holds one entry in each of the tile row's
+   * 40 tiles, at tile columns (K * 13 + j * 29) % T */
+  q = 0;
+  for (int32_t i = 0; i < nn; i++) {
+    const int32_t K = i / 16;
+    const int64_t q0 = q;
+    for (int j = 0; j < per; j++) {
+      B->colidx[q] = 16 * ((K * 13 + j * 29) % T) + (i + j) % 16;
+      B->val[q++] = 0.5 - (double)((i * 3 + j) % 7) / 4.0;
+    }
+    ref_sort_columns(B->colidx + q0, B->val + q0, q - q0);
+    B->rowptr[i + 1] = q;
+  }
+  B->nnz = q;
+  if (tap_ok(tilerap_csr_check(nn, nn, A->rowptr, A->colidx) == 0 && tilerap_csr_check(nn, nn, B->rowptr, B->colidx) == 0,
+             "many candidates: operands well formed"))
+    check_product(A, B, 192, "14400^2 * 14400^2, 6.3e5 candidate tiles");
   tilerap_csr_destroy(&A); tilerap_csr_destroy(&B);
 }
 
@@ -308,7 +362,9 @@ int main(int argc, char **argv)
   if (!quick) {
     check_row_sort(800);
     check_row_sort(1900);
-    check_row_sort_wide();
+    check_row_sort_wide(1100, 2000);
+    check_row_sort_wide(990, 2200);
+    check_many_candidates(&seed);
   }
   /* C with more than 2^32 possible tiles (70000 x 70000 tile grid): step 1
    * sorts its pairs on 64-bit tile numbers */

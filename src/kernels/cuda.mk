@@ -37,8 +37,10 @@ src/kernels/tile_cuda_to_csr.lo src/kernels/csr_cuda_fingerprint.lo src/kernels/
 src/kernels/spgemm_cuda_step3_numeric.lo src/kernels/spgemm_cuda_step3_pairs.lo src/kernels/spgemm_cuda_plan.lo: $(cuda_headers)
 
 # GPU tests: the CUDA engine against the CPU engine and the Gustavson
-# reference.  Part of `make check` (they skip without a GPU); `make
-# check-gpu` runs only them.
+# reference.  Part of `make check` (they skip without a GPU).  `make
+# check-gpu`, on a GPU machine: the whole suite (the core, PETSc and hypre
+# tests take the CUDA engine there), then compute-sanitizer's memcheck,
+# racecheck and synccheck on the quick GPU sets (test/gpu_sanitize.sh).
 gpu_tests = test/test_gpu_spgemm test/test_gpu_ptap test/test_gpu_errors test/test_gpu_convert test/test_gpu_tc test/test_gpu_order
 check_PROGRAMS += $(gpu_tests)
 TESTS += $(gpu_tests)
@@ -58,7 +60,9 @@ test_test_gpu_order_LDADD = $(test_ldadd)
 test_test_gpu_tc_SOURCES = test/test_gpu_tc.c test/test_gpu_common.h
 test_test_gpu_tc_LDADD = $(test_ldadd)
 check-gpu:
-	$(MAKE) $(AM_MAKEFLAGS) check TESTS="$(gpu_tests) test/test_atb"
+	$(MAKE) $(AM_MAKEFLAGS) check
+	@$(SHELL) $(srcdir)/test/gpu_sanitize.sh $(builddir) >test/gpu_sanitize.log; rc=$$?; cat test/gpu_sanitize.log; \
+	  test $$rc = 0 && ! grep -q '^not ok' test/gpu_sanitize.log
 
 # GPU benchmark: tilerap (first time and numeric re-run) against cuSPARSE
 # SpGEMM on the model hierarchies, per level, CUDA events.

@@ -1,0 +1,34 @@
+#!/bin/sh
+# compute-sanitizer on the quick GPU sets: the second half of `make
+# check-gpu` (the first is the whole test suite, whose core tests take the
+# CUDA engine where a GPU is visible).  TAP; BUILD_DIR holds test/.
+#   test/gpu_sanitize.sh [BUILD_DIR]
+# memcheck: out-of-bounds and misaligned accesses, leaks of device memory;
+# racecheck: shared-memory hazards (the warp-synchronous tile code);
+# synccheck: barriers and warp-synchronous primitives used wrongly.
+B=${1:-.}
+san=$(command -v compute-sanitizer 2>/dev/null)
+[ -n "$san" ] || [ ! -x /usr/local/cuda/bin/compute-sanitizer ] || san=/usr/local/cuda/bin/compute-sanitizer
+runs="memcheck:test_gpu_spgemm memcheck:test_gpu_ptap memcheck:test_gpu_tc racecheck:test_gpu_spgemm
+racecheck:test_gpu_ptap racecheck:test_gpu_tc synccheck:test_gpu_spgemm synccheck:test_gpu_ptap"
+echo "1..8"
+i=0
+for r in $runs; do
+  i=$((i + 1))
+  tool=${r%%:*} prog=${r#*:}
+  if [ -z "$san" ]; then
+    echo "ok $i - $tool $prog --quick # SKIP compute-sanitizer not found"
+    continue
+  fi
+  log=$B/test/gpu_sanitize.$tool.$prog.log
+  "$san" --tool "$tool" --error-exitcode 9 "$B/test/$prog" --quick >"$log" 2>&1
+  rc=$?
+  summary=$(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$log" | tail -1 | sed 's/^=* *//')
+  if grep -q '^1\.\.0 # SKIP' "$log"; then
+    echo "ok $i - $tool $prog --quick # SKIP no GPU"
+  elif [ $rc = 0 ]; then
+    echo "ok $i - $tool $prog --quick ($summary)"
+  else
+    echo "not ok $i - $tool $prog --quick: exit $rc ($summary; see $log)"
+  fi
+done
