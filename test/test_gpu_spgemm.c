@@ -94,6 +94,19 @@ out:
   tilerap_csr_destroy(&R);
 }
 
+/* A (m x k, annz entries) and B (k x n, bnnz) to fill in; on failure a
+ * failed check names what, and both are NULL */
+static int alloc_operands(int32_t m, int32_t k, int64_t annz, int32_t n, int64_t bnnz, tilerap_csr **A,
+                          tilerap_csr **B, const char *what)
+{
+  *A = *B = NULL;
+  if (tilerap_csr_create(m, k, annz, A) == 0 && tilerap_csr_create(k, n, bnnz, B) == 0) return 1;
+  tap_ok(0, "%s: allocation", what);
+  tilerap_csr_destroy(A);
+  tilerap_csr_destroy(B);
+  return 0;
+}
+
 /* Many pairs per C tile: long inner dimension, so single tiles carry more
  * hits than a numeric chunk's target work (one tile alone in its chunk,
  * many rounds of the block over its hits), next to light tiles. */
@@ -117,12 +130,9 @@ static void check_heavy(uint64_t *seed)
  * radix sort). */
 static void check_skewed(void)
 {
-  tilerap_csr *A = NULL, *B = NULL;
+  tilerap_csr *A, *B;
   const int32_t m = 16 * 200, k = 16 * 100, n = 16 * 50;
-  if (tilerap_csr_create(m, k, m, &A) || tilerap_csr_create(k, n, 16 * 50 + 99, &B)) {
-    tap_ok(0, "skewed product: allocation");
-    return;
-  }
+  if (!alloc_operands(m, k, m, n, 16 * 50 + 99, &A, &B, "skewed product")) return;
   for (int32_t i = 0; i < m; i++) {
     A->rowptr[i + 1] = i + 1;
     A->colidx[i] = i % 16;
@@ -177,12 +187,12 @@ static void check_row_sort(int most)
   int64_t annz = 0, bnnz = 0;
   for (int I = 0; I < NR; I++) annz += want[I][0];
   for (int r = 0; r < KT; r++) bnnz += 16 * (int64_t)len[r];
-  tilerap_csr *A = NULL, *B = NULL;
-  if (kt > KT || tilerap_csr_create(m, k, annz, &A) || tilerap_csr_create(k, n, bnnz, &B)) {
-    tap_ok(0, "row sort products: set-up");
-    tilerap_csr_destroy(&A);
+  tilerap_csr *A, *B;
+  if (kt > KT) {
+    tap_ok(0, "row sort products: %d B tile rows (at most %d)", kt, KT);
     return;
   }
+  if (!alloc_operands(m, k, annz, n, bnnz, &A, &B, "row sort products")) return;
   /* A: tile t of tile row I holds one entry, in row 16 I + t % 16 (tile
    * columns ascend with t, so each row's columns ascend) */
   int64_t q = 0;
@@ -236,12 +246,8 @@ static void check_row_sort(int most)
 static void check_row_sort_wide(int n0, int stride)
 {
   const int32_t m = 16, k = 32, nt = stride * (n0 - 1) + 1, n = 16 * nt;
-  tilerap_csr *A = NULL, *B = NULL;
-  if (tilerap_csr_create(m, k, 2 * m, &A) || tilerap_csr_create(k, n, 16 * (int64_t)n0 + 16 * 10, &B)) {
-    tap_ok(0, "wide row sort: allocation");
-    tilerap_csr_destroy(&A);
-    return;
-  }
+  tilerap_csr *A, *B;
+  if (!alloc_operands(m, k, 2 * m, n, 16 * (int64_t)n0 + 16 * 10, &A, &B, "wide row sort")) return;
   for (int32_t i = 0; i < m; i++) {
     A->colidx[2 * i] = i;
     A->colidx[2 * i + 1] = 16 + i;
@@ -278,12 +284,8 @@ static void check_row_sort_wide(int n0, int stride)
 static void check_many_candidates(uint64_t *seed)
 {
   const int32_t T = 900, per = 40, nn = 16 * T;
-  tilerap_csr *A = NULL, *B = NULL;
-  if (tilerap_csr_create(nn, nn, (int64_t)T * per, &A) || tilerap_csr_create(nn, nn, (int64_t)16 * T * per, &B)) {
-    tap_ok(0, "many candidates: allocation");
-    tilerap_csr_destroy(&A);
-    return;
-  }
+  tilerap_csr *A, *B;
+  if (!alloc_operands(nn, nn, (int64_t)T * per, nn, (int64_t)16 * T * per, &A, &B, "many candidates")) return;
   /* A: row 16 I + (j % 16) holds tile row I's j-th tile, at a column in
    * tile column (I * 7 + j * 23) % T (distinct for j < 40: 23 j mod 900) */
   int64_t q = 0;
