@@ -207,16 +207,6 @@ extern "C" int tr_cuda_rows_supported(const tilerap_tile_matrix *Z)
   return Z->tile_cols < (1 << 18);
 }
 
-static int tr_sm_count(void)
-{
-  int nsm = 0, dev = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&nsm, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess ||
-      nsm <= 0)
-    nsm = 132;
-  (void)cudaGetLastError();
-  return nsm;
-}
-
 /* items of a mean row: X's entries times Z's tiles per tile row */
 static double tr_rows_items_per_row(const tilerap_tile_matrix *X, const tilerap_tile_matrix *Z)
 {
@@ -228,7 +218,7 @@ extern "C" int tr_cuda_rows_choose(const tilerap_tile_matrix *X, const tilerap_t
                                    int *group)
 {
   const double per_row = tr_rows_items_per_row(X, Z);
-  const int nsm = tr_sm_count();
+  const int nsm = tr_cuda_sm_count();
   /* a warp per row leaves the SMs short of warps below 32 rows per SM,
    * and a long row serialises its warp */
   *group = X->tile_rows < 32 * nsm || per_row > 2048.0 ? 8 : 1;

@@ -149,6 +149,9 @@ int tr_cuda_tile_new(int32_t m, int32_t n, int64_t num_tiles, int64_t nnz, cudaS
  * a non-blocking stream s, `after_legacy` makes s wait for work queued on
  * the legacy stream and `legacy_after` the reverse.  No-ops otherwise. */
 int tr_stream_nonblocking(cudaStream_t s);
+/* multiprocessors of the current device (132, an H100's, if the query fails):
+ * grid sizes that should fill the GPU */
+int tr_cuda_sm_count(void);
 int tr_order_after_legacy(cudaStream_t s);
 int tr_order_legacy_after(cudaStream_t s);
 

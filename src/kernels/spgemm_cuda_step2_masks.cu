@@ -763,12 +763,7 @@ int tr_cuda_step2_masks(const tilerap_tile_matrix *A, const tilerap_tile_matrix 
     const int64_t work = nhits + h.last.acc + TR_TC_WORK * ntc;
     int W = TR_CHUNK_WORK;
     {
-      int nsm = 0, dev = 0;
-      if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&nsm, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess ||
-          nsm <= 0)
-        nsm = 132;
-      (void)cudaGetLastError();
-      const int64_t want = work / ((int64_t)TR_CHUNK_SPREAD * nsm);
+      const int64_t want = work / ((int64_t)TR_CHUNK_SPREAD * tr_cuda_sm_count());
       if (want < W) W = want < TR_CHUNK_MIN ? TR_CHUNK_MIN : (int)((want + 31) & ~31);
     }
     plan->chunk_work = W;

@@ -258,6 +258,16 @@ extern "C" int tr_cuda_device_count(void)
   return n;
 }
 
+int tr_cuda_sm_count(void)
+{
+  int nsm = 0, dev = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&nsm, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess ||
+      nsm <= 0)
+    nsm = 132;
+  (void)cudaGetLastError();
+  return nsm;
+}
+
 extern "C" int tr_cuda_set_device(int dev)
 {
   cudaError_t e = cudaSetDevice(dev);
