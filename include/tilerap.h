@@ -214,7 +214,19 @@ typedef struct tilerap_tile_matrix {
   uint8_t *idx;               /* [nnz] (local row << 4) | local column        */
   double *val;                /* [nnz]                                        */
   void *internal;             /* engine-private cache; NULL for user-built   */
+  uint64_t structure_id;      /* identity of the structure (below)           */
 } tilerap_tile_matrix;
+
+/* Structure identity.  tilerap gives every matrix it allocates a fresh
+ * structure_id (tilerap_tile_copy keeps the source's).  A plan records the
+ * ids and a 128-bit hash of its operands' structures (tile_ptr, tile_col,
+ * tile_off, row_mask); a numeric call takes an operand with a recorded id
+ * at once, hashes any other (0 included) and refuses it with
+ * TILERAP_ERR_STRUCTURE, before writing anything, unless its structure is
+ * the plan's.  Values may change freely; whoever changes a structure array
+ * in place must call tilerap_tile_structure_changed (a fresh id), or the
+ * change goes unseen. */
+void tilerap_tile_structure_changed(tilerap_tile_matrix *T);
 
 /* Allocates a tile matrix with the given counts in memory `mem` (arrays
  * uninitialised except tile_ptr[0] = tile_off[0] = 0 on the host). */
@@ -236,7 +248,9 @@ int tilerap_tile_from_csr_i32(int32_t m, int32_t n, const int32_t *rowptr,
                               const int32_t *colidx, const double *val,
                               tilerap_tile_matrix **T);
 /* Values-only refresh from a CSR with exactly the structure T was built
- * from (no allocation).  Structure is not re-checked beyond nnz. */
+ * from (no allocation).  The row pointers are checked against T's row
+ * lengths before any value is written: a failed call leaves T as it was.
+ * Column indices are not passed, so not checked. */
 int tilerap_tile_update_values_from_csr(tilerap_tile_matrix *T, const int64_t *rowptr,
                                         const double *val);
 int tilerap_tile_update_values_from_csr_i32(tilerap_tile_matrix *T, const int32_t *rowptr,

@@ -13,7 +13,7 @@
 struct tilerap_atb_plan_s {
   tilerap_engine engine;
   void *stream;
-  tr_fingerprint fa, fb, fc;
+  tr_structure sa, sb, sc;   /* the operands' structures (tr_structure_check) */
   tilerap_spgemm_plan plan;  /* CPU: A^T*B plan on A; CUDA: At*B plan */
   tilerap_tile_matrix *At;   /* CUDA: A^T on the device */
   int64_t *perm;             /* At->val[q] = A->val[perm[q]], device memory */
@@ -25,6 +25,7 @@ void tilerap_atb_plan_destroy(tilerap_atb_plan *plan)
   if (!plan || !*plan) return;
   tilerap_atb_plan G = *plan;
   tilerap_spgemm_plan_destroy(&G->plan);
+  tr_structure_release(&G->sa); tr_structure_release(&G->sb); tr_structure_release(&G->sc);
 #ifdef TILERAP_HAVE_CUDA
   if (G->perm) tr_cuda_free(G->perm);
 #endif
@@ -54,19 +55,16 @@ int tilerap_atb_plan_create(const tilerap_tile_matrix *A, const tilerap_tile_mat
   tilerap_options o;
   if (opt) o = *opt;
   else tilerap_options_default(&o);
-  if (o.dense_threshold < 0 || o.dense_threshold > 256)
-    return tilerap_set_error(TILERAP_ERR_INVALID, "dense threshold %d outside [0,256]", o.dense_threshold);
-  tilerap_engine engine = A->memtype == TILERAP_MEM_DEVICE ? TILERAP_ENGINE_CUDA : tilerap_engine_resolve(o.engine);
-  if (!tilerap_engine_available(engine))
-    return tilerap_set_error(TILERAP_ERR_ENGINE, "engine '%s' is not available (built without CUDA or no GPU)",
-                             tilerap_engine_name(engine));
+  tilerap_engine engine;
+  if ((err = tr_options_check(&o, "tilerap_atb_plan_create")) ||
+      (err = tr_engine_resolve(A->memtype == TILERAP_MEM_DEVICE ? TILERAP_ENGINE_CUDA : o.engine, &engine)))
+    return err;
   o.engine = engine;
   tilerap_atb_plan G = tilerap_host_calloc(1, sizeof *G);
   if (!G) return TILERAP_ERR_NOMEM;
   G->engine = engine;
   G->stream = o.stream;
-  G->fa = tr_fingerprint_of(A);
-  G->fb = tr_fingerprint_of(B);
+  if ((err = tr_structure_record(A, &G->sa)) || (err = tr_structure_record(B, &G->sb))) goto fail;
   if (engine == TILERAP_ENGINE_CPU) {
     err = tr_cpu_spgemm_plan_create_atb(A, B, &o, &G->plan, C);
   } else {
@@ -78,7 +76,7 @@ int tilerap_atb_plan_create(const tilerap_tile_matrix *A, const tilerap_tile_mat
       wA = G->dA; wB = G->dB;
     }
     if ((err = tilerap_tile_transpose(wA, &G->At, &G->perm))) goto fail;
-    if ((err = tilerap_spgemm_plan_create(G->At, wB, &o, &G->plan, &wC))) goto fail;
+    if ((err = tr_spgemm_plan_create_mode(G->At, wB, &o, TR_PLAN_REUSE, &G->plan, &wC))) goto fail;
     if (A->memtype == TILERAP_MEM_HOST) { /* keep the device C, hand out a host copy */
       G->dC = wC;
       err = tilerap_tile_copy(G->dC, TILERAP_MEM_HOST, C);
@@ -86,8 +84,7 @@ int tilerap_atb_plan_create(const tilerap_tile_matrix *A, const tilerap_tile_mat
       *C = wC;
     }
   }
-  if (err) goto fail;
-  G->fc = tr_fingerprint_of(*C);
+  if (err || (err = tr_structure_record(*C, &G->sc))) goto fail;
   *plan = G;
   return TILERAP_SUCCESS;
 fail:
@@ -99,23 +96,23 @@ fail:
 int tilerap_atb_numeric(tilerap_atb_plan G, const tilerap_tile_matrix *A, const tilerap_tile_matrix *B,
                         tilerap_tile_matrix *C)
 {
-  if (!G || !C) return tilerap_set_error(TILERAP_ERR_NULL, "tilerap_atb_numeric: NULL plan or C");
-  int err = tr_atb_check(A, B, "tilerap_atb_numeric");
-  if (err) return err;
-  if (!tr_fingerprint_equal(G->fa, A) || !tr_fingerprint_equal(G->fb, B) || !tr_fingerprint_equal(G->fc, C))
-    return tilerap_set_error(TILERAP_ERR_STRUCTURE, "tilerap_atb_numeric: A, B or C differ from the plan's structure");
-  if (C->memtype != A->memtype) return tilerap_set_error(TILERAP_ERR_MEMTYPE, "tilerap_atb_numeric: C in another memory than A, B");
-  if (G->engine == TILERAP_ENGINE_CPU) return tilerap_spgemm_numeric(G->plan, A, B, C);
+  static const char who[] = "tilerap_atb_numeric";
+  if (!G || !C) return tilerap_set_error(TILERAP_ERR_NULL, "%s: NULL plan or C", who);
+  int err = tr_atb_check(A, B, who);
+  if (err || (err = tr_structure_check(&G->sa, A, who, "A")) || (err = tr_structure_check(&G->sb, B, who, "B")) ||
+      (err = tr_structure_check(&G->sc, C, who, "C")))
+    return err;
+  if (G->engine == TILERAP_ENGINE_CPU) return tr_spgemm_run(G->plan, A, B, C);
 #ifdef TILERAP_HAVE_CUDA
   const tilerap_tile_matrix *wA = A, *wB = B;
   tilerap_tile_matrix *wC = C;
   if (G->dA) {
-    if ((err = tilerap_tile_copy_values(A, G->dA)) || (err = tilerap_tile_copy_values(B, G->dB))) return err;
+    if ((err = tr_tile_copy_values(A, G->dA)) || (err = tr_tile_copy_values(B, G->dB))) return err;
     wA = G->dA; wB = G->dB; wC = G->dC;
   }
   if ((err = tr_cuda_gather_values(wA->val, G->perm, G->At->nnz, G->At->val, G->stream))) return err;
-  if ((err = tilerap_spgemm_numeric(G->plan, G->At, wB, wC))) return err;
-  if (wC != C) return tilerap_tile_copy_values(wC, C);
+  if ((err = tr_spgemm_run(G->plan, G->At, wB, wC))) return err;
+  if (wC != C) return tr_tile_copy_values(wC, C);
   return TILERAP_SUCCESS;
 #else
   return tilerap_set_error(TILERAP_ERR_ENGINE, "built without CUDA");

@@ -37,7 +37,7 @@
 struct tilerap_ptap_plan_s {
   tilerap_engine engine;
   void *stream;
-  tr_fingerprint fa, fp, fc;
+  tr_structure sa, sp, sc;  /* the operands' structures (tr_structure_check) */
   tilerap_tile_matrix *Pt;  /* P^T, in the engine's memory (CUDA engine only) */
   int64_t *perm;            /* Pt->val[q] = P->val[perm[q]], same memory */
   tilerap_tile_matrix *AP;  /* intermediate, engine's memory */
@@ -75,6 +75,7 @@ void tilerap_ptap_plan_destroy(tilerap_ptap_plan *plan)
 #ifdef TILERAP_HAVE_CUDA
   tr_cuda_scatter_destroy(G->scatter);
 #endif
+  tr_structure_release(&G->sa); tr_structure_release(&G->sp); tr_structure_release(&G->sc);
   if (G->Pt) tr_free_in(G->perm, G->Pt->memtype);
   tilerap_tile_destroy(&G->Pt);
   tilerap_tile_destroy(&G->AP);
@@ -239,26 +240,26 @@ static int tr_ptap_plan_create_mode(const tilerap_tile_matrix *A, const tilerap_
   tilerap_options o;
   if (opt) o = *opt;
   else tilerap_options_default(&o);
-  tilerap_engine engine = A->memtype == TILERAP_MEM_DEVICE ? TILERAP_ENGINE_CUDA : tilerap_engine_resolve(o.engine);
-  if (!tilerap_engine_available(engine))
-    return tilerap_set_error(TILERAP_ERR_ENGINE, "engine '%s' is not available (built without CUDA or no GPU)",
-                             tilerap_engine_name(engine));
+  tilerap_engine engine;
+  if ((err = tr_options_check(&o, "tilerap_ptap_plan_create")) ||
+      (err = tr_engine_resolve(A->memtype == TILERAP_MEM_DEVICE ? TILERAP_ENGINE_CUDA : o.engine, &engine)))
+    return err;
   o.engine = engine;
   tilerap_ptap_plan G = tilerap_host_calloc(1, sizeof *G);
   if (!G) return TILERAP_ERR_NOMEM;
   G->engine = engine;
   G->stream = o.stream;
-  G->fa = tr_fingerprint_of(A);
-  G->fp = tr_fingerprint_of(P);
   const tilerap_tile_matrix *wA = A, *wP = P;
   tilerap_tile_matrix *wC = NULL;
+  /* a one-shot plan is never re-run: nothing to check later */
+  if (!one_shot && ((err = tr_structure_record(A, &G->sa)) || (err = tr_structure_record(P, &G->sp)))) goto fail;
   if (engine == TILERAP_ENGINE_CUDA && A->memtype == TILERAP_MEM_HOST) {
     if ((err = tilerap_tile_copy(A, TILERAP_MEM_DEVICE, &G->dA)) || (err = tilerap_tile_copy(P, TILERAP_MEM_DEVICE, &G->dP)))
       goto fail;
     wA = G->dA; wP = G->dP;
   }
   if (engine == TILERAP_ENGINE_CPU) {
-    if ((err = tilerap_spgemm_plan_create(wA, wP, &o, &G->ap_plan, &G->AP))) goto fail;
+    if ((err = tr_spgemm_plan_create_mode(wA, wP, &o, TR_PLAN_REUSE, &G->ap_plan, &G->AP))) goto fail;
     if ((err = tr_cpu_spgemm_plan_create_atb(wP, G->AP, &o, &G->c_plan, &wC))) goto fail;
   } else {
 #ifdef TILERAP_HAVE_CUDA
@@ -318,7 +319,7 @@ static int tr_ptap_plan_create_mode(const tilerap_tile_matrix *A, const tilerap_
     *C = wC;
     wC = NULL;
   }
-  G->fc = tr_fingerprint_of(*C);
+  if (!one_shot && (err = tr_structure_record(*C, &G->sc))) goto fail;
   G->info.engine = engine;
   tilerap_spgemm_plan_info(G->ap_plan, &G->info.ap);
   tilerap_spgemm_plan_info(G->c_plan, &G->info.ptap);
@@ -334,16 +335,16 @@ fail:
 int tilerap_ptap_numeric(tilerap_ptap_plan G, const tilerap_tile_matrix *A, const tilerap_tile_matrix *P,
                          tilerap_tile_matrix *C)
 {
-  if (!G || !C) return tilerap_set_error(TILERAP_ERR_NULL, "tilerap_ptap_numeric: NULL plan or C");
-  int err = tr_ptap_check(A, P, "tilerap_ptap_numeric");
-  if (err) return err;
-  if (!tr_fingerprint_equal(G->fa, A) || !tr_fingerprint_equal(G->fp, P) || !tr_fingerprint_equal(G->fc, C))
-    return tilerap_set_error(TILERAP_ERR_STRUCTURE, "tilerap_ptap_numeric: A, P or C differ from the plan's structure");
-  if (C->memtype != A->memtype) return tilerap_set_error(TILERAP_ERR_MEMTYPE, "tilerap_ptap_numeric: C in another memory than A, P");
+  static const char who[] = "tilerap_ptap_numeric";
+  if (!G || !C) return tilerap_set_error(TILERAP_ERR_NULL, "%s: NULL plan or C", who);
+  int err = tr_ptap_check(A, P, who);
+  if (err || (err = tr_structure_check(&G->sa, A, who, "A")) || (err = tr_structure_check(&G->sp, P, who, "P")) ||
+      (err = tr_structure_check(&G->sc, C, who, "C")))
+    return err;
   const tilerap_tile_matrix *wA = A, *wP = P;
   tilerap_tile_matrix *wC = C;
   if (G->dA) {
-    if ((err = tilerap_tile_copy_values(A, G->dA)) || (err = tilerap_tile_copy_values(P, G->dP))) return err;
+    if ((err = tr_tile_copy_values(A, G->dA)) || (err = tr_tile_copy_values(P, G->dP))) return err;
     wA = G->dA; wP = G->dP; wC = G->dC;
   }
   int ap_scatter = 0, c_scatter = 0; /* which halves by the first-value kernels this run */
@@ -355,7 +356,7 @@ int tilerap_ptap_numeric(tilerap_ptap_plan G, const tilerap_tile_matrix *A, cons
   if (ap_scatter) err = tr_ptap_kernel_ap(G, wA, wP);
   else
 #endif
-  err = tilerap_spgemm_numeric(G->ap_plan, wA, wP, G->AP);
+  err = tr_spgemm_run(G->ap_plan, wA, wP, G->AP);
   if (err) return err;
 #ifdef TILERAP_HAVE_CUDA
   if (c_scatter) err = tr_ptap_kernel_c(G, wP, wC);
@@ -366,18 +367,18 @@ int tilerap_ptap_numeric(tilerap_ptap_plan G, const tilerap_tile_matrix *A, cons
     if (G->p_direct) { /* P^T's structure with P's values: the hits index them */
       tilerap_tile_matrix ptv = *G->Pt;
       ptv.val = wP->val;
-      err = tilerap_spgemm_numeric(G->c_plan, &ptv, G->AP, wC);
+      err = tr_spgemm_run(G->c_plan, &ptv, G->AP, wC);
     } else
 #endif
     {
       if (G->Pt && (err = tr_refresh_pt(G, wP))) return err;
       /* CPU: the A^T*B plan takes P itself */
-      err = tilerap_spgemm_numeric(G->c_plan, G->Pt ? G->Pt : wP, G->AP, wC);
+      err = tr_spgemm_run(G->c_plan, G->Pt ? G->Pt : wP, G->AP, wC);
     }
   }
   if (err) return err;
   G->runs++;
-  if (wC != C) return tilerap_tile_copy_values(wC, C);
+  if (wC != C) return tr_tile_copy_values(wC, C);
   return TILERAP_SUCCESS;
 }
 

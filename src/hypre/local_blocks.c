@@ -153,7 +153,7 @@ int tr_tiles_from_segments(int32_t m, int32_t n, int nseg, const tr_segment *seg
 #pragma omp for schedule(dynamic, 64)
       for (int32_t I = 0; I < TR; I++) {
         int64_t nt = 0, ne = 0;
-        for (int32_t i = 16 * I; i < m && i < 16 * I + 16; i++) {
+        for (int32_t i = 16 * I; i < m && (int64_t)i < 16 * (int64_t)I + 16; i++) {
           int32_t r;
           const tr_segment *S = seg_of(nseg, seg, i, &r);
           if (!S) continue;
@@ -196,7 +196,7 @@ int tr_tiles_from_segments(int32_t m, int32_t n, int nseg, const tr_segment *seg
       for (int32_t J = 0; J <= TC; J++) slot[J] = -1;
 #pragma omp for schedule(dynamic, 64)
       for (int32_t I = 0; I < TR; I++) {
-        const int32_t r0 = 16 * I, r1 = r0 + 16 < m ? r0 + 16 : m;
+        const int32_t r0 = 16 * I, r1 = (int64_t)r0 + 16 < m ? r0 + 16 : m;
         const int64_t t0 = M->tile_ptr[I], nt = M->tile_ptr[I + 1] - t0;
         int32_t *cols = M->tile_col + t0;
         int64_t k = 0;

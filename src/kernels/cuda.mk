@@ -10,6 +10,7 @@ cuda_sources = \
 	src/kernels/tile_cuda_from_csr.cu \
 	src/kernels/tile_cuda_to_csr.cu \
 	src/kernels/csr_cuda_fingerprint.cu \
+	src/kernels/tile_cuda_structure.cu \
 	src/kernels/ptap_cuda_encounter_order.cu \
 	src/kernels/ptap_cuda_scatter.cu \
 	src/kernels/ptap_cuda_scatter_ap.cu \
@@ -30,10 +31,10 @@ SUFFIXES = .cu
 # The suffix rule has no dependency tracking: every CUDA object depends on
 # every header a .cu file includes, so that a changed struct layout can
 # never leave a stale object behind in an incremental build.
-cuda_headers = src/kernels/spgemm_cuda.cuh src/kernels/csr_fingerprint.h src/kernels/tile_lowprec.h src/kernels/tile_internal.h \
+cuda_headers = src/kernels/spgemm_cuda.cuh src/kernels/csr_fingerprint.h src/kernels/tile_structure.h src/kernels/tile_lowprec.h src/kernels/tile_internal.h \
 	src/kernels/engine_cuda.h include/tilerap.h $(top_builddir)/tilerap_config.h
 src/kernels/tile_cuda_memory.lo src/kernels/tile_cuda_staging.lo src/kernels/tile_cuda_transpose.lo src/kernels/tile_cuda_from_csr.lo \
-src/kernels/tile_cuda_to_csr.lo src/kernels/csr_cuda_fingerprint.lo src/kernels/ptap_cuda_encounter_order.lo src/kernels/ptap_cuda_scatter.lo src/kernels/ptap_cuda_scatter_ap.lo src/kernels/ptap_cuda_rows.lo src/kernels/spgemm_cuda_step1_structure.lo src/kernels/spgemm_cuda_step1_rows.lo src/kernels/spgemm_cuda_step1_compact.lo src/kernels/spgemm_cuda_step2_masks.lo \
+src/kernels/tile_cuda_to_csr.lo src/kernels/csr_cuda_fingerprint.lo src/kernels/tile_cuda_structure.lo src/kernels/ptap_cuda_encounter_order.lo src/kernels/ptap_cuda_scatter.lo src/kernels/ptap_cuda_scatter_ap.lo src/kernels/ptap_cuda_rows.lo src/kernels/spgemm_cuda_step1_structure.lo src/kernels/spgemm_cuda_step1_rows.lo src/kernels/spgemm_cuda_step1_compact.lo src/kernels/spgemm_cuda_step2_masks.lo \
 src/kernels/spgemm_cuda_step3_numeric.lo src/kernels/spgemm_cuda_step3_pairs.lo src/kernels/spgemm_cuda_plan.lo: $(cuda_headers)
 
 # GPU tests: the CUDA engine against the CPU engine and the Gustavson

@@ -92,16 +92,74 @@ int tilerap_engine_available(tilerap_engine e)
   return 0;
 }
 
+/* TILERAP_ENGINE for an AUTO request; unset or empty: AUTO */
+static int tr_engine_env(tilerap_engine *e)
+{
+  const char *env = getenv("TILERAP_ENGINE");
+  *e = TILERAP_ENGINE_AUTO;
+  if (!env || !*env) return TILERAP_SUCCESS;
+  if (tilerap_engine_parse(env, e))
+    return tilerap_set_error(TILERAP_ERR_INVALID, "TILERAP_ENGINE=\"%s\": expected auto, cpu or cuda", env);
+  return TILERAP_SUCCESS;
+}
+
+static int tr_engine_valid(tilerap_engine e)
+{
+  return e == TILERAP_ENGINE_AUTO || e == TILERAP_ENGINE_CPU || e == TILERAP_ENGINE_CUDA;
+}
+
+/* An invalid TILERAP_ENGINE counts as unset here (this call cannot fail);
+ * the plans report it (tr_engine_resolve). */
 tilerap_engine tilerap_engine_resolve(tilerap_engine requested)
 {
-  if (requested == TILERAP_ENGINE_AUTO) {
-    const char *env = getenv("TILERAP_ENGINE");
-    tilerap_engine e;
-    if (env && *env && tilerap_engine_parse(env, &e) == TILERAP_SUCCESS) requested = e;
-  }
+  if (requested == TILERAP_ENGINE_AUTO && tr_engine_env(&requested)) requested = TILERAP_ENGINE_AUTO;
   if (requested == TILERAP_ENGINE_AUTO)
     return tilerap_engine_available(TILERAP_ENGINE_CUDA) ? TILERAP_ENGINE_CUDA : TILERAP_ENGINE_CPU;
   return requested;
+}
+
+int tr_engine_resolve(tilerap_engine requested, tilerap_engine *engine)
+{
+  if (!tr_engine_valid(requested)) return tilerap_set_error(TILERAP_ERR_INVALID, "unknown engine %d", (int)requested);
+  int err;
+  if (requested == TILERAP_ENGINE_AUTO && (err = tr_engine_env(&requested))) return err;
+  *engine = tilerap_engine_resolve(requested);
+  if (!tilerap_engine_available(*engine))
+    return tilerap_set_error(TILERAP_ERR_ENGINE, "engine '%s' is not available (%s)", tilerap_engine_name(*engine),
+#ifdef TILERAP_HAVE_CUDA
+                             "no GPU visible"
+#else
+                             "tilerap was built without CUDA"
+#endif
+    );
+  return TILERAP_SUCCESS;
+}
+
+int tr_check_memtype(tilerap_memtype mem, const char *who)
+{
+  if (mem != TILERAP_MEM_HOST && mem != TILERAP_MEM_DEVICE)
+    return tilerap_set_error(TILERAP_ERR_INVALID, "%s: memory type %d is neither host (0) nor device (1)", who, (int)mem);
+  return TILERAP_SUCCESS;
+}
+
+int tr_options_check(const tilerap_options *o, const char *who)
+{
+  if (!tr_engine_valid(o->engine))
+    return tilerap_set_error(TILERAP_ERR_INVALID, "%s: unknown engine %d (auto 0, cpu 1, cuda 2)", who, (int)o->engine);
+  if (o->dense_threshold < 0 || o->dense_threshold > 256)
+    return tilerap_set_error(TILERAP_ERR_INVALID, "%s: dense_threshold %d outside [0,256]", who, o->dense_threshold);
+  if (o->tc_threshold > 4096)
+    return tilerap_set_error(TILERAP_ERR_INVALID, "%s: tc_threshold %d above 4096 (negative: tensor cores off)", who,
+                             o->tc_threshold);
+  if ((unsigned)o->precision > (unsigned)TILERAP_PRECISION_FP16)
+    return tilerap_set_error(TILERAP_ERR_INVALID, "%s: unknown precision %d (fp64 0, tf32 1, bf16 2, fp16 3)", who,
+                             (int)o->precision);
+  if ((unsigned)o->cpu_kernel > (unsigned)TILERAP_CPU_KERNEL_RECORDED)
+    return tilerap_set_error(TILERAP_ERR_INVALID, "%s: unknown cpu_kernel %d (auto 0, tiles 1, recorded 2)", who,
+                             (int)o->cpu_kernel);
+  if ((unsigned)o->plan_values > 1u)
+    return tilerap_set_error(TILERAP_ERR_INVALID, "%s: plan_values is %d (0 or 1)", who, o->plan_values);
+  return TILERAP_SUCCESS;
 }
 
 /* ---------------------------------------------------------------- devices */

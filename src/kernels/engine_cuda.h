@@ -19,6 +19,11 @@ int tr_cuda_tile_alloc(tilerap_tile_matrix *T);         /* arrays by counts in T
 void tr_cuda_tile_free(tilerap_tile_matrix *T);
 int tr_cuda_tile_copy(const tilerap_tile_matrix *src, tilerap_tile_matrix *dst); /* any direction */
 int tr_cuda_tile_copy_values(const tilerap_tile_matrix *src, tilerap_tile_matrix *dst);
+/* structure hash of a device tile matrix (tile_structure.h) without its
+ * sizes term: the kernel into two device words (allocated here, no wait),
+ * and their read-back (waits, frees them) */
+int tr_cuda_structure_hash_start(const tilerap_tile_matrix *T, void **words);
+int tr_cuda_structure_hash_finish(void *words, uint64_t h[2]);
 
 /* SpGEMM plan on the device: A, B device-resident; C allocated on the device. */
 typedef struct tr_cuda_spgemm tr_cuda_spgemm;

@@ -10,7 +10,7 @@ struct tilerap_spgemm_plan_s {
   tilerap_engine engine;
   int dense_threshold;
   void *stream;
-  tr_fingerprint fa, fb, fc;
+  tr_structure sa, sb, sc; /* the operands' structures (tr_structure_check) */
   tilerap_spgemm_info info;
   tr_pairs pairs; /* CPU engine (with the RECORDED kernel's records) */
   int record_first; /* RECORDED asked for: record on the first numeric run (AUTO: on the second) */
@@ -40,6 +40,7 @@ void tilerap_spgemm_plan_destroy(tilerap_spgemm_plan *plan)
   if (!plan || !*plan) return;
   tilerap_spgemm_plan P = *plan;
   tr_pairs_free(&P->pairs);
+  tr_structure_release(&P->sa); tr_structure_release(&P->sb); tr_structure_release(&P->sc);
 #ifdef TILERAP_HAVE_CUDA
   if (P->cuda) tr_cuda_spgemm_destroy(P->cuda);
   tilerap_tile_destroy(&P->dA); tilerap_tile_destroy(&P->dB); tilerap_tile_destroy(&P->dC);
@@ -80,15 +81,15 @@ static int tr_transpose_tile_structure(const tilerap_tile_matrix *A, tilerap_til
   return TILERAP_SUCCESS;
 }
 
-/* The CPU kernel an AUTO request means here: TILERAP_CPU_KERNEL if set. */
-static tilerap_cpu_kernel tr_cpu_kernel_resolve(tilerap_cpu_kernel k)
+/* The CPU kernel an AUTO request means here: TILERAP_CPU_KERNEL if set
+ * (an unknown value is an error). */
+static int tr_cpu_kernel_resolve(tilerap_cpu_kernel *k)
 {
-  if (k == TILERAP_CPU_KERNEL_AUTO) {
-    const char *env = getenv("TILERAP_CPU_KERNEL");
-    tilerap_cpu_kernel e;
-    if (env && *env && tilerap_cpu_kernel_parse(env, &e) == TILERAP_SUCCESS) k = e;
-  }
-  return k;
+  const char *env = getenv("TILERAP_CPU_KERNEL");
+  if (*k != TILERAP_CPU_KERNEL_AUTO || !env || !*env) return TILERAP_SUCCESS;
+  if (tilerap_cpu_kernel_parse(env, k))
+    return tilerap_set_error(TILERAP_ERR_INVALID, "TILERAP_CPU_KERNEL=\"%s\": expected auto, tiles or recorded", env);
+  return TILERAP_SUCCESS;
 }
 
 /* Sizes and allocates the RECORDED kernel's records once C's structure
@@ -137,13 +138,13 @@ static int tr_plan_record(tilerap_spgemm_plan P, const tilerap_tile_matrix *A, c
 static int tr_plan_cpu(tilerap_spgemm_plan P, const tilerap_tile_matrix *A, const tilerap_tile_matrix *B,
                        tilerap_cpu_kernel kernel, int values, tilerap_tile_matrix **C)
 {
-  kernel = tr_cpu_kernel_resolve(kernel);
+  int err = tr_cpu_kernel_resolve(&kernel);
+  if (err) return err;
   if (A->memtype != TILERAP_MEM_HOST || B->memtype != TILERAP_MEM_HOST)
     return tilerap_set_error(TILERAP_ERR_MEMTYPE, "the CPU engine needs host matrices (got device ones)");
   tilerap_tile_matrix At;
   const tilerap_tile_matrix *S = A; /* the structure step 1 multiplies */
   int32_t *src = NULL;
-  int err;
   if (P->at) {
     if ((err = tr_transpose_tile_structure(A, &At, &src))) return err;
     At.tile_off = A->tile_off; At.idx = A->idx; At.val = A->val; /* read through the renamed pairs */
@@ -185,29 +186,27 @@ int tr_cpu_spgemm_plan_create_atb(const tilerap_tile_matrix *A, const tilerap_ti
                                   tilerap_spgemm_plan *plan, tilerap_tile_matrix **C)
 {
   if (!plan || !C || !opt) return tilerap_set_error(TILERAP_ERR_NULL, "A^T*B plan: NULL output or options");
-  const int dense_threshold = opt->dense_threshold;
   *plan = NULL; *C = NULL;
   if (!A || !B || !A->tile_ptr || !B->tile_ptr) return tilerap_set_error(TILERAP_ERR_NULL, "A^T*B plan: NULL matrix");
   if (A->m != B->m)
     return tilerap_set_error(TILERAP_ERR_SIZE, "A^T*B plan: A is %d x %d, B is %d x %d: row counts differ", A->m, A->n,
                              B->m, B->n);
-  if (dense_threshold < 0 || dense_threshold > 256)
-    return tilerap_set_error(TILERAP_ERR_INVALID, "dense threshold %d outside [0,256]", dense_threshold);
-  if ((unsigned)opt->cpu_kernel > (unsigned)TILERAP_CPU_KERNEL_RECORDED)
-    return tilerap_set_error(TILERAP_ERR_INVALID, "unknown CPU kernel %d", (int)opt->cpu_kernel);
-  if ((unsigned)opt->plan_values > 1u)
-    return tilerap_set_error(TILERAP_ERR_INVALID, "plan_values is %d (0 or 1)", opt->plan_values);
+  int err = tr_options_check(opt, "A^T*B plan");
+  if (err) return err;
   tilerap_spgemm_plan P = tilerap_host_calloc(1, sizeof *P);
   if (!P) return TILERAP_ERR_NOMEM;
   P->engine = TILERAP_ENGINE_CPU;
   P->at = 1;
-  P->dense_threshold = dense_threshold;
-  P->fa = tr_fingerprint_of(A);
-  P->fb = tr_fingerprint_of(B);
+  P->dense_threshold = opt->dense_threshold;
   P->info.engine = TILERAP_ENGINE_CPU;
-  int err = tr_plan_cpu(P, A, B, opt->cpu_kernel, opt->plan_values, C);
-  if (err) { tilerap_spgemm_plan_destroy(&P); tilerap_tile_destroy(C); return err; }
-  P->fc = tr_fingerprint_of(*C);
+  /* recorded as by tilerap_spgemm_plan_create (host hashes are cheap): the
+   * tests run this plan through tilerap_spgemm_numeric */
+  if ((err = tr_plan_cpu(P, A, B, opt->cpu_kernel, opt->plan_values, C)) || (err = tr_structure_record(A, &P->sa)) ||
+      (err = tr_structure_record(B, &P->sb)) || (err = tr_structure_record(*C, &P->sc))) {
+    tilerap_spgemm_plan_destroy(&P);
+    tilerap_tile_destroy(C);
+    return err;
+  }
   P->info.c_tiles = (*C)->num_tiles;
   P->info.c_nnz = (*C)->nnz;
   *plan = P;
@@ -233,10 +232,19 @@ static int tr_plan_cuda(tilerap_spgemm_plan P, const tilerap_tile_matrix *A, con
 }
 #endif
 
+/* Only plans that the caller re-runs record their operands' structures:
+ * the plans inside A^T B and P^T A P plans run through tr_spgemm_run on
+ * operands their owner has checked. */
 int tilerap_spgemm_plan_create(const tilerap_tile_matrix *A, const tilerap_tile_matrix *B, const tilerap_options *opt,
                                tilerap_spgemm_plan *plan, tilerap_tile_matrix **C)
 {
-  return tr_spgemm_plan_create_mode(A, B, opt, 0, plan, C);
+  int err = tr_spgemm_plan_create_mode(A, B, opt, TR_PLAN_REUSE, plan, C);
+  if (!err && ((err = tr_structure_record(A, &(*plan)->sa)) || (err = tr_structure_record(B, &(*plan)->sb)) ||
+               (err = tr_structure_record(*C, &(*plan)->sc)))) {
+    tilerap_spgemm_plan_destroy(plan);
+    tilerap_tile_destroy(C);
+  }
+  return err;
 }
 
 int tr_spgemm_plan_create_mode(const tilerap_tile_matrix *A, const tilerap_tile_matrix *B, const tilerap_options *opt,
@@ -248,29 +256,15 @@ int tr_spgemm_plan_create_mode(const tilerap_tile_matrix *A, const tilerap_tile_
   if (err) return err;
   tilerap_options defaults;
   if (!opt) { tilerap_options_default(&defaults); opt = &defaults; }
-  if (opt->dense_threshold < 0 || opt->dense_threshold > 256)
-    return tilerap_set_error(TILERAP_ERR_INVALID, "dense threshold %d outside [0,256]", opt->dense_threshold);
-  if (opt->tc_threshold > 4096)
-    return tilerap_set_error(TILERAP_ERR_INVALID, "tensor-core threshold %d above 4096 (negative: off)", opt->tc_threshold);
-  if ((unsigned)opt->precision > (unsigned)TILERAP_PRECISION_FP16)
-    return tilerap_set_error(TILERAP_ERR_INVALID, "unknown precision %d", (int)opt->precision);
-  if ((unsigned)opt->cpu_kernel > (unsigned)TILERAP_CPU_KERNEL_RECORDED)
-    return tilerap_set_error(TILERAP_ERR_INVALID, "unknown CPU kernel %d", (int)opt->cpu_kernel);
-  if ((unsigned)opt->plan_values > 1u)
-    return tilerap_set_error(TILERAP_ERR_INVALID, "plan_values is %d (0 or 1)", opt->plan_values);
-  tilerap_engine engine = tilerap_engine_resolve(opt->engine);
+  if ((err = tr_options_check(opt, "tilerap_spgemm_plan_create"))) return err;
+  tilerap_engine engine;
   /* device matrices can only be multiplied where they are */
-  if (A->memtype == TILERAP_MEM_DEVICE) engine = TILERAP_ENGINE_CUDA;
-  if (!tilerap_engine_available(engine))
-    return tilerap_set_error(TILERAP_ERR_ENGINE, "engine '%s' is not available (built without CUDA or no GPU)",
-                             tilerap_engine_name(engine));
+  if ((err = tr_engine_resolve(A->memtype == TILERAP_MEM_DEVICE ? TILERAP_ENGINE_CUDA : opt->engine, &engine))) return err;
   tilerap_spgemm_plan P = tilerap_host_calloc(1, sizeof *P);
   if (!P) return TILERAP_ERR_NOMEM;
   P->engine = engine;
   P->dense_threshold = opt->dense_threshold;
   P->stream = opt->stream;
-  P->fa = tr_fingerprint_of(A);
-  P->fb = tr_fingerprint_of(B);
   P->info.engine = engine;
   if (engine == TILERAP_ENGINE_CPU) err = tr_plan_cpu(P, A, B, opt->cpu_kernel, opt->plan_values, C);
   else {
@@ -281,7 +275,6 @@ int tr_spgemm_plan_create_mode(const tilerap_tile_matrix *A, const tilerap_tile_
 #endif
   }
   if (err) { tilerap_spgemm_plan_destroy(&P); tilerap_tile_destroy(C); return err; }
-  P->fc = tr_fingerprint_of(*C);
   P->info.c_tiles = (*C)->num_tiles;
   P->info.c_nnz = (*C)->nnz;
   *plan = P;
@@ -302,31 +295,30 @@ static void tr_cpu_numeric(tilerap_spgemm_plan P, const tilerap_tile_matrix *A, 
 int tilerap_spgemm_numeric(tilerap_spgemm_plan P, const tilerap_tile_matrix *A, const tilerap_tile_matrix *B,
                            tilerap_tile_matrix *C)
 {
-  if (!P || !C) return tilerap_set_error(TILERAP_ERR_NULL, "tilerap_spgemm_numeric: NULL plan or C");
-  int err;
-  if (P->at) { /* A^T * B plan: A enters untransposed, host only */
-    if (!A || !B) return tilerap_set_error(TILERAP_ERR_NULL, "tilerap_spgemm_numeric: NULL matrix");
-    if (!tr_fingerprint_equal(P->fa, A) || !tr_fingerprint_equal(P->fb, B) || !tr_fingerprint_equal(P->fc, C))
-      return tilerap_set_error(TILERAP_ERR_STRUCTURE, "tilerap_spgemm_numeric: A, B or C differ from the plan's structure");
-    if ((err = tr_require_host(A, "A")) || (err = tr_require_host(B, "B")) || (err = tr_require_host(C, "C"))) return err;
-    tr_cpu_numeric(P, A, B, C);
-    return TILERAP_SUCCESS;
-  }
-  err = tr_check_operands(A, B, "tilerap_spgemm_numeric");
-  if (err) return err;
-  if (!tr_fingerprint_equal(P->fa, A) || !tr_fingerprint_equal(P->fb, B) || !tr_fingerprint_equal(P->fc, C))
-    return tilerap_set_error(TILERAP_ERR_STRUCTURE, "tilerap_spgemm_numeric: A, B or C differ from the plan's structure");
-  if (A->memtype != C->memtype) return tilerap_set_error(TILERAP_ERR_MEMTYPE, "tilerap_spgemm_numeric: C in another memory than A, B");
-  if (P->engine == TILERAP_ENGINE_CPU) {
+  static const char who[] = "tilerap_spgemm_numeric";
+  if (!P || !C) return tilerap_set_error(TILERAP_ERR_NULL, "%s: NULL plan or C", who);
+  int err = P->at ? (!A || !B ? tilerap_set_error(TILERAP_ERR_NULL, "%s: NULL matrix", who) : TILERAP_SUCCESS)
+                  : tr_check_operands(A, B, who);
+  if (err || (err = tr_structure_check(&P->sa, A, who, "A")) || (err = tr_structure_check(&P->sb, B, who, "B")) ||
+      (err = tr_structure_check(&P->sc, C, who, "C")))
+    return err;
+  return tr_spgemm_run(P, A, B, C);
+}
+
+int tr_spgemm_run(tilerap_spgemm_plan P, const tilerap_tile_matrix *A, const tilerap_tile_matrix *B,
+                  tilerap_tile_matrix *C)
+{
+  if (P->engine == TILERAP_ENGINE_CPU) { /* an A^T*B plan takes A untransposed */
     tr_cpu_numeric(P, A, B, C);
     return TILERAP_SUCCESS;
   }
 #ifdef TILERAP_HAVE_CUDA
   if (A->memtype == TILERAP_MEM_DEVICE) return tr_cuda_spgemm_numeric(P->cuda, A, B, C);
-  if ((err = tilerap_tile_copy_values(A, P->dA)) || (err = tilerap_tile_copy_values(B, P->dB)) ||
+  int err;
+  if ((err = tr_tile_copy_values(A, P->dA)) || (err = tr_tile_copy_values(B, P->dB)) ||
       (err = tr_cuda_spgemm_numeric(P->cuda, P->dA, P->dB, P->dC)))
     return err;
-  return tilerap_tile_copy_values(P->dC, C);
+  return tr_tile_copy_values(P->dC, C);
 #else
   return tilerap_set_error(TILERAP_ERR_ENGINE, "built without CUDA");
 #endif

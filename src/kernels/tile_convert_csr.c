@@ -94,7 +94,7 @@ static int tr_from_csr_generic(int32_t m, int32_t n, tr_rowptr rp, const int32_t
       for (int32_t J = 0; J <= TC; J++) stamp[J] = -1;
 #pragma omp for schedule(dynamic, 64)
       for (int32_t I = 0; I < TR; I++) {
-        int32_t r1 = 16 * I + 16 < m ? 16 * I + 16 : m;
+        int32_t r1 = (int32_t)(16 * (int64_t)I + 16 < m ? 16 * (int64_t)I + 16 : m);
         tiles_in_row[I + 1] = tr_count_tile_cols(rp, colidx, 16 * I, r1, stamp, I);
       }
       free(stamp);
@@ -117,7 +117,7 @@ static int tr_from_csr_generic(int32_t m, int32_t n, tr_rowptr rp, const int32_t
       for (int32_t J = 0; J <= TC; J++) slot[J] = -1;
 #pragma omp for schedule(dynamic, 64)
       for (int32_t I = 0; I < TR; I++) {
-        int32_t r0 = 16 * I, r1 = r0 + 16 < m ? r0 + 16 : m;
+        int32_t r0 = 16 * I, r1 = (int32_t)((int64_t)r0 + 16 < m ? r0 + 16 : m);
         int64_t t0 = T->tile_ptr[I], nt = T->tile_ptr[I + 1] - t0;
         int32_t *cols = T->tile_col + t0;
         int64_t k = 0;
@@ -203,21 +203,40 @@ static inline int64_t tr_row_walk(const tilerap_tile_matrix *T, int32_t i, doubl
   return k;
 }
 
+/* Stored entries of row i of T (host). */
+static int64_t tr_row_length(const tilerap_tile_matrix *T, int32_t i)
+{
+  const int32_t I = i >> 4, lr = i & 15;
+  int64_t k = 0;
+  for (int64_t t = T->tile_ptr[I]; t < T->tile_ptr[I + 1]; t++) k += tr_popcount16(T->row_mask[16 * t + lr]);
+  return k;
+}
+
 static int tr_update_values_generic(tilerap_tile_matrix *T, tr_rowptr rp, const double *val)
 {
+  static const char who[] = "values refresh";
   int err = tr_require_host(T, "tile matrix");
   if (err) return err;
-  if ((!rp.p64 && !rp.p32) || (!val && T->nnz)) return tilerap_set_error(TILERAP_ERR_NULL, "values refresh: NULL CSR arrays");
+  if ((!rp.p64 && !rp.p32) || (!val && T->nnz)) return tilerap_set_error(TILERAP_ERR_NULL, "%s: NULL CSR arrays", who);
+  if (rp_at(rp, 0) != 0)
+    return tilerap_set_error(TILERAP_ERR_INVALID, "%s: CSR rowptr[0] = %lld, expected 0", who, (long long)rp_at(rp, 0));
   if (rp_at(rp, T->m) != T->nnz)
-    return tilerap_set_error(TILERAP_ERR_STRUCTURE, "values refresh: CSR has %lld entries, tile matrix %lld",
+    return tilerap_set_error(TILERAP_ERR_STRUCTURE, "%s: CSR has %lld entries, tile matrix %lld", who,
                              (long long)rp_at(rp, T->m), (long long)T->nnz);
-  int bad = 0;
-#pragma omp parallel for schedule(static) reduction(| : bad) if (T->m > 16 * TR_OMP_MIN_ITEMS)
+  /* every row pointer against T's row lengths before a value is written:
+   * a failed call leaves T as it was */
+  int32_t bad = INT32_MAX;
+#pragma omp parallel for schedule(static) reduction(min : bad) if (T->m > 16 * TR_OMP_MIN_ITEMS)
+  for (int32_t i = 0; i < T->m; i++)
+    if (rp_at(rp, i + 1) - rp_at(rp, i) != tr_row_length(T, i) && i < bad) bad = i;
+  if (bad != INT32_MAX)
+    return tilerap_set_error(TILERAP_ERR_STRUCTURE, "%s: CSR row %d has %lld entries, the tile matrix's %lld", who, bad,
+                             (long long)(rp_at(rp, bad + 1) - rp_at(rp, bad)), (long long)tr_row_length(T, bad));
+#pragma omp parallel for schedule(static) if (T->m > 16 * TR_OMP_MIN_ITEMS)
   for (int32_t i = 0; i < T->m; i++) {
-    int64_t b = rp_at(rp, i), len = rp_at(rp, i + 1) - b;
-    if (tr_row_walk(T, i, (double *)(val + b), len, NULL, +1) != len) bad = 1;
+    const int64_t b = rp_at(rp, i);
+    tr_row_walk(T, i, (double *)(val + b), rp_at(rp, i + 1) - b, NULL, +1);
   }
-  if (bad) return tilerap_set_error(TILERAP_ERR_STRUCTURE, "values refresh: CSR row lengths differ from the tile structure");
   return TILERAP_SUCCESS;
 }
 
@@ -237,12 +256,7 @@ int tilerap_tile_update_values_from_csr_i32(tilerap_tile_matrix *T, const int32_
 static void tr_row_lengths(const tilerap_tile_matrix *T, int64_t *len)
 {
 #pragma omp parallel for schedule(static) if (T->m > 16 * TR_OMP_MIN_ITEMS)
-  for (int32_t i = 0; i < T->m; i++) {
-    int32_t I = i >> 4, lr = i & 15;
-    int64_t k = 0;
-    for (int64_t t = T->tile_ptr[I]; t < T->tile_ptr[I + 1]; t++) k += tr_popcount16(T->row_mask[16 * t + lr]);
-    len[i] = k;
-  }
+  for (int32_t i = 0; i < T->m; i++) len[i] = tr_row_length(T, i);
 }
 
 static int tr_to_csr_generic(const tilerap_tile_matrix *T, int64_t *rp64, int32_t *rp32, int32_t *colidx,

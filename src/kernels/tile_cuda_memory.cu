@@ -345,6 +345,7 @@ int tr_cuda_tile_new(int32_t m, int32_t n, int64_t num_tiles, int64_t nnz, cudaS
   T->tile_rows = tr_ceil16(m); T->tile_cols = tr_ceil16(n);
   T->num_tiles = num_tiles; T->nnz = nnz;
   T->memtype = TILERAP_MEM_DEVICE;
+  T->structure_id = tr_structure_id_new();
   int err = tr_cuda_tile_alloc_on(T, s);
   if (err) { free(T); return err; }
   *out = T;

@@ -55,21 +55,44 @@ static inline int tr_row_end(const tilerap_tile_matrix *T, int64_t t, int r)
 
 static inline int32_t tr_ceil16(int32_t x) { return (int32_t)(((int64_t)x + 15) / 16); }
 
-/* Structural fingerprint used by numeric phases to refuse a matrix whose
- * structure differs from the one the plan was built for. */
+/* Structure identity (tile_structure.c).  A plan records each operand's
+ * sizes, structure_id and structure hash; a numeric call accepts an
+ * operand whose id is the recorded one at once, and otherwise only if its
+ * structure hashes to the recorded one (TILERAP_ERR_STRUCTURE if not,
+ * before anything is written), remembering its id. */
 typedef struct {
   int32_t m, n;
   int64_t num_tiles, nnz;
-} tr_fingerprint;
-static inline tr_fingerprint tr_fingerprint_of(const tilerap_tile_matrix *T)
-{
-  tr_fingerprint f = {T->m, T->n, T->num_tiles, T->nnz};
-  return f;
-}
-static inline int tr_fingerprint_equal(tr_fingerprint a, const tilerap_tile_matrix *T)
-{
-  return a.m == T->m && a.n == T->n && a.num_tiles == T->num_tiles && a.nnz == T->nnz;
-}
+  tilerap_memtype memtype;
+  uint64_t id;
+  int hashed;          /* hash holds the words */
+  void *dev_hash;      /* device operand: its words, summed on the device
+                          at recording and read back only when needed */
+  uint64_t hash[2];
+} tr_structure;
+uint64_t tr_structure_id_new(void);
+/* records T's sizes, id and hash (for a device T: its hash kernel, no wait) */
+int tr_structure_record(const tilerap_tile_matrix *T, tr_structure *s);
+void tr_structure_release(tr_structure *s);
+/* who: the calling function, name: the operand, for the message */
+int tr_structure_check(tr_structure *s, const tilerap_tile_matrix *T, const char *who, const char *name);
+
+/* values of src into dst, whose structure the caller knows to be src's */
+int tr_tile_copy_values(const tilerap_tile_matrix *src, tilerap_tile_matrix *dst);
+/* tilerap_spgemm_numeric after its operand checks: for plans that checked
+ * the operands themselves (A^T B, P^T A P) or own them */
+int tr_spgemm_run(tilerap_spgemm_plan P, const tilerap_tile_matrix *A, const tilerap_tile_matrix *B,
+                  tilerap_tile_matrix *C);
+
+/* Checks every field of a tilerap_options (tr_options_check in engine.c):
+ * TILERAP_ERR_INVALID naming who and the bad field. */
+int tr_options_check(const tilerap_options *opt, const char *who);
+/* The engine a request resolves to: AUTO reads TILERAP_ENGINE (an unknown
+ * value is TILERAP_ERR_INVALID), then probes; TILERAP_ERR_ENGINE when the
+ * result is not available. */
+int tr_engine_resolve(tilerap_engine requested, tilerap_engine *engine);
+/* memtype is host or device, else TILERAP_ERR_INVALID naming who */
+int tr_check_memtype(tilerap_memtype mem, const char *who);
 
 /* Returns TILERAP_SUCCESS if T is a non-NULL host tile matrix with its arrays. */
 int tr_require_host(const tilerap_tile_matrix *T, const char *name);

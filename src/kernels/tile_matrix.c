@@ -58,6 +58,8 @@ int tilerap_tile_create(int32_t m, int32_t n, int64_t num_tiles, int64_t nnz, ti
   *out = NULL;
   if (m < 0 || n < 0 || num_tiles < 0 || nnz < 0)
     return tilerap_set_error(TILERAP_ERR_SIZE, "tilerap_tile_create: negative size");
+  int err = tr_check_memtype(mem, "tilerap_tile_create");
+  if (err) return err;
   if (num_tiles > (int64_t)tr_ceil16(m) * tr_ceil16(n) || nnz > 256 * num_tiles || nnz < num_tiles)
     return tilerap_set_error(TILERAP_ERR_INVALID, "tilerap_tile_create: %lld tiles / %lld entries impossible for %d x %d",
                              (long long)num_tiles, (long long)nnz, m, n);
@@ -69,7 +71,7 @@ int tilerap_tile_create(int32_t m, int32_t n, int64_t num_tiles, int64_t nnz, ti
   T->tile_rows = tr_ceil16(m); T->tile_cols = tr_ceil16(n);
   T->num_tiles = num_tiles; T->nnz = nnz;
   T->memtype = mem;
-  int err;
+  T->structure_id = tr_structure_id_new(); /* the caller fills the structure */
   if (mem == TILERAP_MEM_HOST) err = tr_tile_alloc_host(T);
   else {
 #ifdef TILERAP_HAVE_CUDA
@@ -149,6 +151,7 @@ int tilerap_tile_copy(const tilerap_tile_matrix *src, tilerap_memtype mem, tiler
   if (!src || !dst) return tilerap_set_error(TILERAP_ERR_NULL, "tilerap_tile_copy: NULL argument");
   int err = tilerap_tile_create(src->m, src->n, src->num_tiles, src->nnz, mem, dst);
   if (err) return err;
+  if (src->structure_id) (*dst)->structure_id = src->structure_id; /* same structure */
   if (src->memtype == TILERAP_MEM_HOST && mem == TILERAP_MEM_HOST) {
     tilerap_tile_matrix *D = *dst;
     memcpy(D->tile_ptr, src->tile_ptr, ((size_t)src->tile_rows + 1) * sizeof *D->tile_ptr);
@@ -170,11 +173,8 @@ int tilerap_tile_copy(const tilerap_tile_matrix *src, tilerap_memtype mem, tiler
 #endif
 }
 
-int tilerap_tile_copy_values(const tilerap_tile_matrix *src, tilerap_tile_matrix *dst)
+int tr_tile_copy_values(const tilerap_tile_matrix *src, tilerap_tile_matrix *dst)
 {
-  if (!src || !dst) return tilerap_set_error(TILERAP_ERR_NULL, "tilerap_tile_copy_values: NULL argument");
-  if (src->m != dst->m || src->n != dst->n || src->nnz != dst->nnz || src->num_tiles != dst->num_tiles)
-    return tilerap_set_error(TILERAP_ERR_STRUCTURE, "tilerap_tile_copy_values: structures differ");
   if (src->memtype == TILERAP_MEM_HOST && dst->memtype == TILERAP_MEM_HOST) {
     memcpy(dst->val, src->val, (size_t)src->nnz * sizeof *dst->val);
     return TILERAP_SUCCESS;
@@ -184,4 +184,17 @@ int tilerap_tile_copy_values(const tilerap_tile_matrix *src, tilerap_tile_matrix
 #else
   return tilerap_set_error(TILERAP_ERR_ENGINE, "device matrices need a CUDA build of tilerap");
 #endif
+}
+
+int tilerap_tile_copy_values(const tilerap_tile_matrix *src, tilerap_tile_matrix *dst)
+{
+  static const char who[] = "tilerap_tile_copy_values";
+  if (!src || !dst) return tilerap_set_error(TILERAP_ERR_NULL, "%s: NULL argument", who);
+  if (src->structure_id != dst->structure_id || !src->structure_id) { /* same id: same structure */
+    tr_structure s;
+    int err = tr_structure_record(src, &s);
+    s.memtype = dst->memtype; /* any two memories */
+    if (err || (err = tr_structure_check(&s, dst, who, "the destination"))) return err;
+  }
+  return tr_tile_copy_values(src, dst);
 }
