@@ -359,6 +359,12 @@ static void check_options(void)
              "%s plan refuses a bad %s (%s)", prod_name[kind], field[f], tilerap_last_error());
       plan_destroy(&pl);
       tilerap_tile_destroy(&C);
+      /* the one-shot products check the caller's options too */
+      const int e1 = kind == PROD_AB ? tilerap_spgemm(A, A, &o, &C) : kind == PROD_ATB ? tilerap_atb(P, A, &o, &C)
+                                                                                   : tilerap_ptap(A, P, &o, &C);
+      tap_ok(e1 == TILERAP_ERR_INVALID && strstr(tilerap_last_error(), field[f]) && !C,
+             "one-shot %s refuses a bad %s (%s)", prod_name[kind], field[f], tilerap_last_error());
+      tilerap_tile_destroy(&C);
     }
   /* unknown environment values are errors, at every entry point */
   static const char *const var[] = {"TILERAP_ENGINE", "TILERAP_CPU_KERNEL"};

@@ -126,8 +126,10 @@ int tilerap_atb(const tilerap_tile_matrix *A, const tilerap_tile_matrix *B, cons
   tilerap_options o;
   if (opt) o = *opt;
   else tilerap_options_default(&o);
+  int err = tr_options_check(&o, "tilerap_atb"); /* before plan_values is set below */
+  if (err) return err;
   o.plan_values = 1; /* plan and values together */
-  int err = tilerap_atb_plan_create(A, B, &o, &G, C);
+  err = tilerap_atb_plan_create(A, B, &o, &G, C);
   if (err) tilerap_tile_destroy(C);
   tilerap_atb_plan_destroy(&G);
   return err;

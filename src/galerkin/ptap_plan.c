@@ -396,8 +396,10 @@ int tilerap_ptap(const tilerap_tile_matrix *A, const tilerap_tile_matrix *P, con
   tilerap_options o;
   if (opt) o = *opt;
   else tilerap_options_default(&o);
+  int err = tr_options_check(&o, "tilerap_ptap"); /* before plan_values is set below */
+  if (err) return err;
   o.plan_values = 1; /* plan and values together */
-  int err = tr_ptap_plan_create_mode(A, P, &o, 1, &G, C);
+  err = tr_ptap_plan_create_mode(A, P, &o, 1, &G, C);
   if (err) tilerap_tile_destroy(C);
   tilerap_ptap_plan_destroy(&G);
   return err;

@@ -348,8 +348,10 @@ int tilerap_spgemm(const tilerap_tile_matrix *A, const tilerap_tile_matrix *B, c
   tilerap_options o;
   if (opt) o = *opt;
   else tilerap_options_default(&o);
+  int err = tr_options_check(&o, "tilerap_spgemm"); /* before plan_values is set below */
+  if (err) return err;
   o.plan_values = 1; /* plan and values together */
-  int err = tr_spgemm_plan_create_mode(A, B, &o, 1, &P, C);
+  err = tr_spgemm_plan_create_mode(A, B, &o, 1, &P, C);
   if (err) tilerap_tile_destroy(C);
   tilerap_spgemm_plan_destroy(&P);
   return err;
