@@ -10,13 +10,14 @@ B=${1:-.}
 san=$(command -v compute-sanitizer 2>/dev/null)
 [ -n "$san" ] || [ ! -x /usr/local/cuda/bin/compute-sanitizer ] || san=/usr/local/cuda/bin/compute-sanitizer
 runs="memcheck:test_gpu_spgemm memcheck:test_gpu_ptap memcheck:test_gpu_tc racecheck:test_gpu_spgemm
-racecheck:test_gpu_ptap racecheck:test_gpu_tc synccheck:test_gpu_spgemm synccheck:test_gpu_ptap"
+racecheck:test_gpu_ptap racecheck:test_gpu_tc synccheck:test_gpu_spgemm synccheck:test_gpu_ptap
+memcheck:test_misuse synccheck:test_misuse"
 # check-gpu without a GPU would only skip: say so instead
 if "$B/test/test_gpu_errors" 2>/dev/null | grep -q '^1\.\.0 # SKIP'; then
   echo "Bail out! no GPU visible (make check-gpu needs one; make check runs the rest)"
   exit 1
 fi
-echo "1..8"
+echo "1..10"
 i=0
 for r in $runs; do
   i=$((i + 1))
