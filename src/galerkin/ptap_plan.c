@@ -301,7 +301,7 @@ static int tr_ptap_plan_create_mode(const tilerap_tile_matrix *A, const tilerap_
         goto fail;
       if (o.plan_values) {
         if (G->ap_scatter) err = tr_ptap_kernel_ap(G, wA, wP);
-        else err = tilerap_spgemm_numeric(G->ap_plan, wA, wP, G->AP);
+        else err = tr_spgemm_run(G->ap_plan, wA, wP, G->AP);
         if (err || (err = tr_ptap_kernel_c(G, wP, wC))) goto fail;
         G->runs = 1;
       }
