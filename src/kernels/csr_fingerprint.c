@@ -37,10 +37,8 @@ int tilerap_csr_fingerprint_i32(int32_t m, const int32_t *rowptr, const int32_t 
   if (m < 0) return tilerap_set_error(TILERAP_ERR_SIZE, "CSR fingerprint: %d rows", m);
   if (!rowptr) return tilerap_set_error(TILERAP_ERR_NULL, "CSR fingerprint: row pointers are NULL");
   if (mem == TILERAP_MEM_HOST) return tr_fingerprint_host(m, rowptr, colidx, val, ordered != 0, fingerprint);
-  if (mem != TILERAP_MEM_DEVICE)
-    return tilerap_set_error(TILERAP_ERR_INVALID, "CSR fingerprint: memory type %d is neither host nor device", (int)mem);
-  int err = tr_require_cuda("CSR fingerprint");
-  if (err) return err;
+  int err = tr_check_memtype(mem, "CSR fingerprint");
+  if (err || (err = tr_require_cuda("CSR fingerprint"))) return err;
 #ifdef TILERAP_HAVE_CUDA
   uint64_t sum = 0;
   int64_t nnz = 0;

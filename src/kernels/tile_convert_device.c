@@ -5,13 +5,6 @@
 #include "tile_internal.h"
 #include "engine_cuda.h"
 
-static int tr_check_mem(tilerap_memtype mem, const char *what)
-{
-  if (mem != TILERAP_MEM_HOST && mem != TILERAP_MEM_DEVICE)
-    return tilerap_set_error(TILERAP_ERR_INVALID, "%s: memory type %d is neither host nor device", what, (int)mem);
-  return TILERAP_SUCCESS;
-}
-
 static int tr_require_device(const tilerap_tile_matrix *T, const char *what)
 {
   if (!T) return tilerap_set_error(TILERAP_ERR_NULL, "%s: tile matrix is NULL", what);
@@ -30,7 +23,7 @@ static int tr_from_csr_device(int32_t m, int32_t n, const int64_t *rp64, const i
   }
   if (!T) return tilerap_set_error(TILERAP_ERR_NULL, "%s: NULL output", what);
   *T = NULL;
-  int err = tr_check_mem(mem, what);
+  int err = tr_check_memtype(mem, what);
   if (err) return err;
   if (m < 0 || n < 0) return tilerap_set_error(TILERAP_ERR_SIZE, "CSR with negative size %d x %d", m, n);
   if ((err = tr_require_cuda(what))) return err;
@@ -70,7 +63,7 @@ int tilerap_tile_update_values_from_csr_device(tilerap_tile_matrix *T, const dou
 {
   static const char what[] = "values refresh on the device";
   int err = tr_require_device(T, what);
-  if (!err) err = tr_check_mem(val_mem, what);
+  if (!err) err = tr_check_memtype(val_mem, what);
   if (err) return err;
   if (!val && T->nnz) return tilerap_set_error(TILERAP_ERR_NULL, "%s: NULL CSR values", what);
   if ((err = tr_require_cuda(what))) return err;
@@ -86,7 +79,7 @@ static int tr_to_csr_device(const tilerap_tile_matrix *T, int64_t *rp64, int32_t
 {
   static const char what[] = "CSR conversion on the device";
   int err = tr_require_device(T, what);
-  if (!err) err = tr_check_mem(mem, what);
+  if (!err) err = tr_check_memtype(mem, what);
   if (err) return err;
   if (rp32 && T->nnz > INT32_MAX)
     return tilerap_set_error(TILERAP_ERR_OVERFLOW, "%lld entries do not fit 32-bit row pointers", (long long)T->nnz);
@@ -128,7 +121,7 @@ int tilerap_tile_to_csr_values_device(const tilerap_tile_matrix *T, double *val,
 {
   static const char what[] = "CSR values on the device";
   int err = tr_require_device(T, what);
-  if (!err) err = tr_check_mem(val_mem, what);
+  if (!err) err = tr_check_memtype(val_mem, what);
   if (err) return err;
   if (!val && T->nnz) return tilerap_set_error(TILERAP_ERR_NULL, "%s: NULL output values", what);
   if ((err = tr_require_cuda(what))) return err;
