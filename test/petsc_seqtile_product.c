@@ -66,6 +66,288 @@ static PetscErrorCode new_values(Mat A, Mat Aaij, unsigned long long seed)
   PetscFunctionReturn(0);
 }
 
+/* ---------------------------------------------------------------- regression checks of the
+ * harness test/petsc_mat_tests.sh (PETSc's src/mat/tests with the tile types) */
+#define RTOL 1e-12
+
+/* X and Y (any types, same sizes) agree to RTOL in the Frobenius norm (through dense copies) */
+static PetscErrorCode dense_relerr(Mat X, Mat Y, PetscReal *err)
+{
+  Mat       Xd, Yd;
+  PetscReal nrm, nref;
+
+  PetscFunctionBeginUser;
+  PetscCall(MatConvert(X, MATSEQDENSE, MAT_INITIAL_MATRIX, &Xd));
+  PetscCall(MatConvert(Y, MATSEQDENSE, MAT_INITIAL_MATRIX, &Yd));
+  PetscCall(MatNorm(Yd, NORM_FROBENIUS, &nref));
+  PetscCall(MatAXPY(Xd, -1.0, Yd, SAME_NONZERO_PATTERN));
+  PetscCall(MatNorm(Xd, NORM_FROBENIUS, &nrm));
+  *err = nref > 0 ? nrm / nref : nrm;
+  PetscCall(MatDestroy(&Xd));
+  PetscCall(MatDestroy(&Yd));
+  PetscFunctionReturn(0);
+}
+
+/* C = op(X, Y) through the MatProduct API (symbolic, numeric twice); the
+ * PETSc error code is returned in *ierr instead of aborting */
+static PetscErrorCode product_or_error(Mat X, Mat Y, Mat Z, MatProductType type, Mat *C, PetscErrorCode *ierr)
+{
+  PetscFunctionBeginUser;
+  *C = NULL;
+  PetscCall(PetscPushErrorHandler(PetscReturnErrorHandler, NULL));
+  *ierr = MatProductCreate(X, Y, Z, C);
+  if (!*ierr) *ierr = MatProductSetType(*C, type);
+  if (!*ierr) *ierr = MatProductSetFromOptions(*C);
+  if (!*ierr) *ierr = MatProductSymbolic(*C);
+  if (!*ierr) *ierr = MatProductNumeric(*C);
+  if (!*ierr) *ierr = MatProductNumeric(*C);
+  PetscCall(PetscPopErrorHandler());
+  if (*ierr) PetscCall(MatDestroy(C));
+  PetscFunctionReturn(0);
+}
+
+/* the product with tile operands must do what it does with SeqAIJ ones:
+ * the same error, or the same values */
+static PetscErrorCode same_as_aij(Mat X, Mat Y, Mat Z, Mat Xa, Mat Ya, Mat Za, MatProductType type, const char *what)
+{
+  Mat            C, Cref;
+  PetscErrorCode e, eref;
+  PetscReal      err = PETSC_MAX_REAL;
+
+  PetscFunctionBeginUser;
+  PetscCall(product_or_error(Xa, Ya, Za, type, &Cref, &eref));
+  PetscCall(product_or_error(X, Y, Z, type, &C, &e));
+  if (!e && !eref) PetscCall(dense_relerr(C, Cref, &err));
+  tap_ok(e == eref && (e || err <= RTOL), "%s %s: error code %d (SeqAIJ: %d), rel. difference %.2e", MatProductTypes[type], what, (int)e, (int)eref, (double)(e || eref ? 0 : err));
+  PetscCall(MatDestroy(&C));
+  PetscCall(MatDestroy(&Cref));
+  PetscFunctionReturn(0);
+}
+
+static PetscInt plans_now(void)
+{
+  PetscInt p = -1;
+  if (tu_event_count("TileRAPPlan", &p)) return -1;
+  return p;
+}
+
+static PetscErrorCode regression_checks(MPI_Comm comm)
+{
+  const PetscInt n = 45, k = 5;
+  Mat            A, Aa, B, Ba, P, Pa, R, Ra, Dk, Dkt, Dn;
+
+  PetscFunctionBeginUser;
+  PetscCall(tu_random_mat(comm, MATSEQTILE, n, n, 5, PETSC_TRUE, 1, 1, 901, &A));
+  PetscCall(tu_random_mat(comm, MATSEQAIJ, n, n, 5, PETSC_TRUE, 1, 1, 901, &Aa));
+  PetscCall(tu_random_mat(comm, MATSEQTILE, n, n, 5, PETSC_TRUE, 1, 1, 902, &B));
+  PetscCall(tu_random_mat(comm, MATSEQAIJ, n, n, 5, PETSC_TRUE, 1, 1, 902, &Ba));
+  PetscCall(tu_random_mat(comm, MATSEQTILE, n, 17, 2, PETSC_FALSE, 1, 1, 903, &P));
+  PetscCall(tu_random_mat(comm, MATSEQAIJ, n, 17, 2, PETSC_FALSE, 1, 1, 903, &Pa));
+  PetscCall(tu_random_mat(comm, MATSEQTILE, 17, n, 3, PETSC_FALSE, 1, 1, 904, &R));
+  PetscCall(tu_random_mat(comm, MATSEQAIJ, 17, n, 3, PETSC_FALSE, 1, 1, 904, &Ra));
+  PetscCall(MatCreateSeqDense(comm, n, k, NULL, &Dk));
+  PetscCall(MatCreateSeqDense(comm, k, n, NULL, &Dkt));
+  PetscCall(MatCreateSeqDense(comm, n, n, NULL, &Dn));
+  {
+    PetscRandom r;
+    PetscCall(PetscRandomCreate(comm, &r));
+    PetscCall(PetscRandomSetSeed(r, 905));
+    PetscCall(PetscRandomSeed(r));
+    PetscCall(MatSetRandom(Dk, r));
+    PetscCall(MatSetRandom(Dkt, r));
+    PetscCall(MatSetRandom(Dn, r));
+    PetscCall(PetscRandomDestroy(&r));
+  }
+
+  /* dense operands (PETSc's ex109, ex258, ex93, ex70 with seqtile):
+   * SeqAIJ's dense implementations, or SeqAIJ's error */
+  tap_diag("products with dense operands: as SeqAIJ");
+  {
+    const MatProductType t[] = {MATPRODUCT_AB, MATPRODUCT_AtB, MATPRODUCT_ABt, MATPRODUCT_PtAP, MATPRODUCT_RARt};
+    for (int i = 0; i < 5; i++) {
+      Mat Y = t[i] == MATPRODUCT_ABt || t[i] == MATPRODUCT_RARt ? Dkt : Dk;
+      PetscCall(same_as_aij(A, Y, NULL, Aa, Y, NULL, t[i], "seqtile x seqdense"));
+      /* dense first operand: AtB, ABt, RARt fail for SeqAIJ too (PETSC_ERR_SUP),
+       * leaving PETSc's intermediates behind, which -malloc_dump would report */
+      if (t[i] == MATPRODUCT_AB || t[i] == MATPRODUCT_PtAP) PetscCall(same_as_aij(Dn, A, NULL, Dn, Aa, NULL, t[i], "seqdense x seqtile"));
+    }
+    PetscCall(same_as_aij(Dkt, A, NULL, Dkt, Aa, NULL, MATPRODUCT_AB, "seqdense(k x n) x seqtile"));
+    PetscCall(same_as_aij(R, Dn, P, Ra, Dn, Pa, MATPRODUCT_ABC, "seqtile x seqdense x seqtile"));
+  }
+  /* ex258: a product of a matrix with itself, numeric again after
+   * MatProductReplaceMats with another matrix of that pattern (PETSc's
+   * condition for reusing the symbolic phase) */
+  {
+    const MatProductType t[] = {MATPRODUCT_AB, MATPRODUCT_AtB, MATPRODUCT_ABt, MATPRODUCT_PtAP};
+    Mat                  As, Asa;
+    PetscCall(MatDuplicate(A, MAT_COPY_VALUES, &As));
+    PetscCall(MatDuplicate(Aa, MAT_COPY_VALUES, &Asa));
+    PetscCall(new_values(As, Asa, 930));
+    for (int i = 0; i < 4; i++) {
+      Mat       C, Cref;
+      PetscReal err;
+      PetscCall(MatProductCreate(A, A, NULL, &C));
+      PetscCall(MatProductSetType(C, t[i]));
+      PetscCall(MatProductSetFromOptions(C));
+      PetscCall(MatProductSymbolic(C));
+      PetscCall(MatProductReplaceMats(As, As, NULL, C));
+      PetscCall(MatProductNumeric(C));
+      /* the same calls on SeqAIJ operands */
+      PetscCall(MatProductCreate(Aa, Aa, NULL, &Cref));
+      PetscCall(MatProductSetType(Cref, t[i]));
+      PetscCall(MatProductSetFromOptions(Cref));
+      PetscCall(MatProductSymbolic(Cref));
+      PetscCall(MatProductReplaceMats(Asa, Asa, NULL, Cref));
+      PetscCall(MatProductNumeric(Cref));
+      PetscCall(dense_relerr(C, Cref, &err));
+      tap_ok(err <= RTOL, "%s of A with A, operands replaced by A' of A's pattern (MatProductReplaceMats): as SeqAIJ, rel. difference %.2e", MatProductTypes[t[i]], (double)err);
+      { /* and that is the product of the new operands */
+        Mat Cnew;
+        PetscCall(MatProductCreate(Asa, Asa, NULL, &Cnew));
+        PetscCall(MatProductSetType(Cnew, t[i]));
+        PetscCall(MatProductSetFromOptions(Cnew));
+        PetscCall(MatProductSymbolic(Cnew));
+        PetscCall(MatProductNumeric(Cnew));
+        PetscCall(dense_relerr(C, Cnew, &err));
+        tap_ok(err <= RTOL, "%s after MatProductReplaceMats is the product of the new operands: rel. difference %.2e", MatProductTypes[t[i]], (double)err);
+        PetscCall(MatDestroy(&Cnew));
+      }
+      PetscCall(MatDestroy(&C));
+      PetscCall(MatDestroy(&Cref));
+    }
+    PetscCall(MatDestroy(&As));
+    PetscCall(MatDestroy(&Asa));
+  }
+
+  /* PtAP with a MAIJ P (PCMG's DMDA interpolation for several
+   * components, SNES ex19): SeqAIJ's AIJ x MAIJ implementation */
+  tap_diag("PtAP with a MAIJ interpolation");
+  {
+    Mat       A2, A2a, P1, P2, C, Cref;
+    PetscReal err;
+    PetscCall(tu_random_mat(comm, MATSEQTILE, 2 * n, 2 * n, 6, PETSC_TRUE, 1, 1, 906, &A2));
+    PetscCall(tu_random_mat(comm, MATSEQAIJ, 2 * n, 2 * n, 6, PETSC_TRUE, 1, 1, 906, &A2a));
+    PetscCall(tu_random_mat(comm, MATSEQAIJ, n, 17, 2, PETSC_FALSE, 1, 1, 907, &P1));
+    PetscCall(MatCreateMAIJ(P1, 2, &P2));
+    PetscCall(MatPtAP(A2a, P2, MAT_INITIAL_MATRIX, 2.0, &Cref));
+    PetscCall(MatPtAP(A2, P2, MAT_INITIAL_MATRIX, 2.0, &C));
+    PetscCall(dense_relerr(C, Cref, &err));
+    tap_ok(err <= RTOL, "PtAP seqtile A, seqmaij P (2 components): rel. difference %.2e", (double)err);
+    PetscCall(new_values(A2, A2a, 908));
+    PetscCall(MatPtAP(A2, P2, MAT_REUSE_MATRIX, 2.0, &C));
+    PetscCall(MatDestroy(&Cref));
+    PetscCall(MatPtAP(A2a, P2, MAT_INITIAL_MATRIX, 2.0, &Cref));
+    PetscCall(dense_relerr(C, Cref, &err));
+    tap_ok(err <= RTOL, "PtAP seqtile A, seqmaij P, MAT_REUSE_MATRIX after new values: rel. difference %.2e", (double)err);
+    PetscCall(MatDestroy(&C));
+    PetscCall(MatDestroy(&Cref));
+    PetscCall(same_as_aij(A2, P2, NULL, A2a, P2, NULL, MATPRODUCT_AB, "seqtile x seqmaij"));
+    PetscCall(MatDestroy(&P2));
+    PetscCall(MatDestroy(&P1));
+    PetscCall(MatDestroy(&A2));
+    PetscCall(MatDestroy(&A2a));
+  }
+
+  /* R*A*P (MatMatMatMult, ex111): every mix of tile and AIJ operands;
+   * a tile matrix in the middle recursed until the stack overflowed */
+  tap_diag("MatMatMatMult R*A*P");
+  for (int mix = 1; mix < 8; mix++) {
+    Mat       X = mix & 1 ? R : Ra, Y = mix & 2 ? A : Aa, Z = mix & 4 ? P : Pa, C, Cref;
+    PetscReal err;
+    char      what[64];
+    PetscCall(PetscSNPrintf(what, sizeof what, "R %s, A %s, P %s", mix & 1 ? "tile" : "aij", mix & 2 ? "tile" : "aij", mix & 4 ? "tile" : "aij"));
+    PetscCall(same_as_aij(X, Y, Z, Ra, Aa, Pa, MATPRODUCT_ABC, what));
+    PetscCall(MatMatMatMult(X, Y, Z, MAT_INITIAL_MATRIX, 2.0, &C));
+    PetscCall(new_values(A, Aa, 910 + mix));
+    PetscCall(MatMatMatMult(X, Y, Z, MAT_REUSE_MATRIX, 2.0, &C));
+    PetscCall(MatMatMatMult(Ra, Aa, Pa, MAT_INITIAL_MATRIX, 2.0, &Cref));
+    PetscCall(dense_relerr(C, Cref, &err));
+    tap_ok(err <= RTOL, "MatMatMatMult %s, MAT_REUSE_MATRIX after new values of A: rel. difference %.2e", what, (double)err);
+    PetscCall(MatDestroy(&C));
+    PetscCall(MatDestroy(&Cref));
+  }
+
+  /* reuse with other operand objects: C = A*B, then MatMatMult(B, A,
+   * MAT_REUSE_MATRIX, &C) (MatProductReplaceMats inside); A and B have
+   * different patterns, so the plan must follow the new operands */
+  tap_diag("reuse with other operands");
+  {
+    Mat       C, Cref, B3, B3a;
+    PetscReal err;
+    PetscInt  p0, p1;
+    PetscBool same;
+    PetscCall(MatMatMult(A, B, MAT_INITIAL_MATRIX, 2.0, &C));
+    PetscCall(MatMatMult(B, A, MAT_REUSE_MATRIX, 2.0, &C));
+    PetscCall(MatMatMult(Ba, Aa, MAT_INITIAL_MATRIX, 2.0, &Cref));
+    PetscCall(tu_compare(C, Cref, &same, &err));
+    tap_ok(same && err <= RTOL, "C = A*B, then MatMatMult(B, A, MAT_REUSE_MATRIX, C): same structure %d, rel. difference %.2e", (int)same, (double)err);
+    /* an operand of the same pattern with other values: no new plan */
+    PetscCall(MatDuplicate(B, MAT_COPY_VALUES, &B3));
+    PetscCall(MatDuplicate(Ba, MAT_COPY_VALUES, &B3a));
+    PetscCall(new_values(B3, B3a, 920));
+    p0 = plans_now();
+    PetscCall(MatMatMult(B3, A, MAT_REUSE_MATRIX, 2.0, &C));
+    p1 = plans_now();
+    PetscCall(MatDestroy(&Cref));
+    PetscCall(MatMatMult(B3a, Aa, MAT_INITIAL_MATRIX, 2.0, &Cref));
+    PetscCall(tu_compare(C, Cref, &same, &err));
+    tap_ok(same && err <= RTOL && p1 >= p0, "MatMatMult(B', A, MAT_REUSE_MATRIX, C), B' another object of B's pattern: rel. difference %.2e (plans +%d)", (double)err, (int)(p1 - p0));
+    /* the operand's pattern changes under the product: planned again */
+    PetscCall(MatSetOption(B3, MAT_NEW_NONZERO_ALLOCATION_ERR, PETSC_FALSE));
+    PetscCall(MatSetOption(B3a, MAT_NEW_NONZERO_ALLOCATION_ERR, PETSC_FALSE));
+    PetscCall(MatSetValue(B3, 0, n - 1, 2.5, INSERT_VALUES));
+    PetscCall(MatSetValue(B3a, 0, n - 1, 2.5, INSERT_VALUES));
+    PetscCall(MatAssemblyBegin(B3, MAT_FINAL_ASSEMBLY));
+    PetscCall(MatAssemblyEnd(B3, MAT_FINAL_ASSEMBLY));
+    PetscCall(MatAssemblyBegin(B3a, MAT_FINAL_ASSEMBLY));
+    PetscCall(MatAssemblyEnd(B3a, MAT_FINAL_ASSEMBLY));
+    p0 = plans_now();
+    PetscCall(MatProductNumeric(C));
+    p1 = plans_now();
+    PetscCall(MatDestroy(&Cref));
+    PetscCall(MatMatMult(B3a, Aa, MAT_INITIAL_MATRIX, 2.0, &Cref));
+    PetscCall(tu_compare(C, Cref, &same, &err));
+    tap_ok(same && err <= RTOL && p1 == p0 + 1, "numeric after a new nonzero in the operand: re-planned (plans +%d), same structure %d, rel. difference %.2e", (int)(p1 - p0), (int)same, (double)err);
+    /* replaced by an operand of another pattern, through MatProductReplaceMats */
+    PetscCall(MatProductReplaceMats(NULL, B, NULL, C)); /* C = B3 * B */
+    p0 = plans_now();
+    PetscCall(MatProductNumeric(C));
+    p1 = plans_now();
+    PetscCall(MatDestroy(&Cref));
+    PetscCall(MatMatMult(B3a, Ba, MAT_INITIAL_MATRIX, 2.0, &Cref));
+    PetscCall(tu_compare(C, Cref, &same, &err));
+    tap_ok(same && err <= RTOL && p1 == p0 + 1, "MatProductReplaceMats with an operand of another pattern: re-planned (plans +%d), rel. difference %.2e", (int)(p1 - p0), (double)err);
+    PetscCall(MatDestroy(&C));
+    PetscCall(MatDestroy(&Cref));
+    PetscCall(MatDestroy(&B3));
+    PetscCall(MatDestroy(&B3a));
+  }
+  /* an algorithm named in the options is SeqAIJ's to run (ex93, ex226) */
+  {
+    Mat      C;
+    PetscInt p0, p1;
+    p0 = plans_now();
+    PetscCall(PetscOptionsSetValue(NULL, "-matmatmult_via", "heap"));
+    PetscCall(MatMatMult(A, B, MAT_INITIAL_MATRIX, 2.0, &C));
+    PetscCall(PetscOptionsClearValue(NULL, "-matmatmult_via"));
+    p1 = plans_now();
+    tap_ok(p1 == p0, "-matmatmult_via heap: SeqAIJ's heap algorithm, no tile plan (plans +%d)", (int)(p1 - p0));
+    PetscCall(MatDestroy(&C));
+  }
+  PetscCall(MatDestroy(&A));
+  PetscCall(MatDestroy(&Aa));
+  PetscCall(MatDestroy(&B));
+  PetscCall(MatDestroy(&Ba));
+  PetscCall(MatDestroy(&P));
+  PetscCall(MatDestroy(&Pa));
+  PetscCall(MatDestroy(&R));
+  PetscCall(MatDestroy(&Ra));
+  PetscCall(MatDestroy(&Dk));
+  PetscCall(MatDestroy(&Dkt));
+  PetscCall(MatDestroy(&Dn));
+  PetscFunctionReturn(0);
+}
+
 int main(int argc, char **argv)
 {
   MPI_Comm comm;
@@ -360,6 +642,8 @@ int main(int argc, char **argv)
       PetscCall(MatDestroy(&Paij));
     }
   }
+
+  PetscCall(regression_checks(comm));
 
   /* bad input */
   {

@@ -60,4 +60,8 @@ test/petsc_env.sh: Makefile
 	  echo "PETSC_PREFIX='$(PETSC_PREFIX)'"; \
 	  echo "TILERAP_BUILDDIR='$(abs_top_builddir)'"; } > $@
 CLEANFILES += test/tutorials/ex45 test/tutorials/ex50 test/tutorials/*.log
+# PETSc's own src/mat/tests product programs, AIJ against the tile types
+TESTS += test/petsc_mat_tests.sh
+EXTRA_DIST += test/petsc_mat_tests.sh
+CLEANFILES += test/mat_tests/*
 endif

@@ -412,8 +412,71 @@ static const char *const tile_own_names[] = {
   "MatConvert_seqaij_seqaijtile_C",
   "MatProductSetFromOptions_seqaijtile_seqaij_C",
   "MatProductSetFromOptions_seqaij_seqaijtile_C",
+  "MatProductSetFromOptions_anytype_C",
 };
 #define TILE_NOWN (sizeof(tile_own_names) / sizeof(tile_own_names[0]))
+
+/* Every other product with a tile operand: PETSc's dispatch
+ * (MatProductSetFromOptions_Private) has queried
+ * MatProductSetFromOptions_<A>_<B>[_<C>]_C under the name "seqaijtile", which
+ * nothing outside this library composes (e.g. MatProductSetFromOptions_seqaij_seqmaij_C
+ * lives on MAIJ objects, _is_seqaij_C on MATIS ones), then the anytype
+ * function, which is this one.  Here the dispatch continues the way it would
+ * for SeqAIJ operands:
+ *  - all operands seqaij or seqaijtile (triple products with mixed types):
+ *    SeqAIJ would have matched its own setfromoptions on every operand;
+ *  - else the implementation composed under the seqaij spelling of the name,
+ *    queried on A, B, C in order;
+ *  - else the other operands' anytype functions, in order.
+ * Without a symbolic phase set here PETSc goes on with its dense-column and
+ * "Unsafe" triple-product fallbacks, as for SeqAIJ. */
+static PetscErrorCode MatProductSetFromOptions_SeqTile_Anytype(Mat C)
+{
+  Mat_Product *product = C->product;
+  Mat          X[3];
+  PetscInt     nx;
+  PetscBool    allaij = PETSC_TRUE;
+  char         name[256];
+  PetscErrorCode (*f)(Mat) = NULL;
+
+  PetscFunctionBegin;
+  MatCheckProduct(C, 1);
+  X[0] = product->A;
+  X[1] = product->B;
+  X[2] = product->C;
+  nx   = product->type == MATPRODUCT_ABC ? 3 : 2;
+  for (PetscInt k = 0; k < nx; k++) {
+    PetscBool istile, isaij;
+    PetscCheck(X[k], PetscObjectComm((PetscObject)C), PETSC_ERR_PLIB, "Missing operand %" PetscInt_FMT " of the product", k);
+    PetscCall(TileIsSeqTile(X[k], &istile));
+    PetscCall(PetscObjectTypeCompare((PetscObject)X[k], MATSEQAIJ, &isaij));
+    if (!istile && !isaij) allaij = PETSC_FALSE;
+  }
+  if (allaij) {
+    PetscCall(MatProductSetFromOptions_SeqTile(C));
+    PetscFunctionReturn(PETSC_SUCCESS);
+  }
+  PetscCall(PetscStrncpy(name, "MatProductSetFromOptions", sizeof name));
+  for (PetscInt k = 0; k < nx; k++) {
+    PetscBool istile;
+    PetscCall(TileIsSeqTile(X[k], &istile));
+    PetscCall(PetscStrlcat(name, "_", sizeof name));
+    PetscCall(PetscStrlcat(name, istile ? MATSEQAIJ : ((PetscObject)X[k])->type_name, sizeof name));
+  }
+  PetscCall(PetscStrlcat(name, "_C", sizeof name));
+  for (PetscInt k = 0; k < nx && !f; k++) PetscCall(PetscObjectQueryFunction((PetscObject)X[k], name, &f));
+  PetscCall(PetscInfo(C, "tilerap: %s with a tile operand: %s %s\n", MatProductTypes[product->type], name, f ? "found" : "not found"));
+  if (f) PetscCall((*f)(C));
+  for (PetscInt k = 0; k < nx && !C->ops->productsymbolic; k++) {
+    f = NULL;
+    PetscCall(PetscObjectQueryFunction((PetscObject)X[k], "MatProductSetFromOptions_anytype_C", &f));
+    if (f && f != MatProductSetFromOptions_SeqTile_Anytype) {
+      PetscCall((*f)(C));
+      break;
+    }
+  }
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
 
 /* The aliased implementations, looked up once on a SeqAIJ (B itself, still
  * plain) and on a SeqDense (products with dense matrices are composed on the
@@ -454,6 +517,7 @@ static PetscErrorCode TileCompose(Mat B)
   PetscCall(PetscObjectComposeFunction(o, tile_own_names[2], MatConvert_SeqAIJ_SeqTile));
   PetscCall(PetscObjectComposeFunction(o, tile_own_names[3], MatProductSetFromOptions_SeqTile));
   PetscCall(PetscObjectComposeFunction(o, tile_own_names[4], MatProductSetFromOptions_SeqTile));
+  PetscCall(PetscObjectComposeFunction(o, tile_own_names[5], MatProductSetFromOptions_SeqTile_Anytype));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 

@@ -86,13 +86,13 @@ static PetscErrorCode TileProductView(Mat C, PetscViewer viewer)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-/* Plans the product and (re)creates C's structure from the plan's C.  The
- * tile forms of C go into C's cache as soon as they exist, so C owns them
- * whatever fails later. */
-static PetscErrorCode TileProductPlan(Mat C, TileProduct *pd)
+/* Plans the product of A and B (the product's operands, or those PETSc's
+ * "Unsafe" triple-product drivers pass, see MatMatMultNumeric_SeqTile) and
+ * (re)creates C's structure from the plan's C.  The tile forms of C go into
+ * C's cache as soon as they exist, so C owns them whatever fails later. */
+static PetscErrorCode TileProductPlan(Mat C, TileProduct *pd, Mat A, Mat B)
 {
   MPI_Comm                   comm = PetscObjectComm((PetscObject)C);
-  Mat                        A = C->product->A, B = C->product->B;
   const tilerap_tile_matrix *TA, *TB;
   tilerap_tile_matrix       *TC = NULL, *out = NULL;
   PetscInt                   m, n, *ci = NULL, *cj = NULL;
@@ -229,12 +229,13 @@ static int TileProductRun(TileProduct *pd, const tilerap_tile_matrix *TA, const 
   return tilerap_spgemm_numeric(pd->ab, TA, TB, out);
 }
 
-static PetscErrorCode MatProductNumeric_SeqTile(Mat C)
+/* The numeric phase of C = op(A) B with the operands given: the product's
+ * own (MatProductNumeric_SeqTile) or those of PETSc's drivers that call
+ * C->ops->matmultnumeric / transposematmultnumeric directly. */
+static PetscErrorCode TileProductNumeric(Mat C, Mat A, Mat B)
 {
   MPI_Comm                   comm;
-  Mat_Product               *product;
   TileProduct               *pd;
-  Mat                        A, B;
   const tilerap_tile_matrix *TA, *TB;
   Mat_SeqTile               *ct;
   PetscScalar               *ca;
@@ -243,12 +244,9 @@ static PetscErrorCode MatProductNumeric_SeqTile(Mat C)
 
   PetscFunctionBegin;
   MatCheckProduct(C, 1);
-  comm    = PetscObjectComm((PetscObject)C);
-  product = C->product;
-  pd      = (TileProduct *)product->data;
-  PetscCheck(pd, comm, PETSC_ERR_PLIB, "Product data empty: symbolic phase missing");
-  A = product->A;
-  B = product->B;
+  comm = PetscObjectComm((PetscObject)C);
+  pd   = (TileProduct *)C->product->data;
+  PetscCheck(pd && C->product->destroy == TileProductDestroy, comm, PETSC_ERR_PLIB, "Product data empty or not a tile product: symbolic phase missing");
   PetscCall(TileOperand(A, &pd->own_a, pd->device, &TA));
   PetscCall(TileOperand(B, &pd->own_b, pd->device, &TB));
   PetscCall(PetscObjectGetId((PetscObject)A, &aid));
@@ -256,7 +254,7 @@ static PetscErrorCode MatProductNumeric_SeqTile(Mat C)
   ct = (Mat_SeqTile *)C->spptr;
   if (aid != pd->aid || bid != pd->bid || A->nonzerostate != pd->anz || B->nonzerostate != pd->bnz || !ct || ct->cache.gen != pd->Cgen || C->nonzerostate != pd->cnz) {
     PetscCall(PetscInfo(C, "tilerap: operands or C changed structure (or object) since the plan: planning again\n"));
-    PetscCall(TileProductPlan(C, pd));
+    PetscCall(TileProductPlan(C, pd, A, B));
     ct = (Mat_SeqTile *)C->spptr;
   }
   PetscCall(PetscLogEventBegin(TILE_Numeric, A, B, C, 0));
@@ -313,6 +311,26 @@ static PetscErrorCode MatProductNumeric_SeqTile(Mat C)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+static PetscErrorCode MatProductNumeric_SeqTile(Mat C)
+{
+  PetscFunctionBegin;
+  MatCheckProduct(C, 1);
+  PetscCall(TileProductNumeric(C, C->product->A, C->product->B));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* PETSc's Unsafe PtAP/ABC drivers (matproduct.c) and SeqAIJ's triple
+ * products compute their last product with C->ops->matmultnumeric(A, X, C)
+ * or transposematmultnumeric(P, X, C), X an intermediate that is not the
+ * product's B.  SeqAIJ's own entries dispatch through C's ops again, so
+ * without these C would call itself without end. */
+static PetscErrorCode MatMatMultNumeric_SeqTile(Mat A, Mat B, Mat C)
+{
+  PetscFunctionBegin;
+  PetscCall(TileProductNumeric(C, A, B)); /* the MatProductNumeric() around the caller increases C's state */
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 static PetscErrorCode MatProductSymbolic_SeqTile(Mat C)
 {
   MPI_Comm     comm;
@@ -342,7 +360,7 @@ static PetscErrorCode MatProductSymbolic_SeqTile(Mat C)
   pd->opt    = ((Mat_SeqTile *)(atile ? A : B)->spptr)->opt;
   pd->device = (PetscBool)(tilerap_engine_resolve(pd->opt.engine) == TILERAP_ENGINE_CUDA);
   {
-    PetscErrorCode ierr = TileProductPlan(C, pd);
+    PetscErrorCode ierr = TileProductPlan(C, pd, A, B);
     if (ierr) {
 #if PETSC_VERSION_LT(3, 25, 0)
       PetscCall(TileProductDestroy(pd));
@@ -358,6 +376,8 @@ static PetscErrorCode MatProductSymbolic_SeqTile(Mat C)
   C->product->view         = TileProductView;
   C->ops->productsymbolic  = MatProductSymbolic_SeqTile;
   C->ops->productnumeric   = MatProductNumeric_SeqTile;
+  if (pd->type == MATPRODUCT_AtB) C->ops->transposematmultnumeric = MatMatMultNumeric_SeqTile;
+  else if (pd->type == MATPRODUCT_AB) C->ops->matmultnumeric = MatMatMultNumeric_SeqTile;
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -369,6 +389,35 @@ PetscErrorCode MatSeqTileGetProductFallbacks(PetscInt *count)
 {
   PetscFunctionBegin;
   *count = tile_product_fallbacks;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* Whether the options name an algorithm for this product other than
+ * "default" or "tile": the options SeqAIJ reads (-matmatmult_via,
+ * -mattransposematmult_via, -matptap_via from the MatMatMult-style calls,
+ * -mat_product_algorithm from the MatProduct API, with C's prefix).  Such
+ * a product is left to SeqAIJ, which then runs the algorithm asked for. */
+static PetscErrorCode TileOtherAlgorithmRequested(Mat C, PetscBool *other)
+{
+  Mat_Product *product = C->product;
+  const char  *name    = "-mat_product_algorithm";
+  char         alg[64];
+  PetscBool    set = PETSC_FALSE;
+
+  PetscFunctionBegin;
+  *other = PETSC_FALSE;
+  if (product->api_user) {
+    if (product->type == MATPRODUCT_AB) name = "-matmatmult_via";
+    else if (product->type == MATPRODUCT_AtB) name = "-mattransposematmult_via";
+    else if (product->type == MATPRODUCT_PtAP) name = "-matptap_via";
+  }
+  PetscCall(PetscOptionsGetString(((PetscObject)C)->options, ((PetscObject)C)->prefix, name, alg, sizeof alg, &set));
+  if (set) {
+    PetscBool isdef, istile;
+    PetscCall(PetscStrcmp(alg, MATPRODUCTALGORITHMDEFAULT, &isdef));
+    PetscCall(PetscStrcmp(alg, "tile", &istile));
+    *other = (PetscBool)!(isdef || istile);
+  }
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -395,6 +444,14 @@ PetscErrorCode MatProductSetFromOptions_SeqTile(Mat C)
     PetscCall(PetscStrcmp(product->alg, "tile", &istile));
     algok = (PetscBool)(isdef || istile);
   } else algok = PETSC_TRUE;
+  if (algok) {
+    PetscBool other;
+    PetscCall(TileOtherAlgorithmRequested(C, &other));
+    algok = (PetscBool)!other;
+  }
+  /* MAT_FORCE_DIAGONAL_ENTRIES on C: SeqAIJ's symbolic phases allocate the
+   * diagonal, the tile plan makes only the product's pattern */
+  if (C->force_diagonals) algok = PETSC_FALSE;
   if (TILE_SCALAR_OK && algok && (product->type == MATPRODUCT_AB || product->type == MATPRODUCT_AtB || product->type == MATPRODUCT_PtAP) && (atile || btile) && (atile || aaij) && (btile || baij)) {
     PetscCall(PetscInfo(C, "tilerap: %s with A %s, B %s by the tile engine\n", MatProductTypes[product->type], ((PetscObject)A)->type_name, ((PetscObject)B)->type_name));
     C->ops->productsymbolic = MatProductSymbolic_SeqTile;
