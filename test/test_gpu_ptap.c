@@ -6,7 +6,7 @@
  * rectangular P, and the device tile transpose with its permutation. */
 #include "test_gpu_common.h"
 #include <cuda_runtime_api.h>
-#include "../src/kernels/engine_cuda.h" /* tr_cuda_free for the device permutation */
+#include "engine_cuda.h" /* tr_cuda_free for the device permutation */
 
 static void check_hierarchy(tilerap_stencil s, int32_t n, void *stream)
 {

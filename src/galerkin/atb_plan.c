@@ -6,9 +6,9 @@
  * refreshes its values by a gather and runs the planned product.  With
  * host matrices and the CUDA engine, A, B, A^T and C live on the device
  * for the plan's lifetime and re-runs move values only. */
-#include "../kernels/tile_internal.h"
-#include "../kernels/engine_cuda.h"
-#include "../kernels/spgemm_cpu.h"
+#include "tile_internal.h"
+#include "engine_cuda.h"
+#include "spgemm_cpu.h"
 
 struct tilerap_atb_plan_s {
   tilerap_engine engine;

@@ -1,7 +1,7 @@
 /* tilerap_ptap_csr_encounter_order_device_i32: argument checks, then the
  * CUDA kernels (src/kernels/ptap_cuda_encounter_order.cu). */
-#include "../kernels/tile_internal.h"
-#include "../kernels/engine_cuda.h"
+#include "tile_internal.h"
+#include "engine_cuda.h"
 
 int tilerap_ptap_csr_encounter_order_device_i32(const tilerap_tile_matrix *C, int32_t na, const int32_t *a_rowptr,
                                                 const int32_t *a_colidx, const int32_t *p_rowptr,

@@ -29,9 +29,9 @@
  * stands.  With the CUDA engine and host matrices, everything (P^T, AP,
  * plans) lives on the device and only A's and P's values go up and C's
  * values come down on re-runs. */
-#include "../kernels/tile_internal.h"
-#include "../kernels/engine_cuda.h"
-#include "../kernels/spgemm_cpu.h"
+#include "tile_internal.h"
+#include "engine_cuda.h"
+#include "spgemm_cpu.h"
 #include <stdio.h>
 
 struct tilerap_ptap_plan_s {

@@ -5,7 +5,7 @@
 #define _GNU_SOURCE
 #endif
 #include "hook_internal.h"
-#include "../kernels/tile_mpi_device.h"
+#include "tile_mpi_device.h"
 
 #include <dlfcn.h>
 #include <limits.h>

@@ -2,7 +2,7 @@
 if HAVE_PETSC
 libtilerap_la_SOURCES += \
 	src/mat_impl/mat_seqtile_impl.h \
-	src/kernels/tile_mpi_device.h \
+	src/mpi/tile_mpi_device.h \
 	src/mat_impl/mat_seqtile.c \
 	src/mat_impl/mat_seqtile_product.c \
 	src/mat_impl/mat_mpitile.c \

@@ -10,7 +10,7 @@
  * otherwise.  Matrices produced by our products get their tile copy from
  * the plan and are marked in sync, so the next level starts from it. */
 #include "mat_seqtile_impl.h"
-#include "../kernels/tile_mpi_device.h"
+#include "tile_mpi_device.h"
 #include <limits.h>
 
 TileAIJOps tile_aij_ops;

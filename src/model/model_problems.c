@@ -1,6 +1,6 @@
 /* Model problems: structured-grid Poisson matrices and smoothed-aggregation
  * prolongators, generated directly in CSR (columns ascending). */
-#include "../kernels/tile_internal.h"
+#include "tile_internal.h"
 #include "tilerap_model.h"
 #include <strings.h>
 

@@ -2,40 +2,40 @@
 # objects through build-aux/nvcc-lt.sh.
 if HAVE_CUDA
 cuda_sources = \
-	src/kernels/spgemm_cuda.cuh \
-	src/kernels/tile_lowprec.h \
-	src/kernels/tile_cuda_memory.cu \
-	src/kernels/tile_cuda_staging.cu \
-	src/kernels/tile_cuda_transpose.cu \
-	src/kernels/tile_cuda_from_csr.cu \
-	src/kernels/tile_cuda_to_csr.cu \
-	src/kernels/csr_cuda_fingerprint.cu \
-	src/kernels/tile_cuda_structure.cu \
-	src/kernels/ptap_cuda_encounter_order.cu \
-	src/kernels/ptap_cuda_scatter.cu \
-	src/kernels/ptap_cuda_scatter_ap.cu \
-	src/kernels/ptap_cuda_rows.cu \
-	src/kernels/spgemm_cuda_step1_structure.cu \
-	src/kernels/spgemm_cuda_step1_rows.cu \
-	src/kernels/spgemm_cuda_step1_compact.cu \
-	src/kernels/spgemm_cuda_step2_masks.cu \
-	src/kernels/spgemm_cuda_step3_numeric.cu \
-	src/kernels/spgemm_cuda_step3_pairs.cu \
-	src/kernels/spgemm_cuda_plan.cu
+	src/kernels/cuda/spgemm_cuda.cuh \
+	src/kernels/cuda/tile_lowprec.h \
+	src/kernels/cuda/tile_cuda_memory.cu \
+	src/kernels/cuda/tile_cuda_staging.cu \
+	src/kernels/cuda/tile_cuda_transpose.cu \
+	src/kernels/cuda/tile_cuda_from_csr.cu \
+	src/kernels/cuda/tile_cuda_to_csr.cu \
+	src/kernels/cuda/csr_cuda_fingerprint.cu \
+	src/kernels/cuda/tile_cuda_structure.cu \
+	src/kernels/cuda/ptap_cuda_encounter_order.cu \
+	src/kernels/cuda/ptap_cuda_scatter.cu \
+	src/kernels/cuda/ptap_cuda_scatter_ap.cu \
+	src/kernels/cuda/ptap_cuda_rows.cu \
+	src/kernels/cuda/spgemm_cuda_step1_structure.cu \
+	src/kernels/cuda/spgemm_cuda_step1_rows.cu \
+	src/kernels/cuda/spgemm_cuda_step1_compact.cu \
+	src/kernels/cuda/spgemm_cuda_step2_masks.cu \
+	src/kernels/cuda/spgemm_cuda_step3_numeric.cu \
+	src/kernels/cuda/spgemm_cuda_step3_pairs.cu \
+	src/kernels/cuda/spgemm_cuda_plan.cu
 libtilerap_la_SOURCES += $(cuda_sources)
 libtilerap_la_LIBADD += $(CUDA_LIBS)
-NVCC_COMPILE = $(NVCC) $(NVCCFLAGS) -std=c++17 $(DEFS) $(DEFAULT_INCLUDES) -I$(top_srcdir)/include -I$(top_builddir) $(CUDA_CPPFLAGS)
+NVCC_COMPILE = $(NVCC) $(NVCCFLAGS) -std=c++17 $(DEFS) $(DEFAULT_INCLUDES) -I$(top_srcdir)/include -I$(top_builddir) $(tr_private_includes) $(CUDA_CPPFLAGS)
 SUFFIXES = .cu
 .cu.lo:
 	$(AM_V_GEN)$(SHELL) $(top_srcdir)/build-aux/nvcc-lt.sh $@ $(NVCC_COMPILE) -c $<
 # The suffix rule has no dependency tracking: every CUDA object depends on
 # every header a .cu file includes, so that a changed struct layout can
 # never leave a stale object behind in an incremental build.
-cuda_headers = src/kernels/spgemm_cuda.cuh src/kernels/csr_fingerprint.h src/kernels/tile_structure.h src/kernels/tile_lowprec.h src/kernels/tile_internal.h \
-	src/kernels/engine_cuda.h include/tilerap.h $(top_builddir)/tilerap_config.h
-src/kernels/tile_cuda_memory.lo src/kernels/tile_cuda_staging.lo src/kernels/tile_cuda_transpose.lo src/kernels/tile_cuda_from_csr.lo \
-src/kernels/tile_cuda_to_csr.lo src/kernels/csr_cuda_fingerprint.lo src/kernels/tile_cuda_structure.lo src/kernels/ptap_cuda_encounter_order.lo src/kernels/ptap_cuda_scatter.lo src/kernels/ptap_cuda_scatter_ap.lo src/kernels/ptap_cuda_rows.lo src/kernels/spgemm_cuda_step1_structure.lo src/kernels/spgemm_cuda_step1_rows.lo src/kernels/spgemm_cuda_step1_compact.lo src/kernels/spgemm_cuda_step2_masks.lo \
-src/kernels/spgemm_cuda_step3_numeric.lo src/kernels/spgemm_cuda_step3_pairs.lo src/kernels/spgemm_cuda_plan.lo: $(cuda_headers)
+cuda_headers = src/kernels/cuda/spgemm_cuda.cuh src/kernels/format/csr_fingerprint.h src/kernels/format/tile_structure.h src/kernels/cuda/tile_lowprec.h src/kernels/format/tile_internal.h \
+	src/kernels/cuda/engine_cuda.h include/tilerap.h $(top_builddir)/tilerap_config.h
+src/kernels/cuda/tile_cuda_memory.lo src/kernels/cuda/tile_cuda_staging.lo src/kernels/cuda/tile_cuda_transpose.lo src/kernels/cuda/tile_cuda_from_csr.lo \
+src/kernels/cuda/tile_cuda_to_csr.lo src/kernels/cuda/csr_cuda_fingerprint.lo src/kernels/cuda/tile_cuda_structure.lo src/kernels/cuda/ptap_cuda_encounter_order.lo src/kernels/cuda/ptap_cuda_scatter.lo src/kernels/cuda/ptap_cuda_scatter_ap.lo src/kernels/cuda/ptap_cuda_rows.lo src/kernels/cuda/spgemm_cuda_step1_structure.lo src/kernels/cuda/spgemm_cuda_step1_rows.lo src/kernels/cuda/spgemm_cuda_step1_compact.lo src/kernels/cuda/spgemm_cuda_step2_masks.lo \
+src/kernels/cuda/spgemm_cuda_step3_numeric.lo src/kernels/cuda/spgemm_cuda_step3_pairs.lo src/kernels/cuda/spgemm_cuda_plan.lo: $(cuda_headers)
 
 # GPU tests: the CUDA engine against the CPU engine and the Gustavson
 # reference.  Part of `make check` (they skip without a GPU).  `make

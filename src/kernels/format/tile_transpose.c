@@ -2,8 +2,8 @@
  * transposed locally (masks as a 16x16 bit matrix, entries re-sorted by
  * new row).  The value permutation lets a plan refresh T^T's values from
  * T's with one gather, without redoing any of this. */
-#include "../kernels/tile_internal.h"
-#include "../kernels/engine_cuda.h"
+#include "tile_internal.h"
+#include "engine_cuda.h"
 
 int tilerap_tile_transpose(const tilerap_tile_matrix *T, tilerap_tile_matrix **Tt_out, int64_t **perm_out)
 {
