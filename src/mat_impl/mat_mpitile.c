@@ -7,13 +7,16 @@
  * right after, whoever calls it (DMDA, GAMG's prolongator, MatCreateSubMatrix,
  * the product's COO assembly).
  *
- * Products AB and PtAP with a tile operand run PETSc's distributed "backend"
- * algorithm (MatProductSymbolic_MPIAIJBACKEND): remote rows of P gathered,
- * local products on the SEQ blocks -- which are seqtile, so they reach the
- * tile engine -- and the result assembled with COO.  The wrappers around its
- * symbolic and numeric phases make sure the blocks' tile copies see every
- * change of the MPI matrix (some MPIAIJ ops call the blocks' ops directly,
- * without raising the blocks' object state) and that C is mpitile. */
+ * Products AB, AtB and PtAP with a tile operand run PETSc's distributed
+ * "backend" algorithm (MatProductSymbolic_MPIAIJBACKEND): remote rows of P
+ * gathered, local products on the SEQ blocks -- which are seqtile, so they
+ * reach the tile engine -- and the result assembled with COO.  The wrappers
+ * around its symbolic and numeric phases make sure the blocks' tile copies
+ * see every change of the MPI matrix (some MPIAIJ ops call the blocks' ops
+ * directly, without raising the blocks' object state), that C is mpitile,
+ * and that a reuse with other operands or changed patterns plans again.
+ * Any other product (type, operand types, or an algorithm picked through
+ * the options) is left to MPIAIJ as it stands. */
 #include "mat_seqtile_impl.h"
 
 PETSC_EXTERN PetscErrorCode MatCreate_MPIAIJ(Mat);
@@ -63,9 +66,18 @@ static const char *const tile_mpi_own_names[] = {
   "MatConvert_mpiaijtile_aij_C",
   "MatConvert_mpiaij_mpiaijtile_C",
   "MatConvert_mpiaij_mpitile_C",
+  "MatProductSetFromOptions_mpiaijtile_mpimaij_C",
   "MatProductSetFromOptions_mpiaijtile_mpiaij_C",
   "MatProductSetFromOptions_mpiaij_mpiaijtile_C",
+  /* ABC: PETSc looks up three type names when the operands' ops differ */
+  "MatProductSetFromOptions_mpiaijtile_mpiaij_mpiaij_C",
+  "MatProductSetFromOptions_mpiaij_mpiaijtile_mpiaij_C",
+  "MatProductSetFromOptions_mpiaij_mpiaij_mpiaijtile_C",
+  "MatProductSetFromOptions_mpiaijtile_mpiaijtile_mpiaij_C",
+  "MatProductSetFromOptions_mpiaijtile_mpiaij_mpiaijtile_C",
+  "MatProductSetFromOptions_mpiaij_mpiaijtile_mpiaijtile_C",
 };
+#define TILE_MPI_NOWN_PRODUCT 8 /* the last ones: all MatProductSetFromOptions_MPITile */
 #define TILE_MPI_NOWN (sizeof(tile_mpi_own_names) / sizeof(tile_mpi_own_names[0]))
 
 /* "..._mpiaij_..." -> "..._mpiaijtile_..." (token delimited by '_'); NULL if absent. */
@@ -89,24 +101,26 @@ static PetscErrorCode TileMPIAliasName(const char *name, char **alias)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-static PetscErrorCode TileMPIAliasLookup(Mat aij)
+/* Adds the aliases of the functions composed on X whose names begin with
+ * prefix (NULL: all). */
+static PetscErrorCode TileMPIAliasAdd(Mat X, const char *prefix, PetscInt cap)
 {
   const char **names = NULL;
   int          n     = 0;
 
   PetscFunctionBegin;
-  if (tile_mpi_nalias >= 0) PetscFunctionReturn(PETSC_SUCCESS);
-  PetscCall(PetscFunctionListGet(((PetscObject)aij)->qlist, &names, &n));
-  PetscCall(PetscCalloc1(n + 1, &tile_mpi_alias_name));
-  PetscCall(PetscCalloc1(n + 1, &tile_mpi_alias_fn));
-  tile_mpi_nalias = 0;
-  for (int k = 0; k < n; k++) {
-    char *alias;
+  PetscCall(PetscFunctionListGet(((PetscObject)X)->qlist, &names, &n));
+  for (int k = 0; k < n && tile_mpi_nalias < cap; k++) {
+    char     *alias;
+    PetscBool match = PETSC_TRUE, dup = PETSC_FALSE;
     void (*f)(void) = NULL;
     if (!names[k]) continue;
+    if (prefix) PetscCall(PetscStrbeginswith(names[k], prefix, &match));
+    if (!match) continue;
     PetscCall(TileMPIAliasName(names[k], &alias));
     if (!alias) continue;
-    PetscCall(PetscObjectQueryFunction((PetscObject)aij, names[k], &f));
+    for (int i = 0; i < tile_mpi_nalias && !dup; i++) PetscCall(PetscStrcmp(alias, tile_mpi_alias_name[i], &dup));
+    if (!dup) PetscCall(PetscObjectQueryFunction((PetscObject)X, names[k], &f));
     if (!f) {
       PetscCall(PetscFree(alias));
       continue;
@@ -116,7 +130,30 @@ static PetscErrorCode TileMPIAliasLookup(Mat aij)
     tile_mpi_nalias++;
   }
   PetscCall(PetscFree(names));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* From a plain MPIAIJ (aij, not yet converted) and a plain MPIDense: the
+ * products of dense and AIJ matrices are composed on the dense side only
+ * (MatProductSetFromOptions_mpidense_mpiaij_C, ..._mpiaij_mpidense_C), and
+ * PETSc looks them up by the operands' type names. */
+static PetscErrorCode TileMPIAliasLookup(Mat aij)
+{
+  const PetscInt cap = 512;
+  Mat            dense;
+
+  PetscFunctionBegin;
+  if (tile_mpi_nalias >= 0) PetscFunctionReturn(PETSC_SUCCESS);
+  PetscCall(PetscCalloc1(cap, &tile_mpi_alias_name));
+  PetscCall(PetscCalloc1(cap, &tile_mpi_alias_fn));
+  tile_mpi_nalias = 0;
   PetscCall(PetscRegisterFinalize(TileMPIAliasFree));
+  PetscCall(TileMPIAliasAdd(aij, NULL, cap));
+  PetscCall(MatCreate(PETSC_COMM_SELF, &dense));
+  PetscCall(MatSetSizes(dense, 1, 1, 1, 1));
+  PetscCall(MatSetType(dense, MATMPIDENSE));
+  PetscCall(TileMPIAliasAdd(dense, "MatProductSetFromOptions_", cap));
+  PetscCall(MatDestroy(&dense));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -237,6 +274,27 @@ static PetscErrorCode MatSetFromOptions_MPITile(Mat A, TileOptionItems PetscOpti
 static PetscErrorCode MatConvert_MPITile_MPIAIJ(Mat, MatType, MatReuse, Mat *);
 PetscErrorCode        MatProductSetFromOptions_MPITile(Mat);
 
+/* Products whose MPIAIJ implementation is composed on the other operand
+ * only when that one is created on several ranks (MPIMAIJ's
+ * MatProductSetFromOptions_mpiaij_mpimaij_C): found there under the
+ * "mpiaij" spelling of this matrix's type. */
+static PetscErrorCode MatProductSetFromOptions_MPITile_Other(Mat C)
+{
+  Mat_Product *product = C->product;
+  char         name[256];
+  const char  *ta = ((PetscObject)product->A)->type_name, *tb = ((PetscObject)product->B)->type_name;
+  PetscBool    atile, btile;
+  PetscErrorCode (*f)(Mat) = NULL;
+
+  PetscFunctionBegin;
+  PetscCall(TileIsMPITile(product->A, &atile));
+  PetscCall(TileIsMPITile(product->B, &btile));
+  PetscCall(PetscSNPrintf(name, sizeof(name), "MatProductSetFromOptions_%s_%s_C", atile ? MATMPIAIJ : ta, btile ? MATMPIAIJ : tb));
+  PetscCall(PetscObjectQueryFunction((PetscObject)(atile ? product->B : product->A), name, &f));
+  if (f) PetscCall((*f)(C));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 static PetscErrorCode TileMPICompose(Mat B)
 {
   PetscObject o = (PetscObject)B;
@@ -250,8 +308,8 @@ static PetscErrorCode TileMPICompose(Mat B)
   PetscCall(PetscObjectComposeFunction(o, "MatConvert_mpiaijtile_aij_C", MatConvert_MPITile_MPIAIJ));
   PetscCall(PetscObjectComposeFunction(o, "MatConvert_mpiaij_mpiaijtile_C", MatConvert_MPIAIJ_MPITile));
   PetscCall(PetscObjectComposeFunction(o, "MatConvert_mpiaij_mpitile_C", MatConvert_MPIAIJ_MPITile));
-  PetscCall(PetscObjectComposeFunction(o, "MatProductSetFromOptions_mpiaijtile_mpiaij_C", MatProductSetFromOptions_MPITile));
-  PetscCall(PetscObjectComposeFunction(o, "MatProductSetFromOptions_mpiaij_mpiaijtile_C", MatProductSetFromOptions_MPITile));
+  PetscCall(PetscObjectComposeFunction(o, "MatProductSetFromOptions_mpiaijtile_mpimaij_C", MatProductSetFromOptions_MPITile_Other));
+  for (size_t k = TILE_MPI_NOWN - TILE_MPI_NOWN_PRODUCT; k < TILE_MPI_NOWN; k++) PetscCall(PetscObjectComposeFunction(o, tile_mpi_own_names[k], MatProductSetFromOptions_MPITile));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -374,49 +432,287 @@ PetscErrorCode MatCreateMPITile(MPI_Comm comm, PetscInt m, PetscInt n, PetscInt 
 }
 
 /* ---------------------------------------------------------------- products */
-/* The MPIAIJ symbolic/numeric phases our wrappers call are composed on C
- * (function pointers, so nothing to free). */
+/* The MPIAIJ symbolic phase our wrapper calls, composed on C between
+ * MatProductSetFromOptions and MatProductSymbolic (a function pointer,
+ * nothing to free). */
 #define TILE_INNER_SYMBOLIC "MatProductSymbolic_MPITileInner_C"
-#define TILE_INNER_NUMERIC  "MatProductNumeric_MPITileInner_C"
 
+typedef PetscErrorCode (*TileProductDestroyFn)(TILE_PRODUCT_DESTROY_ARG);
+
+/* What a numeric phase must find unchanged to reuse the plan: the operand
+ * object, its (global) nonzero pattern and its local blocks, which the
+ * local products and the gathered rows hold on to. */
+typedef struct {
+  PetscObjectId    id, blk_id[2];
+  PetscObjectState nz, blk_nz[2];
+} TileOperandRecord;
+
+/* Product data of a tile product: the MPIAIJ backend's own data, run with
+ * it swapped into C->product->data, and what it was planned for. */
+typedef struct {
+  void                *data;
+  TileProductDestroyFn destroy;
+  PetscErrorCode (*view)(Mat, PetscViewer);
+  PetscErrorCode (*symbolic)(Mat);
+  PetscErrorCode (*numeric)(Mat);
+  TileOperandRecord a, b;
+  PetscObjectState  cnz;
+  PetscInt          nplans, nnumeric;
+} TileMPIProduct;
+
+static PetscErrorCode TileOperandRecordGet(Mat X, TileOperandRecord *r)
+{
+  Mat             blk[2];
+  const PetscInt *garray;
+
+  PetscFunctionBegin;
+  PetscCall(PetscMemzero(r, sizeof(*r)));
+  PetscCall(PetscObjectGetId((PetscObject)X, &r->id));
+  r->nz = X->nonzerostate;
+  PetscCall(MatMPIAIJGetSeqAIJ(X, &blk[0], &blk[1], &garray));
+  for (int k = 0; k < 2; k++) {
+    if (!blk[k]) continue;
+    PetscCall(PetscObjectGetId((PetscObject)blk[k], &r->blk_id[k]));
+    r->blk_nz[k] = blk[k]->nonzerostate;
+  }
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+static PetscBool TileOperandRecordSame(const TileOperandRecord *x, const TileOperandRecord *y)
+{
+  return (PetscBool)(x->id == y->id && x->nz == y->nz && x->blk_id[0] == y->blk_id[0] && x->blk_id[1] == y->blk_id[1] && x->blk_nz[0] == y->blk_nz[0] && x->blk_nz[1] == y->blk_nz[1]);
+}
+
+static PetscErrorCode TileInnerDestroy(TileMPIProduct *w)
+{
+  PetscFunctionBegin;
+  if (w->data && w->destroy) {
+#if PETSC_VERSION_LT(3, 25, 0)
+    PetscCall((*w->destroy)(w->data));
+#else
+    PetscCall((*w->destroy)(&w->data));
+#endif
+  }
+  w->data    = NULL;
+  w->destroy = NULL;
+  w->view    = NULL;
+  w->numeric = NULL;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+static PetscErrorCode TileMPIProductDestroy(TILE_PRODUCT_DESTROY_ARG arg)
+{
+  TileMPIProduct *w = (TileMPIProduct *)TILE_PRODUCT_DESTROY_DATA(arg);
+
+  PetscFunctionBegin;
+  if (!w) PetscFunctionReturn(PETSC_SUCCESS);
+  PetscCall(TileInnerDestroy(w));
+  PetscCall(PetscFree(w));
+#if !PETSC_VERSION_LT(3, 25, 0)
+  *arg = NULL;
+#endif
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+static PetscErrorCode TileMPIProductView(Mat C, PetscViewer viewer)
+{
+  TileMPIProduct *w = (TileMPIProduct *)C->product->data;
+  PetscBool       iascii;
+  PetscErrorCode  ierr = PETSC_SUCCESS;
+
+  PetscFunctionBegin;
+  if (!w) PetscFunctionReturn(PETSC_SUCCESS);
+  PetscCall(PetscObjectTypeCompare((PetscObject)viewer, PETSCVIEWERASCII, &iascii));
+  if (iascii)
+    PetscCall(PetscViewerASCIIPrintf(viewer, "tilerap %s product: MPIAIJ backend algorithm, local products on the tile engine; %" PetscInt_FMT " plan(s), %" PetscInt_FMT " numeric phase(s)\n",
+                                     MatProductTypes[C->product->type], w->nplans, w->nnumeric));
+  if (w->view) {
+    C->product->data    = w->data;
+    C->product->destroy = (PetscErrorCode(*)(TILE_PRODUCT_DESTROY_ARG))w->destroy;
+    C->product->view    = w->view;
+    ierr                = (*w->view)(C, viewer);
+    C->product->data    = w;
+    C->product->destroy = TileMPIProductDestroy;
+    C->product->view    = TileMPIProductView;
+  }
+  PetscCall(ierr);
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* When the backend's "A" (AB, PtAP, or AtB done as AB for a symmetric A)
+ * is plain MPIAIJ and B is tile, the gathered rows of P take A's
+ * off-diagonal block's type, so A_off * P_oth would be a SeqAIJ product,
+ * whose C stays unassembled after its symbolic phase and is then an
+ * operand of the tile product P_loc^T * (A_off * P_oth).  A's plain blocks
+ * are therefore seqtile for the symbolic phase only (in place, no copy):
+ * every local product is a tile product, and their numeric phases take
+ * the blocks as plain SeqAIJ operands. */
+static PetscErrorCode TileMPIBlocksToTile(Mat X, const tilerap_options *opt, PetscBool conv[2])
+{
+  Mat             blk[2];
+  const PetscInt *garray;
+
+  PetscFunctionBegin;
+  conv[0] = conv[1] = PETSC_FALSE;
+  PetscCall(MatMPIAIJGetSeqAIJ(X, &blk[0], &blk[1], &garray));
+  for (int k = 0; k < 2; k++) {
+    PetscBool isaij;
+    Mat       b = blk[k];
+    if (!b || b->spptr) continue;
+    PetscCall(PetscObjectTypeCompare((PetscObject)b, MATSEQAIJ, &isaij));
+    if (!isaij) continue;
+    PetscCall(MatConvert_SeqAIJ_SeqTile(b, MATSEQTILE, MAT_INPLACE_MATRIX, &b));
+    ((Mat_SeqTile *)b->spptr)->opt = *opt;
+    conv[k]                        = PETSC_TRUE;
+  }
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+static PetscErrorCode TileMPIBlocksBack(Mat X, const PetscBool conv[2])
+{
+  Mat             blk[2];
+  const PetscInt *garray;
+
+  PetscFunctionBegin;
+  PetscCall(MatMPIAIJGetSeqAIJ(X, &blk[0], &blk[1], &garray));
+  for (int k = 0; k < 2; k++) {
+    PetscErrorCode (*back)(Mat, MatType, MatReuse, Mat *) = NULL;
+    Mat b                                                  = blk[k];
+    if (!conv[k] || !b) continue;
+    PetscCall(PetscObjectQueryFunction((PetscObject)b, "MatConvert_seqaijtile_seqaij_C", &back));
+    PetscCheck(back, PETSC_COMM_SELF, PETSC_ERR_PLIB, "seqtile block without its conversion back to seqaij");
+    PetscCall((*back)(b, MATSEQAIJ, MAT_INPLACE_MATRIX, &b));
+  }
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* Runs the MPIAIJ symbolic phase on C (product data empty), makes C mpitile
+ * with seqtile blocks, and attaches w around the backend's data. */
+static PetscErrorCode TileMPIPlan(Mat C, TileMPIProduct *w)
+{
+  Mat_Product   *product = C->product;
+  Mat            A = product->A, B = product->B;
+  PetscBool      atile, btile, istile, conv[2] = {PETSC_FALSE, PETSC_FALSE};
+  PetscErrorCode ierr;
+
+  PetscFunctionBegin;
+  PetscCheck(!product->data, PetscObjectComm((PetscObject)C), PETSC_ERR_PLIB, "Product data not empty");
+  PetscCall(TileMPISyncBlockStates(A));
+  PetscCall(TileMPISyncBlockStates(B));
+  PetscCall(TileIsMPITile(A, &atile));
+  PetscCall(TileIsMPITile(B, &btile));
+  if (!atile && btile) PetscCall(TileMPIBlocksToTile(A, &((Mat_MPITile *)B->spptr)->opt, conv));
+  ierr = (*w->symbolic)(C);
+  if (conv[0] || conv[1]) PetscCall(TileMPIBlocksBack(A, conv));
+  PetscCall(ierr);
+  /* C of the tile type, its blocks seqtile (they are the next level's operands) */
+  PetscCall(TileIsMPITile(C, &istile));
+  if (!istile) PetscCall(MatConvert_MPIAIJ_MPITile(C, MATMPITILE, MAT_INPLACE_MATRIX, &C));
+  PetscCall(TileMPIConvertBlocks(C));
+  w->data          = product->data;
+  w->destroy       = (TileProductDestroyFn)product->destroy;
+  w->view          = product->view;
+  w->numeric       = C->ops->productnumeric;
+  product->data    = w;
+  product->destroy = TileMPIProductDestroy;
+  product->view    = TileMPIProductView;
+  PetscCheck(w->numeric, PetscObjectComm((PetscObject)C), PETSC_ERR_PLIB, "MPIAIJ product %s set no numeric phase", MatProductTypes[product->type]);
+  C->ops->productnumeric = NULL; /* set by the caller, after the checks */
+  PetscCall(TileOperandRecordGet(A, &w->a));
+  PetscCall(TileOperandRecordGet(B, &w->b));
+  w->cnz = C->nonzerostate;
+  w->nplans++;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+static PetscErrorCode MatProductNumeric_MPITile(Mat C);
+
+/* A reuse runs on the operands now in C->product (MatProductReplaceMats):
+ * when one of them is another object or changed its nonzero pattern (or
+ * C's changed), on any rank, the backend's data (local products, gathered
+ * rows, COO maps) no longer fits and the product is planned again. */
 static PetscErrorCode MatProductNumeric_MPITile(Mat C)
 {
-  PetscErrorCode (*inner)(Mat) = NULL;
+  Mat_Product      *product;
+  TileMPIProduct   *w;
+  TileOperandRecord ra, rb;
+  PetscMPIInt       changed, any; /* plain int: PetscBool's MPI type differs across PETSc versions */
+  PetscErrorCode    ierr;
 
   PetscFunctionBegin;
   MatCheckProduct(C, 1);
-  PetscCall(PetscObjectQueryFunction((PetscObject)C, TILE_INNER_NUMERIC, &inner));
-  PetscCheck(inner, PetscObjectComm((PetscObject)C), PETSC_ERR_PLIB, "mpitile product: numeric phase missing");
-  PetscCall(TileMPISyncBlockStates(C->product->A));
-  PetscCall(TileMPISyncBlockStates(C->product->B));
-  PetscCall((*inner)(C));
+  product = C->product;
+  w       = (TileMPIProduct *)product->data;
+  PetscCheck(w && w->numeric, PetscObjectComm((PetscObject)C), PETSC_ERR_PLIB, "mpitile product: symbolic phase missing");
+  PetscCall(TileMPISyncBlockStates(product->A));
+  PetscCall(TileMPISyncBlockStates(product->B));
+  PetscCall(TileOperandRecordGet(product->A, &ra));
+  PetscCall(TileOperandRecordGet(product->B, &rb));
+  changed = (!TileOperandRecordSame(&ra, &w->a) || !TileOperandRecordSame(&rb, &w->b) || C->nonzerostate != w->cnz) ? 1 : 0;
+  PetscCallMPI(MPI_Allreduce(&changed, &any, 1, MPI_INT, MPI_MAX, PetscObjectComm((PetscObject)C)));
+  if (any) {
+    PetscCall(PetscInfo(C, "tilerap: %s operands changed object or nonzero pattern since the plan: planning again\n", MatProductTypes[product->type]));
+    product->data    = NULL;
+    product->destroy = NULL;
+    product->view    = NULL;
+    ierr             = TileInnerDestroy(w);
+    if (!ierr) ierr = TileMPIPlan(C, w);
+    if (ierr) {
+      if (product->data != w) { /* not attached: C would lose it */
+#if PETSC_VERSION_LT(3, 25, 0)
+        PetscCall(TileMPIProductDestroy(w));
+#else
+        PetscCall(TileMPIProductDestroy((void **)&w));
+#endif
+      }
+      PetscCall(ierr);
+    }
+    C->ops->productnumeric = MatProductNumeric_MPITile;
+  }
+  /* the backend's own product data while it runs (C may be viewed or
+   * assembled from inside: -mat_view at MatSetValuesCOO's assembly) */
+  product->data    = w->data;
+  product->destroy = (PetscErrorCode(*)(TILE_PRODUCT_DESTROY_ARG))w->destroy;
+  product->view    = w->view;
+  ierr             = (*w->numeric)(C);
+  product->data    = w;
+  product->destroy = TileMPIProductDestroy;
+  product->view    = TileMPIProductView;
+  PetscCall(ierr);
+  w->cnz = C->nonzerostate;
+  w->nnumeric++;
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
 static PetscErrorCode MatProductSymbolic_MPITile(Mat C)
 {
+  TileMPIProduct *w;
+  PetscErrorCode  ierr;
   PetscErrorCode (*inner)(Mat) = NULL;
-  PetscBool istile;
 
   PetscFunctionBegin;
   MatCheckProduct(C, 1);
   PetscCall(PetscObjectQueryFunction((PetscObject)C, TILE_INNER_SYMBOLIC, &inner));
-  PetscCheck(inner, PetscObjectComm((PetscObject)C), PETSC_ERR_PLIB, "mpitile product: symbolic phase missing");
-  PetscCall(TileMPISyncBlockStates(C->product->A));
-  PetscCall(TileMPISyncBlockStates(C->product->B));
-  PetscCall((*inner)(C));
-  /* C of the tile type, its blocks seqtile (they are the next level's operands) */
-  PetscCall(TileIsMPITile(C, &istile));
-  if (!istile) PetscCall(MatConvert_MPIAIJ_MPITile(C, MATMPITILE, MAT_INPLACE_MATRIX, &C));
-  PetscCall(TileMPIConvertBlocks(C));
-  PetscCall(PetscObjectComposeFunction((PetscObject)C, TILE_INNER_NUMERIC, C->ops->productnumeric));
-  C->ops->productnumeric = MatProductNumeric_MPITile;
+  PetscCheck(inner, PetscObjectComm((PetscObject)C), PETSC_ERR_PLIB, "mpitile product: MPIAIJ symbolic phase missing");
+  PetscCall(PetscNew(&w));
+  w->symbolic = inner;
+  ierr        = TileMPIPlan(C, w);
+  if (ierr) {
+    if (C->product->data != w) PetscCall(PetscFree(w));
+    PetscCall(ierr);
+  }
+  /* MatSetType() in the symbolic phase may have reset C's ops */
+  C->ops->productsymbolic = MatProductSymbolic_MPITile;
+  C->ops->productnumeric  = MatProductNumeric_MPITile;
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-/* AB and PtAP with a tile operand (the other mpitile or plain mpiaij): the
- * MPIAIJ "backend" algorithm, whose local products are the blocks' (seqtile)
- * products.  Everything else: the MPIAIJ implementation. */
+/* AB, AtB and PtAP with a tile operand (the other mpitile or plain mpiaij):
+ * the MPIAIJ "backend" algorithm, whose local products are the blocks'
+ * (seqtile) products.  An algorithm picked through the options database
+ * (-matmatmult_via, -matptap_via, -mattransposematmult_via,
+ * -mat_product_algorithm) other than backend, and everything else: the
+ * MPIAIJ implementation, untouched. */
 PetscErrorCode MatProductSetFromOptions_MPITile(Mat C)
 {
   Mat_Product *product = C->product;
@@ -438,15 +734,31 @@ PetscErrorCode MatProductSetFromOptions_MPITile(Mat C)
     PetscCall(PetscStrcmp(product->alg, "backend", &isbackend));
     algok = (PetscBool)(isdef || istile || isbackend);
   }
+  if (C->force_diagonals) algok = PETSC_FALSE; /* MAT_FORCE_DIAGONAL_ENTRIES: the backend's C has no room for them */
   PetscCheck(tile_mpiaij_ops.productsetfromoptions, PetscObjectComm((PetscObject)C), PETSC_ERR_PLIB, "MPIAIJ product implementation not captured");
-  if (TILE_SCALAR_OK && algok && (product->type == MATPRODUCT_AB || product->type == MATPRODUCT_PtAP) && (atile || btile) && (atile || aaij) && (btile || baij)) {
+  if (TILE_SCALAR_OK && algok && (product->type == MATPRODUCT_AB || product->type == MATPRODUCT_AtB || product->type == MATPRODUCT_PtAP) && (atile || btile) && (atile || aaij) && (btile || baij)) {
+    PetscBool isbackend = PETSC_FALSE;
     PetscCall(MatProductSetAlgorithm(C, "backend"));
-    PetscCall(tile_mpiaij_ops.productsetfromoptions(C)); /* -matmatmult_via / -matptap_via may still pick another algorithm */
-    if (C->ops->productsymbolic) {
-      PetscCall(PetscInfo(C, "tilerap: %s with A %s, B %s: MPIAIJ algorithm %s, local products on the blocks' tile engine\n", MatProductTypes[product->type], ((PetscObject)A)->type_name,
-                          ((PetscObject)B)->type_name, product->alg));
+    PetscCall(tile_mpiaij_ops.productsetfromoptions(C)); /* the options may still pick another algorithm */
+    if (product->alg) PetscCall(PetscStrcmp(product->alg, "backend", &isbackend));
+    if (!isbackend && C->ops->productsymbolic) {
+      /* MPIAIJ's AtB switches to "scalable" for wide B whatever the
+       * algorithm set; only the user's own choice is kept */
+      PetscBool   given;
+      const char *opt = !product->api_user ? "-mat_product_algorithm" : product->type == MATPRODUCT_AB ? "-matmatmult_via" : product->type == MATPRODUCT_AtB ? "-mattransposematmult_via" : "-matptap_via";
+      PetscCall(PetscOptionsHasName(((PetscObject)C)->options, ((PetscObject)C)->prefix, opt, &given));
+      if (!given) {
+        PetscCall(MatProductSetAlgorithm(C, "backend"));
+        isbackend = PETSC_TRUE;
+      }
+    }
+    if (isbackend && C->ops->productsymbolic) {
+      PetscCall(PetscInfo(C, "tilerap: %s with A %s, B %s: MPIAIJ algorithm backend, local products on the tile engine\n", MatProductTypes[product->type], ((PetscObject)A)->type_name, ((PetscObject)B)->type_name));
       PetscCall(PetscObjectComposeFunction((PetscObject)C, TILE_INNER_SYMBOLIC, C->ops->productsymbolic));
       C->ops->productsymbolic = MatProductSymbolic_MPITile;
+    } else {
+      PetscCall(PetscInfo(C, "tilerap: %s with A %s, B %s: algorithm %s from the options, MPIAIJ implementation\n", MatProductTypes[product->type], ((PetscObject)A)->type_name, ((PetscObject)B)->type_name,
+                          product->alg ? product->alg : "none"));
     }
     PetscFunctionReturn(PETSC_SUCCESS);
   }
