@@ -26,9 +26,6 @@
  *   and an N x N/4 block-dense P (tile density 4 TD), dense tiles;
  *   wide:N = p3d27:N with values of A scaled by 2^(-40..40) per row and
  *   column pair (many orders of magnitude, symmetric scaling).
- *   The fp64 tensor-core instruction shape follows TILERAP_TC_SHAPE
- *   (m8n8k4 or m16n8k16, read at plan creation; run once per shape to
- *   compare them).
  *
  * --phases  also, per level, the transpose of P, the AP product and the
  *   P^T (AP) product of a first-time Galerkin product timed apart.

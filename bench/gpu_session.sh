@@ -10,23 +10,10 @@
 # steps (in the order given):
 # tests     the GPU set of `make check-gpu` plus the core tests with the
 #           CUDA engine chosen automatically (TAP counts per program)
-# paths     test_gpu_spgemm / test_gpu_ptap again with the large-product
-#           paths forced on small products (TILERAP_STEP1_SORT=radix,
-#           TILERAP_TRANSPOSE_SORT=1), the counted row path alone
-#           (TILERAP_STEP1_SORT=rows), no counted row path (TILERAP_ROWS_MAX=0:
-#           a retry goes to the row sort), the row sort with dense
-#           candidates on every product (TILERAP_STEP1_SORT=compact),
-#           step 2's scan by CUB (TILERAP_STEP2_SCAN=cub),
-#           every first run walking, hits
-#           made at plan creation, the Galerkin product by each
-#           TILERAP_PTAP mode besides the default auto (products, first,
-#           scatter), and "first" with P^T's values gathered
-#           (TILERAP_PTAP_GATHER=1), step 2's masks by 8-lane groups on
-#           every product (TILERAP_MASKS_LANES=8), the first values by the
-#           scatters alone (TILERAP_PTAP_KERNEL=scatter) or by the row
-#           products alone (TILERAP_PTAP_KERNEL=rows) with each group size
-#           (TILERAP_ROWS_GROUP=1|8), also on every run
-# sanitize  compute-sanitizer memcheck / racecheck / synccheck on --quick runs
+# paths     test/gpu_paths.sh: the GPU tests with each large-product path
+#           forced on small products (as make check-gpu)
+# sanitize  test/gpu_sanitize.sh: compute-sanitizer on --quick runs (as make
+#           check-gpu)
 # small     galerkin-bench-gpu on coarse-level sized problems, this build
 #           and $BASE_BENCH (an older commit's galerkin-bench-gpu), alternating
 # hier      the same on the five model hierarchies
@@ -96,53 +83,10 @@ for what in "$@"; do
     done
     ;;
   paths)
-    tap "test_gpu_spgemm sorted paths" env TILERAP_STEP1_SORT=radix TILERAP_TRANSPOSE_SORT=1 "$B/test/test_gpu_spgemm"
-    tap "test_gpu_ptap sorted paths" env TILERAP_STEP1_SORT=radix TILERAP_TRANSPOSE_SORT=1 "$B/test/test_gpu_ptap"
-    tap "test_gpu_spgemm counted row path" env TILERAP_STEP1_SORT=rows "$B/test/test_gpu_spgemm"
-    tap "test_gpu_spgemm row sort after the small row path" env TILERAP_ROWS_MAX=0 "$B/test/test_gpu_spgemm"
-    tap "test_gpu_spgemm row sort on every product" env TILERAP_STEP1_SORT=compact "$B/test/test_gpu_spgemm"
-    tap "test_gpu_ptap row sort on every product" env TILERAP_STEP1_SORT=compact "$B/test/test_gpu_ptap"
-    tap "test_ptap row sort on every product" env TILERAP_STEP1_SORT=compact "$B/test/test_ptap"
-    tap "test_gpu_spgemm CUB's scan in step 2" env TILERAP_STEP2_SCAN=cub "$B/test/test_gpu_spgemm"
-    tap "test_gpu_ptap CUB's scan in step 2" env TILERAP_STEP2_SCAN=cub "$B/test/test_gpu_ptap"
-    tap "test_gpu_ptap counted row path" env TILERAP_STEP1_SORT=rows "$B/test/test_gpu_ptap"
-    tap "test_gpu_spgemm all walk" env TILERAP_CUDA_WALK_MAX=1e9 TILERAP_CUDA_WALK_MEAN=1e9 "$B/test/test_gpu_spgemm"
-    tap "test_gpu_spgemm hits at plan" env TILERAP_CUDA_HITS=plan "$B/test/test_gpu_spgemm"
-    tap "test_gpu_spgemm 8-lane masks" env TILERAP_MASKS_LANES=8 "$B/test/test_gpu_spgemm"
-    tap "test_gpu_ptap 8-lane masks" env TILERAP_MASKS_LANES=8 "$B/test/test_gpu_ptap"
-    for m in products first scatter; do
-      tap "test_gpu_ptap TILERAP_PTAP=$m" env TILERAP_PTAP=$m "$B/test/test_gpu_ptap"
-      tap "test_ptap TILERAP_PTAP=$m" env TILERAP_PTAP=$m "$B/test/test_ptap"
-    done
-    tap "test_gpu_ptap TILERAP_PTAP=first, P^T gathered" env TILERAP_PTAP=first TILERAP_PTAP_GATHER=1 "$B/test/test_gpu_ptap"
-    tap "test_gpu_ptap scatter kernels" env TILERAP_PTAP_KERNEL=scatter "$B/test/test_gpu_ptap"
-    tap "test_ptap scatter kernels" env TILERAP_PTAP_KERNEL=scatter "$B/test/test_ptap"
-    tap "test_gpu_ptap TILERAP_PTAP=first, row products" env TILERAP_PTAP=first TILERAP_PTAP_KERNEL=rows "$B/test/test_gpu_ptap"
-    for g in 1 8; do
-      tap "test_gpu_ptap row products, group $g" env TILERAP_PTAP_KERNEL=rows TILERAP_ROWS_GROUP=$g "$B/test/test_gpu_ptap"
-      tap "test_gpu_ptap row products every run, group $g" env TILERAP_PTAP=scatter TILERAP_PTAP_KERNEL=rows TILERAP_ROWS_GROUP=$g "$B/test/test_gpu_ptap"
-      tap "test_ptap row products, group $g" env TILERAP_PTAP_KERNEL=rows TILERAP_ROWS_GROUP=$g "$B/test/test_ptap"
-    done
+    tap "forced paths (test/gpu_paths.sh)" sh "$(dirname "$0")/../test/gpu_paths.sh" "$B"
     ;;
   sanitize)
-    san memcheck "$B/test/test_gpu_spgemm" --quick
-    TILERAP_MASKS_LANES=8 san memcheck "$B/test/test_gpu_spgemm" --quick
-    san memcheck "$B/test/test_gpu_ptap" --quick
-    TILERAP_PTAP=first san memcheck "$B/test/test_gpu_ptap" --quick
-    TILERAP_PTAP=scatter san memcheck "$B/test/test_gpu_ptap" --quick
-    san racecheck "$B/test/test_gpu_spgemm" --quick
-    san racecheck "$B/test/test_gpu_ptap" --quick
-    TILERAP_PTAP_KERNEL=rows TILERAP_ROWS_GROUP=1 san memcheck "$B/test/test_gpu_ptap" --quick
-    TILERAP_PTAP_KERNEL=rows TILERAP_ROWS_GROUP=8 san memcheck "$B/test/test_gpu_ptap" --quick
-    TILERAP_PTAP_KERNEL=rows TILERAP_ROWS_GROUP=1 san racecheck "$B/test/test_gpu_ptap" --quick
-    TILERAP_PTAP_KERNEL=rows TILERAP_ROWS_GROUP=8 san racecheck "$B/test/test_gpu_ptap" --quick
-    TILERAP_PTAP_KERNEL=scatter san memcheck "$B/test/test_gpu_ptap" --quick
-    TILERAP_STEP1_SORT=compact san memcheck "$B/test/test_gpu_spgemm" --quick
-    TILERAP_STEP1_SORT=compact san memcheck "$B/test/test_gpu_ptap" --quick
-    TILERAP_STEP1_SORT=compact san racecheck "$B/test/test_gpu_spgemm" --quick
-    TILERAP_STEP1_SORT=compact san racecheck "$B/test/test_gpu_ptap" --quick
-    san synccheck "$B/test/test_gpu_ptap" --quick
-    san synccheck "$B/test/test_gpu_spgemm" --quick
+    tap "sanitizers (test/gpu_sanitize.sh)" sh "$(dirname "$0")/../test/gpu_sanitize.sh" "$B"
     ;;
   small | hier)
     # new against $BASE_BENCH (a galerkin-bench-gpu of an older commit), alternating twice

@@ -137,6 +137,15 @@ void tilerap_options_default(tilerap_options *opt);
 int tilerap_precision_parse(const char *name, tilerap_precision *prec);
 const char *tilerap_precision_name(tilerap_precision prec);
 
+/* Tuning knobs (doc/tuning.md lists them: name, values, default).  Each
+ * is an environment variable, read once, at tilerap's first use; a bad
+ * value makes every plan creation fail with TILERAP_ERR_INVALID naming
+ * it.  tilerap_tuning_set overrides a knob for the whole process from then
+ * on (value NULL: back to the environment's value or the default);
+ * plans take the values in force when they are created.
+ * TILERAP_ERR_INVALID for an unknown name or a bad value. */
+int tilerap_tuning_set(const char *name, const char *value);
+
 /* Engine an AUTO request resolves to on this machine (reads TILERAP_ENGINE). */
 tilerap_engine tilerap_engine_resolve(tilerap_engine requested);
 /* 1 if the engine was compiled in and usable now (CUDA: a device is present). */

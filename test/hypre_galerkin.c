@@ -248,11 +248,11 @@ static void run_case(int dim, HYPRE_BigInt n, th_amg_opts o)
   if (!o.keepT) {
     char rk[16];
     snprintf(rk, sizeof rk, "%d", g_np - 1);
-    setenv("TILERAP_HYPRE_TEST_REFUSE_RANK", rk, 1);
+    tilerap_tuning_set("TILERAP_HYPRE_TEST_REFUSE_RANK", rk);
     TileRAP_HypreResetStats();
     int it_ref = 0;
     HYPRE_Solver s_ref = th_amg_run(&pb, o, &it_ref, NULL);
-    unsetenv("TILERAP_HYPRE_TEST_REFUSE_RANK");
+    tilerap_tuning_set("TILERAP_HYPRE_TEST_REFUSE_RANK", "-1");
     TileRAP_HypreGetStats(&st);
     int Lr = th_num_levels(s_ref);
     int expect_reason = g_rank == g_np - 1 ? TILERAP_HYPRE_FWD_TEST : TILERAP_HYPRE_FWD_PEER;
@@ -323,7 +323,7 @@ int main(int argc, char **argv)
    *    TILERAP_ENGINE; unset, every level goes to hypre (reason "no GPU").
    *    The rest of the test names the CPU engine there. */
   if (!tilerap_engine_available(TILERAP_ENGINE_CUDA)) {
-    unsetenv("TILERAP_ENGINE");
+    tilerap_tuning_set("TILERAP_ENGINE", "auto");
     th_problem pb;
     th_poisson(g_comm, 2, 24, &pb);
     th_amg_opts o = {0, 0};
@@ -338,7 +338,7 @@ int main(int argc, char **argv)
        st.computed[ep]);
     HYPRE_BoomerAMGDestroy(s);
     th_problem_destroy(&pb);
-    setenv("TILERAP_ENGINE", "cpu", 1);
+    tilerap_tuning_set("TILERAP_ENGINE", "cpu");
   }
 
   for (int dim = 2; dim <= 3; dim++) {

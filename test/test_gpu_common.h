@@ -85,21 +85,15 @@ static inline double gpu_vs_ref(const tilerap_tile_matrix *T, const tilerap_csr 
 }
 
 /* Fills the values of any tile matrix with NaN (every entry must be rewritten). */
-/* Sets an environment variable for a part of a test (value NULL: unset)
- * and returns what it was, for gpu_env_restore (which frees it). */
-static inline char *gpu_env_set(const char *name, const char *value)
+/* Sets a tuning knob (tilerap_tuning_set) for a part of a test; value
+ * NULL: back to the environment's value or the default.  Aborts on a bad
+ * name or value: the tests name only knobs that exist. */
+static inline void gpu_knob_set(const char *name, const char *value)
 {
-  const char *was = getenv(name);
-  char *keep = was ? strdup(was) : NULL;
-  if (value) setenv(name, value, 1);
-  else unsetenv(name);
-  return keep;
-}
-static inline void gpu_env_restore(const char *name, char *keep)
-{
-  if (keep) setenv(name, keep, 1);
-  else unsetenv(name);
-  free(keep);
+  if (tilerap_tuning_set(name, value)) {
+    fprintf(stderr, "gpu_knob_set: %s\n", tilerap_last_error());
+    abort();
+  }
 }
 
 static inline void gpu_poison(tilerap_tile_matrix *T)

@@ -573,7 +573,7 @@ int main(void)
 {
   /* small staging chunks, before the first transfer sets the ring up (an
    * outside setting wins: the suite also runs with the default chunks) */
-  setenv("TILERAP_PINNED_CHUNK", "65536", 0);
+  if (!getenv("TILERAP_PINNED_CHUNK")) tilerap_tuning_set("TILERAP_PINNED_CHUNK", "65536");
   gpu_skip_without_device();
   uint64_t seed = 2026;
   struct { int32_t m, n; double d; int empty; const char *what; } cases[] = {

@@ -224,13 +224,13 @@ static void check_row_sort(int most)
     return;
   }
   char label[96];
-  char *keep = gpu_env_set("TILERAP_STEP1_SORT", "compact");
+  gpu_knob_set("TILERAP_STEP1_SORT", "compact");
   snprintf(label, sizeof label, "row sort (longest row %d pairs)", most);
   check_product(A, B, 192, label);
-  setenv("TILERAP_STEP1_SORT", "radix", 1);
+  gpu_knob_set("TILERAP_STEP1_SORT", "radix");
   snprintf(label, sizeof label, "row sort's products on the radix path (longest row %d pairs)", most);
   check_product(A, B, 192, label);
-  gpu_env_restore("TILERAP_STEP1_SORT", keep);
+  gpu_knob_set("TILERAP_STEP1_SORT", NULL);
   tilerap_csr_destroy(&A); tilerap_csr_destroy(&B);
 }
 
@@ -269,9 +269,9 @@ static void check_row_sort_wide(int n0, int stride)
   char label[96];
   snprintf(label, sizeof label, "row sort: %d pairs over %.1f M tile columns", n0 + 10, nt / 1e6);
   if (tap_ok(tilerap_csr_check(k, n, B->rowptr, B->colidx) == 0, "%s: B well formed", label)) {
-    char *keep = gpu_env_set("TILERAP_STEP1_SORT", "compact");
+    gpu_knob_set("TILERAP_STEP1_SORT", "compact");
     check_product(A, B, 192, label);
-    gpu_env_restore("TILERAP_STEP1_SORT", keep);
+    gpu_knob_set("TILERAP_STEP1_SORT", NULL);
   }
   tilerap_csr_destroy(&A); tilerap_csr_destroy(&B);
 }
@@ -389,11 +389,11 @@ int main(int argc, char **argv)
   if (!quick) {
     tilerap_csr *A = NULL, *P = NULL;
     model_ap(TILERAP_P3D7, 64, &A, &P);
-    char *keep = gpu_env_set("TILERAP_MASKS_LANES", NULL);
+    gpu_knob_set("TILERAP_MASKS_LANES", NULL);
     check_product(A, P, 192, "p3d7 64^3: A*P (8-lane masks)");
-    setenv("TILERAP_MASKS_LANES", "16", 1);
+    gpu_knob_set("TILERAP_MASKS_LANES", "16");
     check_product(A, P, 192, "p3d7 64^3: A*P (16-lane masks forced)");
-    gpu_env_restore("TILERAP_MASKS_LANES", keep);
+    gpu_knob_set("TILERAP_MASKS_LANES", NULL);
     tilerap_csr_destroy(&A); tilerap_csr_destroy(&P);
   }
   /* a model operator times its prolongator */

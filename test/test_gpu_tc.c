@@ -2,8 +2,7 @@
  *
  * fp64 (DMMA): C = A*B with tensor-core pairs equals the CUDA-core path
  * and the CPU engine (identical structure, values within 1e-14
- * relative), for both fp64 instruction shapes (TILERAP_TC_SHAPE m8n8k4
- * and, on sm_90, m16n8k16), for every pair on tensor cores (threshold 0), a mix, and the
+ * relative), for every pair on tensor cores (threshold 0), a mix, and the
  * path off; block-dense matrices (the case the path is for), random and
  * model products, Galerkin products of a model hierarchy; re-runs with
  * new values.
@@ -306,16 +305,12 @@ int main(int argc, char **argv)
       {500, 400, 300, 0.01, 1.0, "few dense tiles (empty C tiles dropped)"},
   };
   int ncases = quick ? 4 : (int)(sizeof cases / sizeof cases[0]);
-  /* both fp64 instruction shapes (m16n8k16 runs as m8n8k4 below sm_90) */
-  const char *shapes[] = {"m8n8k4", "m16n8k16"};
-  for (int sh = 0; sh < 2; sh++) {
-  setenv("TILERAP_TC_SHAPE", shapes[sh], 1);
   char nm[160];
   for (int c = 0; c < ncases; c++) {
     tilerap_csr *A = blockdense(cases[c].m, cases[c].k, cases[c].td, cases[c].fill, 0, &seed);
     tilerap_csr *B = blockdense(cases[c].k, cases[c].n, cases[c].td, cases[c].fill, 0, &seed);
     int tthr[] = {0, 1024, 4096};
-    snprintf(nm, sizeof nm, "%s %s", shapes[sh], cases[c].name);
+    snprintf(nm, sizeof nm, "%s", cases[c].name);
     for (int i = 0; i < 3; i++) check_fp64(A, B, 192, tthr[i], nm);
     check_fp64(A, B, 0, 0, nm);   /* every C tile dense-accumulated */
     check_fp64(A, B, 256, 0, nm); /* every C tile sparse */
@@ -323,26 +318,12 @@ int main(int argc, char **argv)
   }
   {
     tilerap_csr *A = ref_random(129, 200, 0.2, 3, &seed), *B = ref_random(200, 77, 0.6, 0, &seed);
-    snprintf(nm, sizeof nm, "%s random mixed densities", shapes[sh]);
-    check_fp64(A, B, 24, 0, nm);
-    check_fp64(A, B, 24, 200, nm);
+    check_fp64(A, B, 24, 0, "random mixed densities");
+    check_fp64(A, B, 24, 200, "random mixed densities");
     tilerap_csr_destroy(&A); tilerap_csr_destroy(&B);
   }
   check_ptap(TILERAP_P3D27, quick ? 12 : 24, 0);
   if (!quick) check_ptap(TILERAP_P3D27, 24, 128);
-  }
-  { /* an unknown shape name is refused at plan creation */
-    setenv("TILERAP_TC_SHAPE", "m16n8k5", 1);
-    tilerap_csr *A = blockdense(32, 32, 1.0, 1.0, 0, &seed);
-    tilerap_tile_matrix *hA = ref_csr_to_tile(A), *dA = gpu_to_device(hA), *dC = NULL;
-    tilerap_options og = tc_opts(TILERAP_ENGINE_CUDA, 192, 0, TILERAP_PRECISION_FP64);
-    tilerap_spgemm_plan pl = NULL;
-    int err = tilerap_spgemm_plan_create(dA, dA, &og, &pl, &dC);
-    tap_ok(err == TILERAP_ERR_INVALID && !pl && !dC, "TILERAP_TC_SHAPE=m16n8k5 refused (%s)", tilerap_last_error());
-    tilerap_spgemm_plan_destroy(&pl); tilerap_tile_destroy(&dC);
-    tilerap_tile_destroy(&hA); tilerap_tile_destroy(&dA); tilerap_csr_destroy(&A);
-    unsetenv("TILERAP_TC_SHAPE");
-  }
 
   tilerap_precision precs[] = {TILERAP_PRECISION_TF32, TILERAP_PRECISION_BF16, TILERAP_PRECISION_FP16};
   for (int p = 0; p < 3; p++) {

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static uint64_t g_seed = 20261126;
@@ -368,34 +369,69 @@ static void check_options(void)
              "one-shot %s refuses a bad %s (%s)", prod_name[kind], field[f], tilerap_last_error());
       tilerap_tile_destroy(&C);
     }
-  /* unknown environment values are errors, at every entry point */
-  static const char *const var[] = {"TILERAP_ENGINE", "TILERAP_CPU_KERNEL"};
-  static const char *const bad[] = {"gpu", "fast"};
-  for (int v = 0; v < 2; v++) {
-    const char *old = getenv(var[v]);
-    char *saved = old ? strdup(old) : NULL;
-    setenv(var[v], bad[v], 1);
-    for (int kind = PROD_AB; kind <= PROD_PTAP; kind++) {
-      tilerap_options o;
-      tilerap_options_default(&o); /* AUTO engine and kernel: the environment decides */
-      if (v == 1) o.engine = TILERAP_ENGINE_CPU;
-      any_plan pl = {0, NULL};
-      const int err = plan_create(kind, kind == PROD_ATB ? P : A, kind == PROD_PTAP ? P : A, &o, &pl, &C);
-      tap_ok(err == TILERAP_ERR_INVALID && strstr(tilerap_last_error(), var[v]), "%s=%s: %s plan refuses it (%s)",
-             var[v], bad[v], prod_name[kind], tilerap_last_error());
-      plan_destroy(&pl);
-      tilerap_tile_destroy(&C);
-    }
-    if (saved) setenv(var[v], saved, 1);
-    else unsetenv(var[v]);
-    free(saved);
+  /* tuning knobs: bad values and names refused where they are set */
+  static const char *const knob[] = {"TILERAP_ENGINE", "TILERAP_CPU_KERNEL", "TILERAP_PINNED_CHUNK", "TILERAP_NO_SUCH_KNOB"};
+  static const char *const bad[] = {"gpu", "fast", "12", "1"};
+  for (int v = 0; v < 4; v++) {
+    const int err = tilerap_tuning_set(knob[v], bad[v]);
+    tap_ok(err == TILERAP_ERR_INVALID && strstr(tilerap_last_error(), knob[v]), "tilerap_tuning_set(%s, %s) refused (%s)",
+           knob[v], bad[v], tilerap_last_error());
   }
+  tilerap_tile_destroy(&A); tilerap_tile_destroy(&P);
+  tilerap_csr_destroy(&a); tilerap_csr_destroy(&p);
+}
+
+/* The environment is read once, at first use: a bad value there makes
+ * every plan entry point fail naming the variable.  Checked in a child of
+ * this program started with the value (--env-child VAR). */
+static int env_child(const char *var)
+{
+  tilerap_csr *a = gen_square(K_RANDOM, 40), *p = gen_p(40, 9);
+  tilerap_tile_matrix *A = ref_csr_to_tile(a), *P = ref_csr_to_tile(p), *C = NULL;
+  int failures = 0;
+  for (int kind = PROD_AB; kind <= PROD_PTAP; kind++) {
+    tilerap_options o;
+    tilerap_options_default(&o); /* AUTO engine and kernel: the environment decides */
+    any_plan pl = {0, NULL};
+    const int err = plan_create(kind, kind == PROD_ATB ? P : A, kind == PROD_PTAP ? P : A, &o, &pl, &C);
+    if (err != TILERAP_ERR_INVALID || !strstr(tilerap_last_error(), var)) failures++;
+    else printf("# %s plan: %s\n", prod_name[kind], tilerap_last_error());
+    plan_destroy(&pl);
+    tilerap_tile_destroy(&C);
+  }
+  tilerap_tile_destroy(&A); tilerap_tile_destroy(&P);
+  tilerap_csr_destroy(&a); tilerap_csr_destroy(&p);
+  return failures ? 1 : 0;
+}
+
+static void check_env_value(const char *var, const char *value)
+{
+  fflush(stdout);
+  const pid_t pid = fork();
+  if (pid == 0) {
+    setenv(var, value, 1);
+    execl("/proc/self/exe", "test_misuse", "--env-child", var, (char *)NULL);
+    _exit(127);
+  }
+  int status = 0;
+  const int waited = pid > 0 && waitpid(pid, &status, 0) == pid;
+  tap_ok(waited && WIFEXITED(status) && WEXITSTATUS(status) == 0,
+         "%s=%s in the environment: every plan entry point refuses it, naming the variable", var, value);
+}
+
+static void check_environment(void)
+{
+  check_env_value("TILERAP_ENGINE", "gpu");
+  check_env_value("TILERAP_CPU_KERNEL", "fast");
+  check_env_value("TILERAP_PTAP_SCATTER_MACS", "many");
+}
+
+static void check_memtype(void)
+{
   tilerap_tile_matrix *T = NULL;
   const int err = tilerap_tile_create(4, 4, 1, 1, (tilerap_memtype)7, &T);
   tap_ok(err == TILERAP_ERR_INVALID && !T && strstr(tilerap_last_error(), "memory type 7"),
          "tilerap_tile_create with memory type 7 refused (%s)", tilerap_last_error());
-  tilerap_tile_destroy(&A); tilerap_tile_destroy(&P);
-  tilerap_csr_destroy(&a); tilerap_csr_destroy(&p);
 }
 
 /* ---------------------------------------------------------------- sizes */
@@ -445,6 +481,7 @@ static void check_int_max_rows(void)
 /* --quick (the sanitizer runs): three trials, no INT_MAX matrix */
 int main(int argc, char **argv)
 {
+  if (argc > 2 && !strcmp(argv[1], "--env-child")) return env_child(argv[2]);
   const int quick = argc > 1 && !strcmp(argv[1], "--quick");
   engine_cfg engines[3] = {{"cpu", TILERAP_ENGINE_CPU, TILERAP_MEM_HOST}};
   int ne = 1;
@@ -467,6 +504,8 @@ int main(int argc, char **argv)
     tilerap_csr_destroy(&A); tilerap_csr_destroy(&P); tilerap_csr_destroy(&Q);
   }
   check_options();
+  check_environment();
+  check_memtype();
   if (!quick) check_int_max_rows();
   return tap_done();
 }

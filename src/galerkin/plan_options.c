@@ -1,6 +1,7 @@
 /* Engine selection: AUTO picks CUDA when compiled in and a GPU is visible. */
 #include "tile_internal.h"
 #include "engine_cuda.h"
+#include "tuning.h"
 #include <stdlib.h>
 #include <strings.h>
 
@@ -92,15 +93,11 @@ int tilerap_engine_available(tilerap_engine e)
   return 0;
 }
 
-/* TILERAP_ENGINE for an AUTO request; unset or empty: AUTO */
-static int tr_engine_env(tilerap_engine *e)
+/* the tuning table's engine (TILERAP_ENGINE) for an AUTO request */
+static tilerap_engine tr_engine_knob(void)
 {
-  const char *env = getenv("TILERAP_ENGINE");
-  *e = TILERAP_ENGINE_AUTO;
-  if (!env || !*env) return TILERAP_SUCCESS;
-  if (tilerap_engine_parse(env, e))
-    return tilerap_set_error(TILERAP_ERR_INVALID, "TILERAP_ENGINE=\"%s\": expected auto, cpu or cuda", env);
-  return TILERAP_SUCCESS;
+  static const tilerap_engine by_index[] = {TILERAP_ENGINE_AUTO, TILERAP_ENGINE_CPU, TILERAP_ENGINE_CUDA};
+  return by_index[tr_knob_int(TR_KNOB_ENGINE)];
 }
 
 static int tr_engine_valid(tilerap_engine e)
@@ -112,7 +109,7 @@ static int tr_engine_valid(tilerap_engine e)
  * the plans report it (tr_engine_resolve). */
 tilerap_engine tilerap_engine_resolve(tilerap_engine requested)
 {
-  if (requested == TILERAP_ENGINE_AUTO && tr_engine_env(&requested)) requested = TILERAP_ENGINE_AUTO;
+  if (requested == TILERAP_ENGINE_AUTO) requested = tr_engine_knob();
   if (requested == TILERAP_ENGINE_AUTO)
     return tilerap_engine_available(TILERAP_ENGINE_CUDA) ? TILERAP_ENGINE_CUDA : TILERAP_ENGINE_CPU;
   return requested;
@@ -121,8 +118,8 @@ tilerap_engine tilerap_engine_resolve(tilerap_engine requested)
 int tr_engine_resolve(tilerap_engine requested, tilerap_engine *engine)
 {
   if (!tr_engine_valid(requested)) return tilerap_set_error(TILERAP_ERR_INVALID, "unknown engine %d", (int)requested);
-  int err;
-  if (requested == TILERAP_ENGINE_AUTO && (err = tr_engine_env(&requested))) return err;
+  int err = tr_tuning_check();
+  if (err) return err;
   *engine = tilerap_engine_resolve(requested);
   if (!tilerap_engine_available(*engine))
     return tilerap_set_error(TILERAP_ERR_ENGINE, "engine '%s' is not available (%s)", tilerap_engine_name(*engine),
@@ -144,6 +141,8 @@ int tr_check_memtype(tilerap_memtype mem, const char *who)
 
 int tr_options_check(const tilerap_options *o, const char *who)
 {
+  int err = tr_tuning_check();
+  if (err) return err;
   if (!tr_engine_valid(o->engine))
     return tilerap_set_error(TILERAP_ERR_INVALID, "%s: unknown engine %d (auto 0, cpu 1, cuda 2)", who, (int)o->engine);
   if (o->dense_threshold < 0 || o->dense_threshold > 256)

@@ -20,11 +20,9 @@
  *     values through the transpose's permutation; P^T's values are
  *     refreshed by a gather only where tensor-core pairs read P^T's
  *     tiles, or with TILERAP_PTAP_GATHER=1).
- * TILERAP_PTAP picks another way for A/B runs and tests: "products" (two
- * planned products every run, the form before the first-value kernels),
- * "first" (those kernels the first time only) or "scatter" (every run);
- * "auto" (default) chooses by an estimate of AP's multiply-adds
- * (TILERAP_PTAP_SCATTER_MACS).
+ * The tuning table's TILERAP_PTAP forces one way for tests: "first" (those
+ * kernels the first time only) or "scatter" (every run); "auto" (default)
+ * chooses by an estimate of AP's multiply-adds (TILERAP_PTAP_SCATTER_MACS).
  * C is an ordinary tile matrix, so it is the next level's A as it
  * stands.  With the CUDA engine and host matrices, everything (P^T, AP,
  * plans) lives on the device and only A's and P's values go up and C's
@@ -32,6 +30,7 @@
 #include "tile_internal.h"
 #include "engine_cuda.h"
 #include "spgemm_cpu.h"
+#include "tuning.h"
 #include <stdio.h>
 
 struct tilerap_ptap_plan_s {
@@ -46,7 +45,6 @@ struct tilerap_ptap_plan_s {
   int mode;                 /* TR_PTAP_* (CUDA engine) */
   int ap_scatter;           /* AP's first values (all, with SCATTER_ALL) by a first-value kernel, not its plan */
   int p_direct;             /* C's plan reads P's values through perm: no P^T values, no gather */
-  int by_kernel;            /* values the plans don't make come from the kernels below (0: two planned products) */
   int ap_rows, c_rows;      /* each half's kernel: the row product (ptap_cuda_rows.cu), else the scatter */
   int ap_group, c_group;    /* the row products' lanes per tile row */
   tr_cuda_scatter *scatter; /* the scatters' state (a half by scatter) */
@@ -94,63 +92,33 @@ static int tr_ptap_check(const tilerap_tile_matrix *A, const tilerap_tile_matrix
   return TILERAP_SUCCESS;
 }
 
-/* Refreshes Pt's values from P's through the permutation. */
+#ifdef TILERAP_HAVE_CUDA
+/* Refreshes Pt's values from P's through the permutation (a gather). */
 static int tr_refresh_pt(tilerap_ptap_plan G, const tilerap_tile_matrix *P)
 {
-  if (G->Pt->memtype == TILERAP_MEM_HOST) {
-    const double *src = P->val;
-    double *dst = G->Pt->val;
-    const int64_t *perm = G->perm;
-#pragma omp parallel for schedule(static) if (G->Pt->nnz > 64 * TR_OMP_MIN_ITEMS)
-    for (int64_t q = 0; q < G->Pt->nnz; q++) dst[q] = src[perm[q]];
-    return TILERAP_SUCCESS;
-  }
-#ifdef TILERAP_HAVE_CUDA
   return tr_cuda_gather_values(P->val, G->perm, G->Pt->nnz, G->Pt->val, G->stream);
-#else
-  return tilerap_set_error(TILERAP_ERR_ENGINE, "built without CUDA");
-#endif
 }
 
-#ifdef TILERAP_HAVE_CUDA
 /* How the CUDA engine makes C's values (TILERAP_PTAP) */
-#define TR_PTAP_PRODUCTS 0      /* "products": two planned products, every run */
-#define TR_PTAP_SCATTER_FIRST 1 /* "first": both scatters the first time, then the planned products */
-#define TR_PTAP_SCATTER_ALL 2   /* "scatter": both scatters every run; the plans for structure only */
+#define TR_PTAP_SCATTER_FIRST 1 /* "first": both first-value kernels the first time, then the planned products */
+#define TR_PTAP_SCATTER_ALL 2   /* "scatter": the kernels every run; the plans for structure only */
 #define TR_PTAP_AUTO 3          /* "auto" (default): SCATTER_C or SCATTER_FIRST by AP's size */
-#define TR_PTAP_SCATTER_C 4     /* (auto) both scatters the first time, then AP planned and C scattered */
-/* auto: C by the scatter on every run up to this many multiply-adds of
- * AP (about the second product's, which the scatter pays in global
- * atomics); above it, re-runs of the planned P^T * AP's hit records are
- * faster.  AP's own re-runs always use its hit records: its scatter was
- * slower on re-runs at every size measured.  H100, BENCHMARKS.md
- * section 1: the C scatter won at AP <= 8e6 multiply-adds (101^3 level
- * 1), lost from 1.2e7 up (p2d5 level 0). */
-#define TR_PTAP_SCATTER_MACS_DEFAULT 8e6
+#define TR_PTAP_SCATTER_C 4     /* (auto) both kernels the first time, then AP planned and C by its kernel */
+/* auto: C by its kernel on every run up to TILERAP_PTAP_SCATTER_MACS
+ * multiply-adds of AP (about the second product's, which the scatter pays
+ * in global atomics; default 8e6); above it, re-runs of the planned
+ * P^T * AP's hit records are faster.  AP's own re-runs always use its hit
+ * records: its scatter was slower on re-runs at every size measured.
+ * H100: the C scatter won at AP <= 8e6 multiply-adds (101^3 level 1),
+ * lost from 1.2e7 up (p2d5 level 0). */
 /* AP's first values by its scatter from this many multiply-adds on (below,
  * auto leaves them to the plan's walk, one kernel: the scatter's extra
  * launches cost more than they save on the smallest levels) */
 #define TR_PTAP_AP_SCATTER_MACS 1e6
-/* *out = values[i] where environment variable var holds names[i] (unset
- * or empty: values[0]); any other value is an error naming var and the
- * choices */
-static int tr_env_choice(const char *var, const char *const *names, const int *values, int n, int *out)
+static int tr_ptap_cuda_mode(void)
 {
-  const char *s = getenv(var);
-  if (!s || !*s) { *out = values[0]; return TILERAP_SUCCESS; }
-  char list[160] = "";
-  for (int i = 0; i < n; i++) {
-    if (!strcmp(s, names[i])) { *out = values[i]; return TILERAP_SUCCESS; }
-    const size_t len = strlen(list);
-    snprintf(list + len, sizeof list - len, "%s%s", i == 0 ? "" : i == n - 1 ? " or " : ", ", names[i]);
-  }
-  return tilerap_set_error(TILERAP_ERR_INVALID, "%s=\"%s\": expected %s", var, s, list);
-}
-static int tr_ptap_cuda_mode(int *mode)
-{
-  static const char *const names[] = {"auto", "products", "first", "scatter"};
-  static const int values[] = {TR_PTAP_AUTO, TR_PTAP_PRODUCTS, TR_PTAP_SCATTER_FIRST, TR_PTAP_SCATTER_ALL};
-  return tr_env_choice("TILERAP_PTAP", names, values, 4, mode);
+  static const int by_index[] = {TR_PTAP_AUTO, TR_PTAP_SCATTER_FIRST, TR_PTAP_SCATTER_ALL};
+  return by_index[tr_knob_int(TR_KNOB_PTAP)];
 }
 /* AP's multiply-adds estimated before any plan exists: nnz(A) times P's
  * mean row length (within 1 % on the model problems' level 0) */
@@ -158,44 +126,28 @@ static double tr_ptap_ap_macs(const tilerap_tile_matrix *A, const tilerap_tile_m
 {
   return P->m > 0 ? (double)A->nnz * ((double)P->nnz / (double)P->m) : 0.0;
 }
-/* TILERAP_PTAP_GATHER=1: re-runs of the planned P^T * AP gather P^T's
- * values as before, in place of reading P's through the hits (A/B runs) */
-static int tr_env_ptap_gather(void)
-{
-  const char *e = getenv("TILERAP_PTAP_GATHER");
-  return e && *e && strcmp(e, "0");
-}
 /* TILERAP_PTAP_KERNEL: which kernel makes each half's values that no
  * planned product makes (first values; C's in the small products'
  * re-runs; all with TILERAP_PTAP=scatter): "rows" (a tile row of the
  * output summed in shared memory, ptap_cuda_rows.cu), "scatter" (one
  * global atomic per multiply-add, ptap_cuda_scatter*.cu) or "auto"
  * (default): rows for a half of at least TR_PTAP_ROWS_ITEMS items (X's
- * entries times Z's tiles per tile row; TILERAP_PTAP_ROWS_ITEMS) whose
- * shape suits them (tr_cuda_rows_choose: not too few rows, not too long),
- * the scatter otherwise.  H100 (BENCHMARKS.md section 1, ncu with warm
- * caches): rows won on the fine levels' AP (p3d7 101^3: 292 against
- * 410 us; 200^3: 2346 against 2690 us) and C at 101^3 (271 against
- * 297 us), tied on C at 200^3, lost on small products (level-1 C of 108
- * tile rows: 99 against 29 us; level-1 AP of 3e6 items: 79 against 54
- * us). */
+ * entries times Z's tiles per tile row) whose shape suits them
+ * (tr_cuda_rows_choose: not too few rows, not too long), the scatter
+ * otherwise.  H100 (ncu with warm caches): rows won on the fine levels'
+ * AP (p3d7 101^3: 292 against 410 us; 200^3: 2346 against 2690 us) and C
+ * at 101^3 (271 against 297 us), tied on C at 200^3, lost on small
+ * products (level-1 C of 108 tile rows: 99 against 29 us; level-1 AP of
+ * 3e6 items: 79 against 54 us). */
 #define TR_PTAP_ROWS_ITEMS 8e6
 #define TR_KERNEL_AUTO 0
 #define TR_KERNEL_ROWS 1
 #define TR_KERNEL_SCATTER 2
-static int tr_ptap_kernel_env(int *kernel)
-{
-  static const char *const names[] = {"auto", "rows", "scatter"};
-  static const int values[] = {TR_KERNEL_AUTO, TR_KERNEL_ROWS, TR_KERNEL_SCATTER};
-  return tr_env_choice("TILERAP_PTAP_KERNEL", names, values, 3, kernel);
-}
 /* whether Y = X * Z's values come from the row product (*group: its lanes per row) */
 static int tr_ptap_use_rows(int kernel, const tilerap_tile_matrix *X, const tilerap_tile_matrix *Z, int *group)
 {
   if (kernel == TR_KERNEL_SCATTER) return 0;
-  const char *m = getenv("TILERAP_PTAP_ROWS_ITEMS");
-  const double min_items = kernel == TR_KERNEL_ROWS ? -1.0 : m && *m ? atof(m) : TR_PTAP_ROWS_ITEMS;
-  return tr_cuda_rows_choose(X, Z, min_items, group);
+  return tr_cuda_rows_choose(X, Z, kernel == TR_KERNEL_ROWS ? -1.0 : TR_PTAP_ROWS_ITEMS, group);
 }
 /* AP's values by the first-value kernels */
 static int tr_ptap_kernel_ap(tilerap_ptap_plan G, const tilerap_tile_matrix *A, const tilerap_tile_matrix *P)
@@ -212,9 +164,7 @@ static int tr_ptap_kernel_c(tilerap_ptap_plan G, const tilerap_tile_matrix *P, t
 }
 static int tr_ptap_auto_mode(const tilerap_tile_matrix *A, const tilerap_tile_matrix *P)
 {
-  const char *m = getenv("TILERAP_PTAP_SCATTER_MACS");
-  const double macs = m && *m ? atof(m) : TR_PTAP_SCATTER_MACS_DEFAULT;
-  return tr_ptap_ap_macs(A, P) <= macs ? TR_PTAP_SCATTER_C : TR_PTAP_SCATTER_FIRST;
+  return tr_ptap_ap_macs(A, P) <= tr_knob(TR_KNOB_PTAP_SCATTER_MACS) ? TR_PTAP_SCATTER_C : TR_PTAP_SCATTER_FIRST;
 }
 #endif
 
@@ -263,16 +213,13 @@ static int tr_ptap_plan_create_mode(const tilerap_tile_matrix *A, const tilerap_
     if ((err = tr_cpu_spgemm_plan_create_atb(wP, G->AP, &o, &G->c_plan, &wC))) goto fail;
   } else {
 #ifdef TILERAP_HAVE_CUDA
-    int kernel = TR_KERNEL_AUTO;
-    if ((err = tr_ptap_cuda_mode(&G->mode)) || (err = tr_ptap_kernel_env(&kernel))) goto fail;
+    const int kernel = tr_knob_int(TR_KNOB_PTAP_KERNEL); /* TR_KERNEL_*: the knob's index */
+    G->mode = tr_ptap_cuda_mode();
     /* a one-shot product has no re-runs for hit records to serve */
-    if (one_shot && G->mode != TR_PTAP_PRODUCTS) G->mode = TR_PTAP_SCATTER_ALL;
+    if (one_shot) G->mode = TR_PTAP_SCATTER_ALL;
     if (G->mode == TR_PTAP_AUTO) G->mode = tr_ptap_auto_mode(wA, wP);
     if ((err = tilerap_tile_transpose(wP, &G->Pt, &G->perm))) goto fail;
-    if (G->mode == TR_PTAP_PRODUCTS) {
-      if ((err = tr_spgemm_plan_create_mode(wA, wP, &o, one_shot, &G->ap_plan, &G->AP))) goto fail;
-      if ((err = tr_spgemm_plan_create_mode(G->Pt, G->AP, &o, one_shot, &G->c_plan, &wC))) goto fail;
-    } else {
+    {
       /* both plans without values (the first-value kernels make the first
        * ones): structure only where those kernels make every run's values,
        * otherwise deferred (hits made by the plan's first numeric run) */
@@ -283,14 +230,13 @@ static int tr_ptap_plan_create_mode(const tilerap_tile_matrix *A, const tilerap_
       const int cmode = G->mode == TR_PTAP_SCATTER_FIRST ? TR_PLAN_DEFER : TR_PLAN_STRUCTURE;
       if ((err = tr_spgemm_plan_create_mode(wA, wP, &os, apmode, &G->ap_plan, &G->AP))) goto fail;
       if ((err = tr_spgemm_plan_create_mode(G->Pt, G->AP, &os, cmode, &G->c_plan, &wC))) goto fail;
-      G->by_kernel = 1;
       G->ap_rows = G->ap_scatter && tr_ptap_use_rows(kernel, wA, wP, &G->ap_group);
       G->c_rows = tr_ptap_use_rows(kernel, G->Pt, G->AP, &G->c_group);
       if (cmode == TR_PLAN_STRUCTURE && !G->c_rows) { /* P^T was needed for C's structure only */
         tr_free_in(G->perm, G->Pt->memtype);
         G->perm = NULL;
         tilerap_tile_destroy(&G->Pt);
-      } else if (cmode == TR_PLAN_DEFER && !tr_env_ptap_gather()) {
+      } else if (cmode == TR_PLAN_DEFER && !tr_knob_int(TR_KNOB_PTAP_GATHER)) {
         /* C's hit records take P's value indices (through perm) when they
          * are made, so re-runs read P itself: no gather of P^T's values
          * (unless tensor-core pairs, which read P^T's tiles, keep them) */
@@ -349,7 +295,7 @@ int tilerap_ptap_numeric(tilerap_ptap_plan G, const tilerap_tile_matrix *A, cons
   }
   int ap_scatter = 0, c_scatter = 0; /* which halves by the first-value kernels this run */
 #ifdef TILERAP_HAVE_CUDA
-  if (G->by_kernel) {
+  if (G->engine == TILERAP_ENGINE_CUDA) {
     c_scatter = G->runs == 0 || G->mode == TR_PTAP_SCATTER_ALL || G->mode == TR_PTAP_SCATTER_C;
     ap_scatter = G->ap_scatter && (G->runs == 0 || G->mode == TR_PTAP_SCATTER_ALL);
   }
@@ -368,13 +314,12 @@ int tilerap_ptap_numeric(tilerap_ptap_plan G, const tilerap_tile_matrix *A, cons
       tilerap_tile_matrix ptv = *G->Pt;
       ptv.val = wP->val;
       err = tr_spgemm_run(G->c_plan, &ptv, G->AP, wC);
+    } else if (G->Pt) {
+      if ((err = tr_refresh_pt(G, wP))) return err;
+      err = tr_spgemm_run(G->c_plan, G->Pt, G->AP, wC);
     } else
 #endif
-    {
-      if (G->Pt && (err = tr_refresh_pt(G, wP))) return err;
-      /* CPU: the A^T*B plan takes P itself */
-      err = tr_spgemm_run(G->c_plan, G->Pt ? G->Pt : wP, G->AP, wC);
-    }
+      err = tr_spgemm_run(G->c_plan, wP, G->AP, wC); /* CPU: the A^T*B plan takes P itself */
   }
   if (err) return err;
   G->runs++;

@@ -5,6 +5,7 @@
  * values on numeric re-runs. */
 #include "spgemm_cpu.h"
 #include "engine_cuda.h"
+#include "tuning.h"
 
 struct tilerap_spgemm_plan_s {
   tilerap_engine engine;
@@ -81,15 +82,13 @@ static int tr_transpose_tile_structure(const tilerap_tile_matrix *A, tilerap_til
   return TILERAP_SUCCESS;
 }
 
-/* The CPU kernel an AUTO request means here: TILERAP_CPU_KERNEL if set
- * (an unknown value is an error). */
+/* The CPU kernel an AUTO request means here: the tuning table's
+ * (TILERAP_CPU_KERNEL; its index is the enum's value). */
 static int tr_cpu_kernel_resolve(tilerap_cpu_kernel *k)
 {
-  const char *env = getenv("TILERAP_CPU_KERNEL");
-  if (*k != TILERAP_CPU_KERNEL_AUTO || !env || !*env) return TILERAP_SUCCESS;
-  if (tilerap_cpu_kernel_parse(env, k))
-    return tilerap_set_error(TILERAP_ERR_INVALID, "TILERAP_CPU_KERNEL=\"%s\": expected auto, tiles or recorded", env);
-  return TILERAP_SUCCESS;
+  int err = tr_tuning_check();
+  if (!err && *k == TILERAP_CPU_KERNEL_AUTO) *k = (tilerap_cpu_kernel)tr_knob_int(TR_KNOB_CPU_KERNEL);
+  return err;
 }
 
 /* Sizes and allocates the RECORDED kernel's records once C's structure

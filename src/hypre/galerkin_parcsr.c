@@ -23,6 +23,7 @@
  * checks) and again after the local tile products, so that either every
  * rank computes or every rank calls hypre's own function. */
 #include "hook_internal.h"
+#include "tuning.h"
 
 #include <mpi.h>
 #include <pthread.h>
@@ -201,27 +202,12 @@ typedef struct {
   HYPRE_Int nmark;
 } tr_order_ctx;
 
-static int tr_hypre_order_hypre(void)
-{
-  static int v = -1;
-  if (v < 0) {
-    const char *s = getenv("TILERAP_HYPRE_ORDER");
-    v = !(s && !strcmp(s, "sorted"));
-  }
-  return v;
-}
+/* the tuning table's TILERAP_HYPRE_ORDER: hypre (default) or sorted */
+static int tr_hypre_order_hypre(void) { return tr_knob_int(TR_KNOB_HYPRE_ORDER) == 0; }
 
 /* TILERAP_HYPRE_TEST_PARALLEL=1: the parallel paths of the row-order pass
  * at every size (tests: their problems are below the thresholds). */
-static int tr_test_parallel(void)
-{
-  static int v = -1;
-  if (v < 0) {
-    const char *e = getenv("TILERAP_HYPRE_TEST_PARALLEL");
-    v = e && !strcmp(e, "1");
-  }
-  return v;
-}
+static int tr_test_parallel(void) { return tr_knob_int(TR_KNOB_HYPRE_TEST_PARALLEL); }
 
 /* Columns of block M (ncols of them) as lists of its rows, rows ascending
  * (a counting sort): column c holds rows (*rows)[(*ptr)[c] .. (*ptr)[c+1]).
@@ -878,8 +864,7 @@ static int tr_hypre_galerkin_run(hypre_ParCSRMatrix *RT, hypre_ParCSRMatrix *A, 
     trav.Pd = Pd; trav.Ad = Ad;
     /* TILERAP_HYPRE_TEST_ORDER_THREAD=1: the threaded variant with the CPU
      * engine too (tests) */
-    const char *tt = getenv("TILERAP_HYPRE_TEST_ORDER_THREAD");
-    const int threaded = dev || (tt && !strcmp(tt, "1"));
+    const int threaded = dev || tr_knob_int(TR_KNOB_HYPRE_TEST_ORDER_THREAD);
     /* On its own thread, the row-order pass's team leaves a core to this
      * thread and, with the CUDA engine, the cores of the staging copies
      * (4 threads, host_copy.c in the core library): oversubscribed, both

@@ -5,6 +5,7 @@
 #define _GNU_SOURCE
 #endif
 #include "hook_internal.h"
+#include "tuning.h"
 #include "tile_mpi_device.h"
 
 #include <dlfcn.h>
@@ -42,15 +43,6 @@ static const char *const g_reason_text[TILERAP_HYPRE_FWD_NREASONS] = {
 static const char *const g_entry_text[TILERAP_HYPRE_EP_N] = {
   "hypre_BoomerAMGBuildCoarseOperatorKT", "hypre_ParCSRMatrixRAPKT"};
 
-static int env_flag(const char *name, int dflt)
-{
-  const char *s = getenv(name);
-  if (!s || !*s) return dflt;
-  if (!strcmp(s, "0") || !strcasecmp(s, "no") || !strcasecmp(s, "off") || !strcasecmp(s, "false"))
-    return 0;
-  return 1;
-}
-
 /* Silent in processes that never reached a hooked call (mpiexec under LD_PRELOAD). */
 static void print_at_exit(void)
 {
@@ -59,11 +51,7 @@ static void print_at_exit(void)
 
 __attribute__((constructor)) static void tr_hypre_init(void)
 {
-  g_verbose = env_flag("TILERAP_HYPRE_VERBOSE", 0);
-  if (g_verbose) { /* 2: also one line per product */
-    const char *v = getenv("TILERAP_HYPRE_VERBOSE");
-    if (v && v[0] >= '2' && v[0] <= '9' && !v[1]) g_verbose = v[0] - '0';
-  }
+  g_verbose = tr_knob_int(TR_KNOB_HYPRE_VERBOSE); /* 2: also one line per product */
   if (g_verbose) atexit(print_at_exit);
 }
 
@@ -71,7 +59,7 @@ int tr_hypre_verbose(void) { return g_verbose; }
 
 int tr_hypre_enabled(void)
 {
-  if (g_enabled < 0) g_enabled = env_flag("TILERAP_HYPRE", 1);
+  if (g_enabled < 0) g_enabled = tr_knob_int(TR_KNOB_HYPRE);
   if (g_rank < 0) {
     int init = 0, fin = 0;
     MPI_Initialized(&init);
@@ -96,23 +84,20 @@ int tr_hypre_refusal(void)
   if (!tr_hypre_enabled()) return TILERAP_HYPRE_FWD_DISABLED;
   /* the CPU engine only when asked for by name: on BoomerAMG's operators
    * it is slower than hypre's own RAP (BENCHMARKS.md, hypre section) */
-  const char *s = getenv("TILERAP_ENGINE");
-  tilerap_engine e;
-  const int named_cpu = s && *s && tilerap_engine_parse(s, &e) == TILERAP_SUCCESS && e == TILERAP_ENGINE_CPU;
+  const int named_cpu = tr_knob_int(TR_KNOB_ENGINE) == 1; /* TILERAP_ENGINE=cpu */
   if (!named_cpu && tilerap_engine_resolve(TILERAP_ENGINE_AUTO) == TILERAP_ENGINE_CPU) return TILERAP_HYPRE_FWD_NOGPU;
   return -1;
 }
 
 int tr_hypre_test_refuse_rank(void)
 {
-  const char *s = getenv("TILERAP_HYPRE_TEST_REFUSE_RANK");
-  return (s && *s) ? atoi(s) : -1;
+  return tr_knob_int(TR_KNOB_HYPRE_TEST_REFUSE_RANK);
 }
 
 double tr_hypre_wtime(void)
 {
   struct timespec ts;
-  clock_gettime(getenv("TR_CPUTIME") ? CLOCK_PROCESS_CPUTIME_ID : CLOCK_MONOTONIC, &ts);
+  clock_gettime(CLOCK_MONOTONIC, &ts);
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
@@ -153,20 +138,16 @@ static int g_device = -1; /* device chosen for this process (-1: none yet) */
 
 int tr_hypre_select_device(MPI_Comm comm)
 {
-  const char *s = getenv("TILERAP_DEVICE");
-  int requested = -1, bad = 0;
-  if (s && *s) {
-    char *end;
-    long v = strtol(s, &end, 10);
-    if (*end || v < 0 || v > INT_MAX) bad = 1;
-    else requested = (int)v;
-  }
+  /* TILERAP_DEVICE (-1: one GPU per rank); a bad value in the tuning
+   * table (this one or another) refuses, with its message */
+  const int bad = tr_tuning_check() != TILERAP_SUCCESS;
+  const int requested = bad ? -1 : tr_knob_int(TR_KNOB_DEVICE);
   /* a bad value still takes part in the collective, then refuses */
   int active = !bad && tilerap_engine_resolve(TILERAP_ENGINE_AUTO) == TILERAP_ENGINE_CUDA;
   /* the CPU engine ignores a device number */
   int err = tr_mpi_choose_device(comm, active, active ? requested : -1, &g_device);
   if (bad) {
-    tr_hypre_note("TILERAP_DEVICE=%s: expected a device number >= 0", s);
+    tr_hypre_note("%s", tilerap_last_error());
     return 1;
   }
   if (err) {

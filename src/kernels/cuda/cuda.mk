@@ -64,6 +64,8 @@ check-gpu:
 	$(MAKE) $(AM_MAKEFLAGS) check
 	@$(SHELL) $(srcdir)/test/gpu_sanitize.sh $(builddir) >test/gpu_sanitize.log; rc=$$?; cat test/gpu_sanitize.log; \
 	  test $$rc = 0 && ! grep -qE '^(not ok|Bail out!)' test/gpu_sanitize.log
+	@$(SHELL) $(srcdir)/test/gpu_paths.sh $(builddir) >test/gpu_paths.log; rc=$$?; cat test/gpu_paths.log; \
+	  test $$rc = 0 && ! grep -qE '^(not ok|Bail out!)' test/gpu_paths.log
 
 # GPU benchmark: tilerap (first time and numeric re-run) against cuSPARSE
 # SpGEMM on the model hierarchies, per level, CUDA events.

@@ -67,8 +67,8 @@ void tr_cuda_scatter_destroy(tr_cuda_scatter *S);
  * < 0 (forced), the product has at least min_items items (X's entries
  * times Z's tiles per tile row) in rows of a shape that suits it (at most
  * 1024 items a row for a warp per row, at least 8 rows per SM for a
- * block; TILERAP_ROWS_LIMITS=0 lifts this).  *group: the group size
- * (TILERAP_ROWS_GROUP=1|8 forces one). */
+ * block).  *group: the group size (the tuning table's
+ * TILERAP_ROWS_GROUP=1|8 forces one). */
 int tr_cuda_rows_supported(const tilerap_tile_matrix *Z);
 int tr_cuda_rows_choose(const tilerap_tile_matrix *X, const tilerap_tile_matrix *Z, double min_items, int *group);
 int tr_cuda_rows_product(const tilerap_tile_matrix *X, const double *xval, const int64_t *xperm,

@@ -24,6 +24,7 @@
  * (ptap_plan.c).  Sums are exact up to rounding order, as with the
  * scatters and the hit kernel. */
 #include "spgemm_cuda.cuh"
+#include "tuning.h"
 
 #define TR_ROWS_THREADS 256
 
@@ -197,7 +198,7 @@ static __global__ void __launch_bounds__(TR_ROWS_THREADS, 5)
  * items a row (p3d7 101^3 level-0 AP, 355 a row: 292 against 410 us;
  * 200^3 level-1 AP, 1260 a row: 360 against 334 us), a block per row
  * with at least 8 rows per SM (200^3 level-1 C, 761 rows: 235 against
- * 171 us).  TILERAP_ROWS_LIMITS=0 lifts both (A/B runs). */
+ * 171 us). */
 #define TR_ROWS_WARP_MAX_ITEMS 1024.0
 #define TR_ROWS_BLOCK_MIN_ROWS_PER_SM 8
 
@@ -222,13 +223,11 @@ extern "C" int tr_cuda_rows_choose(const tilerap_tile_matrix *X, const tilerap_t
   /* a warp per row leaves the SMs short of warps below 32 rows per SM,
    * and a long row serialises its warp */
   *group = X->tile_rows < 32 * nsm || per_row > 2048.0 ? 8 : 1;
-  const char *e = getenv("TILERAP_ROWS_GROUP");
-  if (e && (!strcmp(e, "1") || !strcmp(e, "8"))) *group = atoi(e);
+  const int forced = tr_knob_int(TR_KNOB_ROWS_GROUP); /* auto|1|8 (tests) */
+  if (forced) *group = forced == 1 ? 1 : 8;
   if (!tr_cuda_rows_supported(Z)) return 0;
   if (min_items < 0) return 1; /* forced */
   if (per_row * X->tile_rows < min_items) return 0;
-  const char *lim = getenv("TILERAP_ROWS_LIMITS");
-  if (lim && !strcmp(lim, "0")) return 1;
   return *group == 8 ? X->tile_rows >= TR_ROWS_BLOCK_MIN_ROWS_PER_SM * nsm : per_row <= TR_ROWS_WARP_MAX_ITEMS;
 }
 

@@ -27,14 +27,6 @@
  * cost a block-wide loop. */
 #define TR_TC_WORK 64
 
-/* fp64 tensor-core instruction shape of a plan (TILERAP_TC_SHAPE, read at
- * plan creation: "m8n8k4" or "m16n8k16"; m16n8k16 needs compute
- * capability 9.0 and falls back to m8n8k4 below it).  The numeric kernel
- * takes m16n8k16 fp64 as an internal precision value next to the public
- * ones. */
-#define TR_TC_M8N8K4 0
-#define TR_TC_M16N8K16 1
-#define TR_PREC_FP64_K16 4
 
 /* ---------------------------------------------------------------- errors */
 /* Maps a CUDA error to TILERAP_ERR_CUDA / TILERAP_ERR_DEVICE_NOMEM with the
@@ -198,7 +190,6 @@ struct tr_cuda_spgemm {
   int dense_threshold;
   int tc_threshold;  /* < 0: no tensor-core pairs */
   int precision;     /* tilerap_precision of tensor-core pairs */
-  int tc_shape;      /* TR_TC_M8N8K4 / TR_TC_M16N8K16 (fp64 pairs) */
   int64_t c_tiles, c_nnz, nhits, nchunks, ntc;
   int chunk_work;    /* hits + slots per chunk: TR_CHUNK_MIN .. TR_CHUNK_WORK */
   tr_group arrays;   /* the four arrays below */
@@ -269,7 +260,7 @@ typedef struct {
 /* Row path bounds: the pairs of one tile row of A sorted in one block's
  * shared memory; products whose A has at most TR_ROW_PATH_A_TILES tiles
  * and whose pair bound is at most TR_ROW_PATH_PAIRS
- * (TILERAP_STEP1_SORT=radix|segmented: never).  A product the small row
+ * (TILERAP_STEP1_SORT=radix: never).  A product the small row
  * path turns out not to fit (a longer tile row, more pairs than the bound)
  * is redone after reading the pair count back (the counted row path or the
  * radix sort): TR_STEP1_RETRY from step 2. */

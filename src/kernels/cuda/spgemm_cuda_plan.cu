@@ -10,27 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* TILERAP_TC_SHAPE (unset: TR_TC_DEFAULT_SM90 on compute capability >= 9,
- * m8n8k4 below); an unknown name is an error, m16n8k16 below 9.0 falls
- * back to m8n8k4 (the instruction does not exist there). */
-/* m8n8k4 stays the default: m16n8k16 measured 3-13 % slower on the H100
- * (BENCHMARKS.md section 5) */
-#define TR_TC_DEFAULT_SM90 TR_TC_M8N8K4
-static int tr_tc_shape(int *shape)
-{
-  int dev = 0, major = 0;
-  cudaError_t e = cudaGetDevice(&dev);
-  if (e == cudaSuccess) e = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
-  if (e != cudaSuccess) return tr_cuda_error(e, "compute capability");
-  const char *s = getenv("TILERAP_TC_SHAPE");
-  if (!s || !*s) *shape = major >= 9 ? TR_TC_DEFAULT_SM90 : TR_TC_M8N8K4;
-  else if (!strcmp(s, "m8n8k4")) *shape = TR_TC_M8N8K4;
-  else if (!strcmp(s, "m16n8k16")) *shape = major >= 9 ? TR_TC_M16N8K16 : TR_TC_M8N8K4;
-  else
-    return tilerap_set_error(TILERAP_ERR_INVALID, "TILERAP_TC_SHAPE=\"%s\": expected m8n8k4 or m16n8k16", s);
-  return TILERAP_SUCCESS;
-}
-
 /* the pair lists kept for the first run and the deferred hits */
 static void tr_plan_free_pairs(tr_cuda_spgemm *P)
 {
@@ -66,10 +45,6 @@ extern "C" int tr_cuda_spgemm_plan(const tilerap_tile_matrix *A, const tilerap_t
   P->one_shot = one_shot == TR_PLAN_ONE_SHOT || one_shot == TR_PLAN_STRUCTURE;
   P->structure_only = one_shot == TR_PLAN_STRUCTURE;
   P->defer_hits = one_shot == TR_PLAN_DEFER;
-  if (P->tc_threshold >= 0 && P->precision == TILERAP_PRECISION_FP64) {
-    int err = tr_tc_shape(&P->tc_shape);
-    if (err) { free(P); return err; }
-  }
   tr_tmp tmp;
   memset(&tmp, 0, sizeof tmp);
   tmp.s = P->stream;

@@ -17,17 +17,14 @@
  *    candidate tiles.
  * The sort is one LSD radix sort over the whole pair list on the key
  * row * tile_cols + column, cut to the bits the product needs (32-bit
- * keys while tile_rows * tile_cols fits, 64-bit beyond).  A segmented
- * sort by column inside each tile row (the first version) spent 2.8 ms
- * on the 6M pairs of a BoomerAMG level-0 P^T (AP) on the H100: its
- * segments (tile rows of P^T) are long and few, which CUB's
- * large-segment kernel handles one block per segment.
- * TILERAP_STEP1_SORT=segmented sorts the same keys inside each tile row
- * with that sort instead, for comparisons; =radix takes this path for
- * every product, =compact the row sort wherever the rows fit (small
- * products included).  Only the pair total (and the
+ * keys while tile_rows * tile_cols fits, 64-bit beyond): a segmented sort
+ * inside each tile row was slower on the few long tile rows of P^T.  The
+ * tuning table's TILERAP_STEP1_SORT=radix takes this path for every
+ * product, =compact the row sort wherever the rows fit (small products
+ * included; tests).  Only the pair total (and the
  * longest tile row) comes back to the host, to size the expansion. */
 #include "spgemm_cuda.cuh"
+#include "tuning.h"
 #include <cub/cub.cuh>
 #include <stdlib.h>
 #include <string.h>
@@ -99,12 +96,10 @@ static __global__ void k_expand(tr_dview A, int64_t na, tr_dview B, const int32_
 }
 
 /* log2 of k_expand's lanes per A tile: the mean pairs per A tile (np / na,
- * na > 0) rounded up to a power of two, 1..32; TILERAP_EXPAND_LANES=n
- * rounds n up instead (A/B runs) */
+ * na > 0) rounded up to a power of two, 1..32 */
 static int tr_expand_lg(int64_t np, int64_t na)
 {
-  const char *el = getenv("TILERAP_EXPAND_LANES");
-  const int64_t want = el && *el ? atoll(el) : (np + na - 1) / na;
+  const int64_t want = (np + na - 1) / na;
   int lg = 0;
   while (lg < 5 && ((int64_t)1 << lg) < want) lg++;
   return lg;
@@ -148,14 +143,11 @@ static __global__ void k_row_cand(int32_t tile_rows, int64_t np, const int32_t *
 /* Temporary storage of the sort and the head scan (sizes only: CUB reads
  * no array while sizing). */
 template <typename K>
-static int tr_step1_sort_bytes(int64_t np, int bits, int segmented, int32_t ntr, cudaStream_t s, size_t *bytes)
+static int tr_step1_sort_bytes(int64_t np, int bits, cudaStream_t s, size_t *bytes)
 {
   size_t tb = 0, tb2 = 0;
-  cudaError_t e;
-  if (!segmented) e = cub::DeviceRadixSort::SortPairs(NULL, tb, (K *)NULL, (K *)NULL, (int32_t *)NULL, (int32_t *)NULL,
-                                                      (int)np, 0, bits, s);
-  else e = cub::DeviceSegmentedSort::StableSortPairs(NULL, tb, (K *)NULL, (K *)NULL, (int32_t *)NULL, (int32_t *)NULL, np,
-                                                     ntr, (int32_t *)NULL, (int32_t *)NULL, s);
+  cudaError_t e = cub::DeviceRadixSort::SortPairs(NULL, tb, (K *)NULL, (K *)NULL, (int32_t *)NULL, (int32_t *)NULL,
+                                                  (int)np, 0, bits, s);
   if (e == cudaSuccess) e = cub::DeviceScan::InclusiveSum(NULL, tb2, (int32_t *)NULL, (int32_t *)NULL, np, s);
   if (e != cudaSuccess) return tr_cuda_error(e, "step 1 sort sizing");
   *bytes = tb > tb2 ? tb : tb2;
@@ -163,12 +155,11 @@ static int tr_step1_sort_bytes(int64_t np, int bits, int segmented, int32_t ntr,
 }
 
 /* Expansion, sort and candidates with key type K (C tile numbers,
- * row * tc + column, below 2^bits): one radix sort, or (segmented) a
- * sort inside each of the ntr tile rows' segments seg; ts: tb bytes of
+ * row * tc + column, below 2^bits): one radix sort; ts: tb bytes of
  * storage (tr_step1_sort_bytes). */
 template <typename K>
 static int tr_step1_group(tr_dview dA, int64_t na, tr_dview dB, const int32_t *arow, int64_t tc, int bits,
-                          int segmented, int32_t ntr, const int32_t *seg, const int64_t *poff, int64_t np,
+                          const int64_t *poff, int64_t np,
                           void *key_v, void *skey_v, int32_t *pid, int32_t *pa, int32_t *pb, int32_t *sid,
                           int32_t *head, int32_t *cid, void *ts, size_t tb, cudaStream_t s, tr_cuda_cand *c)
 {
@@ -176,9 +167,7 @@ static int tr_step1_group(tr_dview dA, int64_t na, tr_dview dB, const int32_t *a
   const int lg = tr_expand_lg(np, na);
   k_expand<K><<<tr_blocks(na << lg, 128), 128, 0, s>>>(dA, na, dB, arow, tc, poff, key, pid, pa, pb, lg);
   TR_RET(tr_cuda_check_launch("step 1 expansion"));
-  if (!segmented) TR_RET_CU(cub::DeviceRadixSort::SortPairs(ts, tb, key, skey, pid, sid, (int)np, 0, bits, s), "step 1 sort");
-  else TR_RET_CU(cub::DeviceSegmentedSort::StableSortPairs(ts, tb, key, skey, pid, sid, np, ntr, seg, seg + 1, s),
-              "step 1 sort");
+  TR_RET_CU(cub::DeviceRadixSort::SortPairs(ts, tb, key, skey, pid, sid, (int)np, 0, bits, s), "step 1 sort");
   k_heads<K><<<tr_blocks(np, 256), 256, 0, s>>>(np, skey, sid, pa, pb, c->pair_a, c->pair_b, head);
   TR_RET(tr_cuda_check_launch("step 1 heads"));
   TR_RET_CU(cub::DeviceScan::InclusiveSum(ts, tb, head, cid, np, s), "step 1 scan");
@@ -208,14 +197,10 @@ int tr_step1_lists_alloc(tr_cuda_cand *c, int64_t np, int32_t TR, tr_tmp *tmp)
  * work over all pairs, and its kernel gives a block to every tile row.
  * Measured on the H100 (BENCHMARKS.md section 1): faster than the radix
  * sort up to about 10^5 pairs (levels of 10^4 - 10^5 rows), 1.4-1.8x
- * slower at 10^6 and more (level 0).  TILERAP_ROWS_MAX=n sets it
- * (measurements). */
-#define TR_ROWS_EXACT_MAX ((int64_t)1 << 18)
-static int64_t tr_rows_exact_max(void)
-{
-  const char *e = getenv("TILERAP_ROWS_MAX");
-  return e && *e ? atoll(e) : TR_ROWS_EXACT_MAX;
-}
+ * slower at 10^6 and more (level 0).  The tuning table's
+ * TILERAP_ROWS_MAX (default 2^18) sets it: tests lower it to reach the
+ * row sort on small products. */
+static int64_t tr_rows_exact_max(void) { return (int64_t)tr_knob(TR_KNOB_ROWS_MAX); }
 
 int tr_cuda_step1_structure(const tilerap_tile_matrix *A, const tilerap_tile_matrix *B, int counted, tr_tmp *tmp,
                             tr_cuda_cand *c)
@@ -230,16 +215,14 @@ int tr_cuda_step1_structure(const tilerap_tile_matrix *A, const tilerap_tile_mat
   /* products whose tile rows have at most TR_ROW_SORT_MAX pairs take
    * the row path (spgemm_cuda_step1_rows.cu) or, beyond
    * tr_rows_exact_max() pairs, the row sort; small ones without the pair
-   * count's read-back.  TILERAP_STEP1_SORT=radix|segmented keeps every
-   * product on the radix path, =rows reads the count back first and
-   * never takes the row sort, =compact reads it back and takes the row
-   * sort wherever the rows fit (comparisons, tests; other values: the
-   * default) */
-  const char *env = getenv("TILERAP_STEP1_SORT");
-  const int segmented = env && !strcmp(env, "segmented");
-  const int rows_only = env && !strcmp(env, "rows");            /* the row path after a read-back only */
-  const int compact_only = env && !strcmp(env, "compact");      /* the row sort after a read-back only */
-  const int sort_all = segmented || (env && !strcmp(env, "radix")); /* no row path, no row sort */
+   * count's read-back.  The tuning table's TILERAP_STEP1_SORT (tests):
+   * radix keeps every product on the radix path, rows reads the count
+   * back first and never takes the row sort, compact reads it back and
+   * takes the row sort wherever the rows fit */
+  const int how = tr_knob_int(TR_KNOB_STEP1_SORT);   /* auto|radix|rows|compact */
+  const int sort_all = how == 1;                     /* no row path, no row sort */
+  const int rows_only = how == 2;                    /* the row path after a read-back only */
+  const int compact_only = how == 3;                 /* the row sort after a read-back only */
   if (!counted && !sort_all && !rows_only && !compact_only) {
     const int64_t cap = tr_cuda_step1_rows_capacity(A, B);
     if (cap > 0) return tr_cuda_step1_rows(A, B, cap, tmp, c);
@@ -285,8 +268,8 @@ int tr_cuda_step1_structure(const tilerap_tile_matrix *A, const tilerap_tile_mat
   int end_bit = 1;
   while (end_bit < 64 && (ntiles_c - 1) >> end_bit) end_bit++;
   size_t sb = 0;
-  if (wide) TR_RET(tr_step1_sort_bytes<uint64_t>(np, end_bit, segmented, TR, s, &sb));
-  else TR_RET(tr_step1_sort_bytes<uint32_t>(np, end_bit, segmented, TR, s, &sb));
+  if (wide) TR_RET(tr_step1_sort_bytes<uint64_t>(np, end_bit, s, &sb));
+  else TR_RET(tr_step1_sort_bytes<uint32_t>(np, end_bit, s, &sb));
 
   /* the lists (kept by a plan that walks its pairs), then the sort's scratch */
   const size_t npb = (size_t)np * sizeof(int32_t);
@@ -304,11 +287,11 @@ int tr_cuda_step1_structure(const tilerap_tile_matrix *A, const tilerap_tile_mat
   k_segments<<<tr_blocks((int64_t)TR + 1, 256), 256, 0, s>>>(A->tile_ptr, TR, poff, seg);
   TR_RET(tr_cuda_check_launch("step 1 segments"));
   if (wide)
-    TR_RET(tr_step1_group<uint64_t>(dA, na, dB, arow, TC, end_bit, segmented, TR, seg, poff, np, tr_group_at(&x, i_key),
+    TR_RET(tr_step1_group<uint64_t>(dA, na, dB, arow, TC, end_bit, poff, np, tr_group_at(&x, i_key),
                                  tr_group_at(&x, i_skey), TR_P32(i_pid), TR_P32(i_pa2), TR_P32(i_pb2), TR_P32(i_sid),
                                  TR_P32(i_head), cid, tr_group_at(&x, i_sts), sb, s, c));
   else
-    TR_RET(tr_step1_group<uint32_t>(dA, na, dB, arow, TC, end_bit, segmented, TR, seg, poff, np, tr_group_at(&x, i_key),
+    TR_RET(tr_step1_group<uint32_t>(dA, na, dB, arow, TC, end_bit, poff, np, tr_group_at(&x, i_key),
                                  tr_group_at(&x, i_skey), TR_P32(i_pid), TR_P32(i_pa2), TR_P32(i_pb2), TR_P32(i_sid),
                                  TR_P32(i_head), cid, tr_group_at(&x, i_sts), sb, s, c));
 #undef TR_P32

@@ -19,11 +19,11 @@
  * holds -1 - (its rank among the candidate's tensor-core pairs).  The
  * numeric phase only reads the resulting records. */
 #include "spgemm_cuda.cuh"
+#include "tuning.h"
 #include <cub/cub.cuh>
 #include <stdlib.h>
 #include <string.h>
 
-#define TR_WALK_MAX_MADDS 32.0
 /* longest walk of one lane (pairs + multiply-adds / 16) a first run takes
  * on, in units of the mean bound (512 by default): a pair costs a chain of
  * dependent loads, about a microsecond */
@@ -219,23 +219,17 @@ static __global__ void __launch_bounds__(TR_MASKS_THREADS)
 #define TR_WIDE_CANDS 32768  /* with this many candidates at most: beyond, k_masks has
                                 enough groups to fill the GPU, and the wide kernel's
                                 rounds made level 0 at 200^3 10 % slower */
-/* TILERAP_MASKS=narrow: never k_masks_wide on account of the pairs (comparisons) */
 /* 8-lane groups (k_masks<8>) for large products with few pairs per
  * candidate (their count read back: counted), 16 otherwise.  H100,
  * BENCHMARKS.md section 1: AP's masks at level 0 (5-6 pairs per
  * candidate) 28-29 % faster, P^T (AP)'s (about 20) 10-28 % slower.
- * TILERAP_MASKS_LANES=8 or 16 forces one (comparisons, tests). */
+ * The tuning table's TILERAP_MASKS_LANES=8 or 16 forces one (tests). */
 #define TR_MASKS8_PAIRS 10
 static bool tr_masks8(int64_t np, int64_t ncand, bool counted)
 {
-  const char *e = getenv("TILERAP_MASKS_LANES");
-  if (e && *e) return atoi(e) == 8;
+  const int lanes = tr_knob_int(TR_KNOB_MASKS_LANES); /* auto|8|16 */
+  if (lanes) return lanes == 1;
   return counted && np <= TR_MASKS8_PAIRS * ncand;
-}
-static bool tr_env_narrow(void)
-{
-  const char *e = getenv("TILERAP_MASKS");
-  return e && !strcmp(e, "narrow");
 }
 static __global__ void __launch_bounds__(TR_MASKS_THREADS)
     k_masks_wide(tr_dview A, tr_dview B, int64_t ncap, const int32_t *d_ncand, const int32_t *cand_ptr,
@@ -321,12 +315,6 @@ static __device__ void tr_rb_fill(tr_rb *rb, const tr_scan *last, const tr_total
   rb->ncand = stats ? 0 : *d_ncand;
 }
 
-static __global__ void k_readback(tr_rb *rb, const tr_scan *last, const tr_totals *tot, const int64_t *stats,
-                                  const int32_t *d_ncand)
-{
-  tr_rb_fill(rb, last, tot, stats, d_ncand);
-}
-
 /* Exclusive scan of n records in one block (small products: one kernel
  * instead of CUB's two), then the read-back record; thread t takes a
  * contiguous run, so this is for up to TR_SCAN_SMALL_MAX records (5 a
@@ -362,8 +350,7 @@ static __global__ void __launch_bounds__(TR_SCAN_SMALL_THREADS)
  * 0.55 TB/s (509 us for the 3.7 M candidates of AP at level 0 of p3d7
  * 200^3); this reads the records twice and writes them once.  A span is
  * TR_SCAN_ROUNDS rounds of one record a thread, coalesced; k_scan_down
- * carries the sum from round to round.  TILERAP_STEP2_SCAN=cub takes
- * CUB's scan instead (comparisons). */
+ * carries the sum from round to round. */
 #define TR_SCAN_BLOCK 256
 #define TR_SCAN_ROUNDS 4
 #define TR_SCAN_SPAN (TR_SCAN_BLOCK * TR_SCAN_ROUNDS)
@@ -420,12 +407,6 @@ static __global__ void __launch_bounds__(TR_SCAN_BLOCK)
     carry = tr_scan_add()(carry, total);
     __syncthreads(); /* tmp is reused next round */
   }
-}
-
-static bool tr_env_cub_scan(void)
-{
-  const char *e = getenv("TILERAP_STEP2_SCAN");
-  return e && !strcmp(e, "cub");
 }
 
 /* C's tiles from the kept candidates; the scan record of every kept tile.
@@ -613,27 +594,18 @@ static __global__ void k_zero_tile_ptr(int32_t tile_rows, int64_t *tile_ptr, int
  * hit numeric run): walk faster at 8-13 (level-0 AP of 3D 7-point: 675 vs
  * 719 us at 101^3), hits faster from about 24 (level-0 P^T(AP): 881 vs
  * 499 us; level-1 AP at 200^3, 24: 636 vs 558 us).
- * TILERAP_CUDA_WALK_MEAN=x sets it (measurements). */
-#define TR_WALK_MEAN 16.0
-static double tr_walk_mean(void)
-{
-  const char *w = getenv("TILERAP_CUDA_WALK_MEAN");
-  if (w && *w) return atof(w);
-  return TR_WALK_MEAN;
-}
+ * The tuning table's TILERAP_CUDA_WALK_MEAN (default 16) sets it. */
+static double tr_walk_mean(void) { return tr_knob(TR_KNOB_CUDA_WALK_MEAN); }
 
 /* Largest mean multiply-adds per lane (flops / 2 / 16 / C tiles) for
  * which a plan's first run walks the pairs (and, times
- * TR_WALK_TILE_FACTOR, the longest walk of a single lane).  TILERAP_CUDA_HITS=plan: hits
- * in the plan always (the walk never runs); TILERAP_CUDA_WALK_MAX=x sets
- * the bound (measurements). */
+ * TR_WALK_TILE_FACTOR, the longest walk of a single lane).  Tuning table:
+ * TILERAP_CUDA_HITS=plan makes hits in the plan always (the walk never
+ * runs), TILERAP_CUDA_WALK_MAX sets the bound (default 32; tests). */
 static double tr_walk_max(void)
 {
-  const char *when = getenv("TILERAP_CUDA_HITS");
-  if (when && !strcmp(when, "plan")) return -1.0;
-  const char *w = getenv("TILERAP_CUDA_WALK_MAX");
-  if (w && *w) return atof(w);
-  return TR_WALK_MAX_MADDS;
+  if (tr_knob_int(TR_KNOB_CUDA_HITS)) return -1.0;
+  return tr_knob(TR_KNOB_CUDA_WALK_MAX);
 }
 
 int tr_cuda_step2_masks(const tilerap_tile_matrix *A, const tilerap_tile_matrix *B, const tr_cuda_cand *cand,
@@ -672,13 +644,8 @@ int tr_cuda_step2_masks(const tilerap_tile_matrix *A, const tilerap_tile_matrix 
     }
     const int64_t hcap = rows ? cand->cap : np; /* pair-indexed arrays */
     const int small_scan = ncap + 1 <= TR_SCAN_SMALL_MAX;
-    const int cub_scan = !small_scan && tr_env_cub_scan();
     size_t tb = 0;
-    const tr_scan zero = {0, 0, 0, 0, 0, 0};
-    if (cub_scan)
-      TRY_CU(cub::DeviceScan::ExclusiveScan(NULL, tb, (tr_scan *)NULL, (tr_scan *)NULL, tr_scan_add(), zero, ncap + 1, s),
-             "step 2 scan");
-    else if (!small_scan) /* k_scan_parts' sums */
+    if (!small_scan) /* k_scan_parts' sums */
       tb = (size_t)((ncap + 1 + TR_SCAN_SPAN - 1) / TR_SCAN_SPAN) * sizeof(tr_scan);
     /* two allocations: what a plan that walks its pairs keeps (hit
      * offsets, scan records, candidate tiles), and scratch */
@@ -709,7 +676,7 @@ int tr_cuda_step2_masks(const tilerap_tile_matrix *A, const tilerap_tile_matrix 
     int32_t *late_pc = cand->cand_late ? cand->pair_cand : NULL;
     const int64_t grid = (int64_t)(TR > 0 ? TR : 1) * (B->tile_cols > 0 ? B->tile_cols : 1);
     const bool long_rows = !pos && (double)np >= TR_WIDE_PAIRS * (double)ncap && ncap <= TR_WIDE_CANDS;
-    if ((grid <= TR_WIDE_GRID && ncap + 1 <= TR_WIDE_GRID * 64) || (long_rows && !tr_env_narrow()))
+    if ((grid <= TR_WIDE_GRID && ncap + 1 <= TR_WIDE_GRID * 64) || long_rows)
       k_masks_wide<<<(unsigned)(ncap + 1), TR_MASKS_THREADS, 0, s>>>(
           tr_view(A), tr_view(B), ncap, cand->d_ncand, cand->cand_ptr, cand->pair_a, cand->pair_b,
           plan->dense_threshold, plan->tc_threshold, cmask, hloc, sc_in, tot, late_pc);
@@ -727,11 +694,6 @@ int tr_cuda_step2_masks(const tilerap_tile_matrix *A, const tilerap_tile_matrix 
     if (small_scan) {
       k_scan_small<<<1, TR_SCAN_SMALL_THREADS, 0, s>>>(ncap + 1, sc_in, sc, rb, tot, stats, cand->d_ncand);
       TRY(tr_cuda_check_launch("step 2 scan"));
-    } else if (cub_scan) {
-      TRY_CU(cub::DeviceScan::ExclusiveScan(tr_group_at(&xg, i_ts), tb, sc_in, sc, tr_scan_add(), zero, ncap + 1, s),
-             "step 2 scan");
-      k_readback<<<1, 1, 0, s>>>(rb, sc + ncap, tot, stats, cand->d_ncand);
-      TRY(tr_cuda_check_launch("step 2 read-back"));
     } else {
       const int64_t nsc = ncap + 1, nb = (nsc + TR_SCAN_SPAN - 1) / TR_SCAN_SPAN;
       tr_scan *part = (tr_scan *)tr_group_at(&xg, i_ts);

@@ -24,9 +24,8 @@
  * where nothing is stored), accumulates the 16x16 product in registers
  * across consecutive pairs of the same C tile and adds it into the
  * chunk's accumulator once per tile, only at C's stored positions (the
- * others are structurally zero).  fp64: 2x2x4 DMMA m8n8k4 per pair, or
- * on sm_90 two m16n8k16 (same fragments: see below; plan's tc_shape),
- * fp64 accumulation.  Low precisions (opt-in): each tile scaled by a
+ * others are structurally zero).  fp64: 2x2x4 DMMA m8n8k4 per pair
+ * (two m16n8k16 on sm_90 measured 3-13 % slower), fp64 accumulation.  Low precisions (opt-in): each tile scaled by a
  * power of two, rounded (tr_round_prec), m16n8k16 (fp16, bf16) or
  * m16n8k8 (tf32) with fp32 accumulation per pair, scaled back and summed
  * in fp64. */
@@ -59,9 +58,6 @@ static __device__ __forceinline__ void tr_apply(double *acc, const tr_hit &e, do
  *     four k steps of 4: k = t + 4j;
  *   m16n8k8 tf32 (A regs (g,t) (g+8,t) (g,t+4) (g+8,t+4); B (t,g) (t+4,g)),
  *     two k halves of 8: k = t + 4j as well;
- *   m16n8k16 f64 (sm_90; A regs i: (g + 8(i&1), t + 4(i>>1)); B regs j:
- *     (t + 4j, g); C (g, 2t..2t+1) (g+8, 2t..2t+1)): k = t + 4j, so the
- *     m8n8k4 gather feeds it unchanged, a[i] = fa[i&1][i>>1];
  *   m16n8k16 f16/bf16 (A pairs (g,2t..2t+1) (g+8,..) (g,2t+8..) (g+8,..);
  *     B pairs (2t..2t+1, g) (2t+8..2t+9, g)): k = 2t + (j&1) + 8(j>>1). */
 template <int PREC> static __device__ __forceinline__ int tr_kpos(int t, int j)
@@ -118,24 +114,6 @@ static __device__ __forceinline__ void tr_dmma_k4(const double fa[2][4], const d
       for (int ni = 0; ni < 2; ni++) tr_dmma(cc[(2 * mi + ni) * 2], cc[(2 * mi + ni) * 2 + 1], fa[mi][j], fb[j][ni]);
 }
 
-/* fp64 16x16x16 as two m16n8k16 (one per 8-column half; PTX ISA 7.8,
- * sm_90).  Other targets of a fat binary fall back to m8n8k4 (the plan
- * only asks for this shape on devices of compute capability >= 9). */
-static __device__ __forceinline__ void tr_dmma_k16(const double fa[2][4], const double fb[4][2], double cc[8])
-{
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-#pragma unroll
-  for (int ni = 0; ni < 2; ni++)
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.f64.f64.f64.f64 {%0,%1,%2,%3}, "
-                 "{%4,%5,%6,%7,%8,%9,%10,%11}, {%12,%13,%14,%15}, {%0,%1,%2,%3};\n"
-                 : "+d"(cc[ni * 2]), "+d"(cc[ni * 2 + 1]), "+d"(cc[(2 + ni) * 2]), "+d"(cc[(2 + ni) * 2 + 1])
-                 : "d"(fa[0][0]), "d"(fa[1][0]), "d"(fa[0][1]), "d"(fa[1][1]), "d"(fa[0][2]), "d"(fa[1][2]),
-                   "d"(fa[0][3]), "d"(fa[1][3]), "d"(fb[0][ni]), "d"(fb[1][ni]), "d"(fb[2][ni]), "d"(fb[3][ni]));
-#else
-  tr_dmma_k4(fa, fb, cc);
-#endif
-}
-
 static __device__ __forceinline__ double tr_warp_absmax(const double *v, int n)
 {
   double x = 0.0;
@@ -161,10 +139,6 @@ template <int PREC> static __device__ __forceinline__ void tr_tc_pair(double fa[
 {
   if (PREC == TILERAP_PRECISION_FP64) {
     tr_dmma_k4(fa, fb, cc);
-    return;
-  }
-  if (PREC == TR_PREC_FP64_K16) {
-    tr_dmma_k16(fa, fb, cc);
     return;
   }
   /* low precision: power-of-two scaling per tile, warp-uniform */
@@ -328,7 +302,6 @@ int tr_cuda_step3_numeric(const struct tr_cuda_spgemm *P, const tilerap_tile_mat
   if (P->nchunks <= 0) return TILERAP_SUCCESS;
   const unsigned nb = (unsigned)P->nchunks;
   int prec = P->ntc > 0 ? P->precision : -1;
-  if (prec == TILERAP_PRECISION_FP64 && P->tc_shape == TR_TC_M16N8K16) prec = TR_PREC_FP64_K16;
 #define TR_LAUNCH(PR)                                                                                              \
   k_numeric<PR><<<nb, TR_NUMERIC_THREADS, 0, P->stream>>>(P->chunks, P->hits, P->tcs, tr_view(A), tr_view(B),      \
                                                           C->val, C->tile_off, C->idx, C->row_mask, C->row_ptr,     \
@@ -338,7 +311,6 @@ int tr_cuda_step3_numeric(const struct tr_cuda_spgemm *P, const tilerap_tile_mat
   case TILERAP_PRECISION_BF16: TR_LAUNCH(TILERAP_PRECISION_BF16); break;
   case TILERAP_PRECISION_FP16: TR_LAUNCH(TILERAP_PRECISION_FP16); break;
   case TILERAP_PRECISION_FP64: TR_LAUNCH(TILERAP_PRECISION_FP64); break;
-  case TR_PREC_FP64_K16: TR_LAUNCH(TR_PREC_FP64_K16); break;
   default: TR_LAUNCH(-1); break;
   }
 #undef TR_LAUNCH

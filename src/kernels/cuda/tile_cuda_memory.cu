@@ -7,6 +7,7 @@
  * Copies run on the legacy default stream; for non-blocking user streams
  * the plan code orders its kernels against it with events. */
 #include "spgemm_cuda.cuh"
+#include "tuning.h"
 #include <chrono>
 #include <mutex>
 #include <stdio.h>
@@ -26,12 +27,8 @@ int tr_cuda_check_launch(const char *what)
 }
 
 /* ---------------------------------------------------------------- trace */
-static int tr_trace_env(void)
-{
-  const char *e = getenv("TILERAP_TRACE");
-  return e && *e && strcmp(e, "0");
-}
-int tr_trace_on = tr_trace_env();
+/* the tuning table's TILERAP_TRACE, taken once at load (a branch per mark) */
+int tr_trace_on = tr_knob_int(TR_KNOB_TRACE);
 #define TR_TRACE_MAX 64
 static thread_local struct {
   const char *label[TR_TRACE_MAX];

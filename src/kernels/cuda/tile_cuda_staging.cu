@@ -15,12 +15,12 @@
  * use small chunks to make every copy wrap around the ring).  Copies
  * under TR_STAGE_MIN bytes go straight through the driver. */
 #include "spgemm_cuda.cuh"
+#include "tuning.h"
 #include <mutex>
 #include <stdlib.h>
 #include <string.h>
 
 #define TR_STAGE_SLOTS 4
-#define TR_STAGE_CHUNK ((size_t)8 << 20)
 #define TR_STAGE_MAX_DEVICES 64
 
 typedef struct {
@@ -36,25 +36,9 @@ typedef struct {
 static tr_stage_ring tr_rings[TR_STAGE_MAX_DEVICES];
 static std::mutex tr_rings_init;
 
-static size_t tr_stage_chunk_setting(void)
-{
-  const char *c = getenv("TILERAP_PINNED_CHUNK");
-  if (c && *c) {
-    long long v = atoll(c);
-    if (v >= 4096 && v <= ((long long)1 << 30)) return (size_t)v;
-  }
-  return TR_STAGE_CHUNK;
-}
-
-static int tr_stage_enabled(void)
-{
-  static int on = -1;
-  if (on < 0) {
-    const char *e = getenv("TILERAP_PINNED");
-    on = !(e && !strcmp(e, "0"));
-  }
-  return on;
-}
+/* the tuning table's TILERAP_PINNED_CHUNK (default 8 MB) and TILERAP_PINNED */
+static size_t tr_stage_chunk_setting(void) { return (size_t)tr_knob(TR_KNOB_PINNED_CHUNK); }
+static int tr_stage_enabled(void) { return tr_knob_int(TR_KNOB_PINNED); }
 
 /* Smallest copy that goes through the ring: below it the driver's own
  * staging costs less than taking the lock and events. */

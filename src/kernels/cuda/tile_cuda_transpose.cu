@@ -6,6 +6,7 @@
  * tile lengths its tile_off; then a 16-lane group per tile transposes the
  * masks (lane c builds new row c) and moves idx/val/perm. */
 #include "spgemm_cuda.cuh"
+#include "tuning.h"
 #include <cub/cub.cuh>
 #include <stdlib.h>
 
@@ -174,12 +175,8 @@ static int tr_bits(int64_t x)
   return b;
 }
 
-/* TILERAP_TRANSPOSE_SORT=1: small matrices too take the sorted path (comparisons) */
-static bool tr_env_transpose_sort(void)
-{
-  const char *e = getenv("TILERAP_TRANSPOSE_SORT");
-  return e && *e && strcmp(e, "0");
-}
+/* the tuning table's TILERAP_TRANSPOSE_SORT=1: small matrices too take the sorted path (tests) */
+static bool tr_env_transpose_sort(void) { return tr_knob_int(TR_KNOB_TRANSPOSE_SORT) != 0; }
 
 extern "C" int tr_cuda_tile_transpose(const tilerap_tile_matrix *T, tilerap_tile_matrix **Tt_out, int64_t **perm_out,
                                       void *stream)

@@ -4,6 +4,7 @@
  * engine, and the destination of a download is often freshly allocated,
  * so its first-touch page faults are taken in parallel too. */
 #include "tile_internal.h"
+#include "tuning.h"
 #include <string.h>
 #ifdef _OPENMP
 #include <omp.h>
@@ -14,17 +15,8 @@
  * runs its row-order pass on the other cores meanwhile). */
 #define TR_HOST_COPY_PIECE ((size_t)1 << 20)
 
-/* TILERAP_COPY_THREADS=n (1-64) overrides TR_HOST_COPY_THREADS. */
-static int tr_copy_threads(void)
-{
-  static int n = 0;
-  if (!n) {
-    const char *e = getenv("TILERAP_COPY_THREADS");
-    const int v = e && *e ? atoi(e) : 0;
-    n = v >= 1 && v <= 64 ? v : TR_HOST_COPY_THREADS;
-  }
-  return n;
-}
+/* the tuning table's TILERAP_COPY_THREADS (1-64, default TR_HOST_COPY_THREADS) */
+static int tr_copy_threads(void) { return tr_knob_int(TR_KNOB_COPY_THREADS); }
 
 void tr_host_copy(void *dst, const void *src, size_t bytes)
 {
