@@ -8,6 +8,7 @@
  *   convert-bench-gpu [-reps 7] [-n 100] [-stencil p3d7] */
 #include "../test/ref_gustavson.h"
 #include "tilerap_model.h"
+#include "tilerap_device.h"
 #include "bench_common.h"
 #include <cuda_runtime_api.h>
 #include <stdio.h>

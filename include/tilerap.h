@@ -4,8 +4,10 @@
  * both split into a plan (symbolic work, done once) and a numeric phase
  * (re-run whenever values change, no allocation).
  *
- * Depends on nothing but C99.  PETSc and hypre integrations sit on top
- * of this header (tilerap_petsc.h, tilerap_hypre.h).
+ * Depends on nothing but C99.  tilerap_device.h adds the device side
+ * (devices, tile matrices in device memory, buffers), tilerap_csr_layouts.h
+ * the CSR layouts that the hypre hook hands back; the PETSc and hypre
+ * integrations sit on top (tilerap_petsc.h, tilerap_hypre.h).
  *
  * Conventions
  *   - Every function that can fail returns an int error code
@@ -88,7 +90,7 @@ typedef enum {
  * the same order, so they give identical results; they differ in speed
  * and plan memory (BENCHMARKS.md section 6). */
 typedef enum {
-  TILERAP_CPU_KERNEL_AUTO = 0,    /* environment TILERAP_CPU_KERNEL=tiles|recorded, else
+  TILERAP_CPU_KERNEL_AUTO = 0,    /* tuning knob TILERAP_CPU_KERNEL=tiles|recorded, else
                                      RECORDED when its records take at most twice the
                                      memory of the values of A, B and C (4 bytes per
                                      multiply-add, 8 per entry), else TILES */
@@ -104,7 +106,7 @@ typedef enum {
 } tilerap_cpu_kernel;
 
 typedef struct {
-  tilerap_engine engine; /* AUTO: environment TILERAP_ENGINE=cpu|cuda|auto, then probe */
+  tilerap_engine engine; /* AUTO: tuning knob TILERAP_ENGINE=cpu|cuda|auto, then probe */
   int dense_threshold;   /* C tiles with more entries use the dense 16x16
                             accumulator, others the sparse one; default 192 */
   void *stream;          /* cudaStream_t for the CUDA engine; NULL = default */
@@ -156,26 +158,6 @@ int tilerap_engine_parse(const char *name, tilerap_engine *engine);
 /* Parses "auto", "tiles", "recorded"; returns TILERAP_ERR_INVALID otherwise. */
 int tilerap_cpu_kernel_parse(const char *name, tilerap_cpu_kernel *kernel);
 const char *tilerap_cpu_kernel_name(tilerap_cpu_kernel kernel);
-
-/* ------------------------------------------------------------------ */
-/* Devices of the CUDA engine                                          */
-/* ------------------------------------------------------------------ */
-/* One device per calling thread (CUDA's current device): device matrices,
- * plans and the engine's memory pool belong to the device that was current
- * when they were created and must be used with that device current.  MPI
- * programs run one rank per GPU: MATMPITILE and the hypre hook pick
- * (node-local rank) mod (device count) themselves (see README). */
-
-/* Number of CUDA devices visible to the process; 0 in a CPU-only build or
- * without a GPU. */
-int tilerap_device_count(void);
-/* Makes device dev (0 <= dev < tilerap_device_count()) current for the
- * calling thread.  TILERAP_ERR_ENGINE in a CPU-only build or without a GPU,
- * TILERAP_ERR_RANGE for another dev. */
-int tilerap_set_device(int dev);
-/* Current device of the calling thread; TILERAP_ERR_ENGINE (and *dev = -1)
- * in a CPU-only build or without a GPU. */
-int tilerap_get_device(int *dev);
 
 /* ------------------------------------------------------------------ */
 /* CSR matrices (interchange format)                                   */
@@ -273,114 +255,6 @@ int tilerap_tile_to_csr_i32(const tilerap_tile_matrix *T, int32_t *rowptr, int32
                             double *val);
 /* tile -> newly allocated CSR. */
 int tilerap_tile_to_csr_alloc(const tilerap_tile_matrix *T, tilerap_csr **A);
-
-/* The same conversions with the tile matrix in device memory, built and
- * read on the device by the CUDA engine (src/kernels/tile_cuda_convert_*.cu).
- * The CSR arrays live in memory csr_mem (host arrays are uploaded or
- * downloaded through tilerap's pinned staging chunks, see README; device
- * arrays are used in place).  Same
- * validation and error codes as the host versions, checked on the device;
- * a failed call leaves no matrix behind and writes no output array.  Work
- * runs on the legacy default stream; calls writing host arrays return when
- * the arrays are complete.  A build without CUDA, or no visible GPU, gives
- * TILERAP_ERR_ENGINE.
- *
- * A device tile matrix made by tilerap_tile_from_csr_device from host
- * arrays, or given to tilerap_tile_to_csr_device with host arrays, keeps a
- * device staging buffer of nnz values (freed with the matrix), so that the
- * values-only calls below with host arrays allocate nothing. */
-int tilerap_tile_from_csr_device(int32_t m, int32_t n, const int64_t *rowptr,
-                                 const int32_t *colidx, const double *val,
-                                 tilerap_memtype csr_mem, tilerap_tile_matrix **T);
-int tilerap_tile_from_csr_device_i32(int32_t m, int32_t n, const int32_t *rowptr,
-                                     const int32_t *colidx, const double *val,
-                                     tilerap_memtype csr_mem, tilerap_tile_matrix **T);
-/* The same with rows in any column order (hypre's diag blocks keep the
- * diagonal first): row pointers and column ranges are checked, each row is
- * sorted on the device (CUB segmented sort), then converted as above.
- * Repeated columns in a row give TILERAP_ERR_UNSORTED; at most 2^31 - 1
- * entries (TILERAP_ERR_OVERFLOW).  The input order is not kept: the
- * values-only calls below do not apply to the result. */
-int tilerap_tile_from_unsorted_csr_device(int32_t m, int32_t n, const int64_t *rowptr,
-                                          const int32_t *colidx, const double *val,
-                                          tilerap_memtype csr_mem, tilerap_tile_matrix **T);
-int tilerap_tile_from_unsorted_csr_device_i32(int32_t m, int32_t n, const int32_t *rowptr,
-                                              const int32_t *colidx, const double *val,
-                                              tilerap_memtype csr_mem, tilerap_tile_matrix **T);
-/* Values-only refresh of a device tile matrix from the values (CSR order)
- * of a CSR with exactly the structure T was built from; val in memory
- * val_mem.  No allocation (see above), no structure check. */
-int tilerap_tile_update_values_from_csr_device(tilerap_tile_matrix *T, const double *val,
-                                               tilerap_memtype val_mem);
-/* Device tile matrix -> CSR arrays in memory csr_mem (rowptr[m+1],
- * colidx[nnz], val[nnz]; any may be NULL to skip it).  The _i32 variant
- * refuses matrices of 2^31 entries or more (TILERAP_ERR_OVERFLOW). */
-int tilerap_tile_to_csr_device(const tilerap_tile_matrix *T, int64_t *rowptr, int32_t *colidx,
-                               double *val, tilerap_memtype csr_mem);
-int tilerap_tile_to_csr_device_i32(const tilerap_tile_matrix *T, int32_t *rowptr,
-                                   int32_t *colidx, double *val, tilerap_memtype csr_mem);
-/* The same for a square T with each row's diagonal entry first and the
- * other entries ascending (the layout of hypre's diag blocks), so that a
- * product can be written straight into hypre's arrays.  rowptr and colidx
- * are required; a row without a stored diagonal entry gives
- * TILERAP_ERR_STRUCTURE naming the row, before any output is written; a
- * non-square T gives TILERAP_ERR_SIZE.  The values-only calls keep the
- * ascending order, not this one. */
-int tilerap_tile_to_csr_device_diag_first_i32(const tilerap_tile_matrix *T, int32_t *rowptr,
-                                              int32_t *colidx, double *val, tilerap_memtype csr_mem);
-/* Values only, in the CSR order of tilerap_tile_to_csr_device (numeric
- * re-runs: the structure is already in place).  No allocation. */
-int tilerap_tile_to_csr_values_device(const tilerap_tile_matrix *T, double *val,
-                                      tilerap_memtype val_mem);
-
-/* Device buffers for callers that keep arrays on the GPU between calls
- * (the hypre hook keeps each level's product there as the next level's
- * operand).  Memory of the current device from tilerap's stream-ordered
- * pool; tilerap_memcpy copies between any two of host and device memory
- * (host sides through the pinned staging chunks).  On return src may be
- * reused, a host dst holds the data, and a device dst holds it for every
- * later tilerap call (the copies and the engine share the legacy default
- * stream).  Without CUDA or a visible GPU: TILERAP_ERR_ENGINE. */
-int tilerap_device_malloc(size_t bytes, void **p);
-void tilerap_device_free(void *p);
-int tilerap_memcpy(void *dst, tilerap_memtype dst_mem, const void *src, tilerap_memtype src_mem,
-                   size_t bytes);
-
-/* Content fingerprint of an m-row CSR matrix (arrays in memory mem): a
- * 64-bit sum over its entries of a hash of (row, column, value bits and,
- * when ordered != 0, the entry's position in its row), so with ordered = 0
- * it does not depend on the order of entries within rows.  The host and
- * device versions agree.  Two matrices with the same fingerprint hold the
- * same entries (in the same order, if ordered) unless a 2^-64 collision
- * occurred; callers use it to prove that a matrix they handed out came
- * back unchanged.  val may be NULL (structure only). */
-int tilerap_csr_fingerprint_i32(int32_t m, const int32_t *rowptr, const int32_t *colidx,
-                                const double *val, int ordered, tilerap_memtype mem,
-                                uint64_t *fingerprint);
-
-/* C = P^T A P (device tile matrix, square, from tilerap_ptap) as CSR with
- * each row in the order in which a row-by-row Gustavson product emits it:
- * row r lists column c at its first encounter in the walk over the fine
- * rows i with P(i,r) stored (ascending), A(i,j) in A's stored order, then
- * P(j,c) in P's stored order (the order of hypre's BoomerAMG coarse
- * operators, which its coarsening breaks ties by).  The structures of A
- * (na x na) and P (na x C->n) are CSR arrays in device memory as stored
- * (rows in any order, no repeats; each column array as long as the last
- * row pointer says; A's structure may be that of any matrix
- * whose product with P has C's structure).  diag_first: the diagonal entry
- * first (a row without one: TILERAP_ERR_STRUCTURE before any output).
- * Entries of C the walk never reaches come last in their row, ascending,
- * counted in *unreached (optional); a product entry missing from C gives
- * TILERAP_ERR_STRUCTURE.  Outputs rowptr[C->m+1], colidx/val[C->nnz] are
- * device arrays (colidx may be NULL when C has no entries, val NULL to skip
- * values); returns when they are complete.  A row's placing costs the
- * square of its length (one warp per row): like the product itself, cubic
- * on dense coarse operators. */
-int tilerap_ptap_csr_encounter_order_device_i32(const tilerap_tile_matrix *C, int32_t na,
-                                                const int32_t *a_rowptr, const int32_t *a_colidx,
-                                                const int32_t *p_rowptr, const int32_t *p_colidx,
-                                                int diag_first, int32_t *rowptr, int32_t *colidx,
-                                                double *val, int64_t *unreached);
 
 /* Deep copy into memory `mem` (host<->device transfers for the CUDA build). */
 int tilerap_tile_copy(const tilerap_tile_matrix *src, tilerap_memtype mem,

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "tilerap_petsc.h"
+#include "tilerap_device.h"
 #include "petsc_testutil.h"
 
 /* tile copy == AIJ CSR, exactly */

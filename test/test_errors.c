@@ -1,6 +1,7 @@
 /* Error paths of the core API: every bad input gets its documented code
  * and a message, never a crash. */
 #include "ref_gustavson.h"
+#include "tilerap_csr_layouts.h"
 #include "tap.h"
 #include "tilerap_model.h"
 #include <string.h>

@@ -4,6 +4,7 @@
 #ifndef TILERAP_TEST_GPU_COMMON_H
 #define TILERAP_TEST_GPU_COMMON_H
 #include "ref_gustavson.h"
+#include "tilerap_csr_layouts.h"
 #include "tap.h"
 #include "tilerap_model.h"
 #include <math.h>

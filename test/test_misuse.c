@@ -11,6 +11,7 @@
  * environment values are errors; a matrix of INT_MAX rows converts. */
 #define _GNU_SOURCE /* memfd_create */
 #include "ref_gustavson.h"
+#include "tilerap_csr_layouts.h"
 #include "tap.h"
 #include <limits.h>
 #include <math.h>

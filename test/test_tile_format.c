@@ -1,6 +1,7 @@
 /* CSR <-> tile conversions, values refresh and tile transpose against the
  * plain CSR reference, on shapes that stress tile boundaries. */
 #include "ref_gustavson.h"
+#include "tilerap_csr_layouts.h"
 #include "tap.h"
 #include "tilerap_model.h"
 #include <math.h>

@@ -7,7 +7,7 @@
 #include <HYPRE_config.h>
 #include <_hypre_parcsr_mv.h>
 #include <_hypre_parcsr_ls.h>
-#include "tilerap.h"
+#include "tilerap_csr_layouts.h"
 #include "tilerap_hypre.h"
 
 /* tilerap's configuration (TILERAP_HYPRE_RAPKT_HAS_DIAGONAL when configure

@@ -5,6 +5,7 @@
 #include <petsc/private/matimpl.h>
 #include <petscversion.h>
 #include "tilerap_petsc.h"
+#include "tilerap_device.h"
 
 /* ---------------------------------------------------------------- version drift */
 #if PETSC_VERSION_LT(3, 19, 0)

@@ -5,7 +5,7 @@
 #ifdef HAVE_CONFIG_H
 #include "tilerap_config.h"
 #endif
-#include "tilerap.h"
+#include "tilerap_csr_layouts.h" /* the whole core API: tilerap.h, tilerap_device.h and the CSR layouts */
 #include <stdlib.h>
 #include <string.h>
 

@@ -1,0 +1,89 @@
+/*
+ * tilerap_device.h -- the CUDA engine's device side of the core API:
+ * devices, tile matrices in device memory and their CSR conversions,
+ * device buffers and copies.  Every call exists in every build; without
+ * CUDA, or without a visible GPU, they return TILERAP_ERR_ENGINE.
+ */
+#ifndef TILERAP_DEVICE_H
+#define TILERAP_DEVICE_H
+#include "tilerap.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ------------------------------------------------------------------ */
+/* Devices of the CUDA engine                                          */
+/* ------------------------------------------------------------------ */
+/* One device per calling thread (CUDA's current device): device matrices,
+ * plans and the engine's memory pool belong to the device that was current
+ * when they were created and must be used with that device current.  MPI
+ * programs run one rank per GPU: MATMPITILE and the hypre hook pick
+ * (node-local rank) mod (device count) themselves (see README). */
+
+/* Number of CUDA devices visible to the process; 0 in a CPU-only build or
+ * without a GPU. */
+int tilerap_device_count(void);
+/* Makes device dev (0 <= dev < tilerap_device_count()) current for the
+ * calling thread.  TILERAP_ERR_ENGINE in a CPU-only build or without a GPU,
+ * TILERAP_ERR_RANGE for another dev. */
+int tilerap_set_device(int dev);
+/* Current device of the calling thread; TILERAP_ERR_ENGINE (and *dev = -1)
+ * in a CPU-only build or without a GPU. */
+int tilerap_get_device(int *dev);
+
+/* The same conversions with the tile matrix in device memory, built and
+ * read on the device by the CUDA engine (src/kernels/cuda/tile_cuda_*_csr.cu).
+ * The CSR arrays live in memory csr_mem (host arrays are uploaded or
+ * downloaded through tilerap's pinned staging chunks, see README; device
+ * arrays are used in place).  Same
+ * validation and error codes as the host versions, checked on the device;
+ * a failed call leaves no matrix behind and writes no output array.  Work
+ * runs on the legacy default stream; calls writing host arrays return when
+ * the arrays are complete.  A build without CUDA, or no visible GPU, gives
+ * TILERAP_ERR_ENGINE.
+ *
+ * A device tile matrix made by tilerap_tile_from_csr_device from host
+ * arrays, or given to tilerap_tile_to_csr_device with host arrays, keeps a
+ * device staging buffer of nnz values (freed with the matrix), so that the
+ * values-only calls below with host arrays allocate nothing. */
+int tilerap_tile_from_csr_device(int32_t m, int32_t n, const int64_t *rowptr,
+                                 const int32_t *colidx, const double *val,
+                                 tilerap_memtype csr_mem, tilerap_tile_matrix **T);
+int tilerap_tile_from_csr_device_i32(int32_t m, int32_t n, const int32_t *rowptr,
+                                     const int32_t *colidx, const double *val,
+                                     tilerap_memtype csr_mem, tilerap_tile_matrix **T);
+/* Values-only refresh of a device tile matrix from the values (CSR order)
+ * of a CSR with exactly the structure T was built from; val in memory
+ * val_mem.  No allocation (see above), no structure check. */
+int tilerap_tile_update_values_from_csr_device(tilerap_tile_matrix *T, const double *val,
+                                               tilerap_memtype val_mem);
+/* Device tile matrix -> CSR arrays in memory csr_mem (rowptr[m+1],
+ * colidx[nnz], val[nnz]; any may be NULL to skip it).  The _i32 variant
+ * refuses matrices of 2^31 entries or more (TILERAP_ERR_OVERFLOW). */
+int tilerap_tile_to_csr_device(const tilerap_tile_matrix *T, int64_t *rowptr, int32_t *colidx,
+                               double *val, tilerap_memtype csr_mem);
+int tilerap_tile_to_csr_device_i32(const tilerap_tile_matrix *T, int32_t *rowptr,
+                                   int32_t *colidx, double *val, tilerap_memtype csr_mem);
+/* Values only, in the CSR order of tilerap_tile_to_csr_device (numeric
+ * re-runs: the structure is already in place).  No allocation. */
+int tilerap_tile_to_csr_values_device(const tilerap_tile_matrix *T, double *val,
+                                      tilerap_memtype val_mem);
+
+/* Device buffers for callers that keep arrays on the GPU between calls
+ * (the hypre hook keeps each level's product there as the next level's
+ * operand).  Memory of the current device from tilerap's stream-ordered
+ * pool; tilerap_memcpy copies between any two of host and device memory
+ * (host sides through the pinned staging chunks).  On return src may be
+ * reused, a host dst holds the data, and a device dst holds it for every
+ * later tilerap call (the copies and the engine share the legacy default
+ * stream).  Without CUDA or a visible GPU: TILERAP_ERR_ENGINE. */
+int tilerap_device_malloc(size_t bytes, void **p);
+void tilerap_device_free(void *p);
+int tilerap_memcpy(void *dst, tilerap_memtype dst_mem, const void *src, tilerap_memtype src_mem,
+                   size_t bytes);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* TILERAP_DEVICE_H */
