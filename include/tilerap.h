@@ -132,8 +132,8 @@ typedef struct {
                             first numeric call.  The one-shot products use 1. */
 } tilerap_options;
 
-/* Fills *opt with the defaults (AUTO engine, threshold 192, tensor cores
- * off, fp64). */
+/* Fills *opt with the defaults (AUTO engine, dense threshold 192, tensor
+ * cores from 256 multiply-adds a pair, fp64, CPU kernel AUTO, plan_values 0). */
 void tilerap_options_default(tilerap_options *opt);
 /* Parses "fp64", "tf32", "bf16", "fp16"; TILERAP_ERR_INVALID otherwise. */
 int tilerap_precision_parse(const char *name, tilerap_precision *prec);
