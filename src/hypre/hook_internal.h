@@ -1,6 +1,7 @@
 /* Internal interface of libtilerap_hypre: hook state and counters
  * (hook_state.c), local CSR blocks for the tile engine (local_blocks.c),
- * the distributed Galerkin product (galerkin_parcsr.c). */
+ * the distributed Galerkin product (galerkin.c; its stages and their files
+ * in galerkin_stages.h). */
 #ifndef TILERAP_HYPRE_HOOK_INTERNAL_H
 #define TILERAP_HYPRE_HOOK_INTERNAL_H
 
@@ -22,8 +23,42 @@
 #include "tilerap_config.h"
 #endif
 
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
 /* Internal helpers stay out of the library's dynamic symbol table. */
 #pragma GCC visibility push(hidden)
+
+/* Below this many rows, parallel regions cost more than they save. */
+#define TR_PAR_ROWS 4096
+
+static inline int tr_max_threads(void)
+{
+#ifdef _OPENMP
+  return omp_get_max_threads();
+#else
+  return 1;
+#endif
+}
+
+static inline int tr_team_size(void)
+{
+#ifdef _OPENMP
+  return omp_get_num_threads();
+#else
+  return 1;
+#endif
+}
+
+static inline int tr_thread(void)
+{
+#ifdef _OPENMP
+  return omp_get_thread_num();
+#else
+  return 0;
+#endif
+}
 
 /* hypre >= 3.0 passes has_diagonal to hypre_ParCSRMatrixRAPKT.  The
  * configure check TILERAP_HYPRE_RAPKT_HAS_DIAGONAL wins when present;
@@ -45,7 +80,7 @@
 
 /* ---- hook_state.c ---- */
 int tr_hypre_enabled(void);            /* reads the environment once */
-int tr_hypre_verbose(void);            /* TILERAP_HYPRE_VERBOSE: 0, 1, or 2 (a line per product) */
+int tr_hypre_verbose(void);            /* TILERAP_HYPRE_VERBOSE now: 0, 1, or 2 (a line per product) */
 /* Why an interposed call must forward before any work (disabled, or no GPU
  * and the CPU engine not named in TILERAP_ENGINE), or -1. */
 int tr_hypre_refusal(void);
@@ -105,7 +140,7 @@ typedef struct {
 int tr_tiles_from_segments(int32_t m, int32_t n, int nseg, const tr_segment *seg,
                            tilerap_tile_matrix **T);
 
-/* ---- galerkin_parcsr.c ---- */
+/* ---- galerkin.c ---- */
 /* RT^T A P; order_hypre: rows in the order of hypre_BoomerAMGBuildCoarseOperatorKT
  * (unless TILERAP_HYPRE_ORDER=sorted), else sorted with the diagonal first;
  * local_refusal >= 0 makes this rank refuse with that reason (collective:
@@ -113,7 +148,8 @@ int tr_tiles_from_segments(int32_t m, int32_t n, int nseg, const tr_segment *seg
 int tr_hypre_galerkin(hypre_ParCSRMatrix *RT, hypre_ParCSRMatrix *A, hypre_ParCSRMatrix *P,
                       HYPRE_Int keepT, int force_diagonal, int order_hypre, int local_refusal,
                       hypre_ParCSRMatrix **RAP);
-/* Frees the product kept on the GPU for the next level (hook disabled). */
+/* Frees the product kept on the GPU for the next level (hook disabled;
+ * kept_operand.c). */
 void tr_hypre_drop_kept(void);
 
 #pragma GCC visibility pop

@@ -1,6 +1,7 @@
 /* State of the hypre hook: on/off switch (API and TILERAP_HYPRE), the
- * counters behind TILERAP_HYPRE_VERBOSE, and hypre's own entry points
- * found with dlsym(RTLD_NEXT) for forwarding. */
+ * settings (TileRAP_HypreSet*: knobs of the tuning table), the counters
+ * behind TILERAP_HYPRE_VERBOSE, and hypre's own entry points found with
+ * dlsym(RTLD_NEXT) for forwarding. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -18,7 +19,6 @@
 #include <time.h>
 
 static int g_enabled = -1;          /* -1: not decided yet (environment) */
-static int g_verbose = 0;
 static int g_rank = -1;             /* MPI_COMM_WORLD rank seen at the first call */
 static TileRAP_HypreStats g_stats;
 #define TR_MAX_NOTES 8
@@ -43,19 +43,33 @@ static const char *const g_reason_text[TILERAP_HYPRE_FWD_NREASONS] = {
 static const char *const g_entry_text[TILERAP_HYPRE_EP_N] = {
   "hypre_BoomerAMGBuildCoarseOperatorKT", "hypre_ParCSRMatrixRAPKT"};
 
-/* Silent in processes that never reached a hooked call (mpiexec under LD_PRELOAD). */
+/* The level in force at exit decides (TileRAP_HypreSetVerbose may have
+ * changed it); silent in processes that never reached a hooked call
+ * (mpiexec under LD_PRELOAD). */
 static void print_at_exit(void)
 {
-  if (TileRAP_HypreComputed() || TileRAP_HypreForwarded()) TileRAP_HyprePrintStats(stderr);
+  if (tr_hypre_verbose() && (TileRAP_HypreComputed() || TileRAP_HypreForwarded()))
+    TileRAP_HyprePrintStats(stderr);
 }
 
 __attribute__((constructor)) static void tr_hypre_init(void)
 {
-  g_verbose = tr_knob_int(TR_KNOB_HYPRE_VERBOSE); /* 2: also one line per product */
-  if (g_verbose) atexit(print_at_exit);
+  atexit(print_at_exit);
 }
 
-int tr_hypre_verbose(void) { return g_verbose; }
+/* read at every use: a knob lookup, and the setter takes effect at once */
+int tr_hypre_verbose(void) { return tr_knob_int(TR_KNOB_HYPRE_VERBOSE); }
+
+static int set_int_knob(const char *name, int value)
+{
+  char text[24];
+  snprintf(text, sizeof text, "%d", value);
+  return tilerap_tuning_set(name, text);
+}
+
+int TileRAP_HypreSetVerbose(int level) { return set_int_knob("TILERAP_HYPRE_VERBOSE", level); }
+int TileRAP_HypreSetOrder(const char *order) { return tilerap_tuning_set("TILERAP_HYPRE_ORDER", order); }
+int TileRAP_HypreSetDevice(int dev) { return set_int_knob("TILERAP_DEVICE", dev); }
 
 int tr_hypre_enabled(void)
 {

@@ -10,7 +10,13 @@ libtilerap_hypre_la_SOURCES = \
 	src/hypre/hook_internal.h \
 	src/hypre/hook_state.c \
 	src/hypre/local_blocks.c \
-	src/hypre/galerkin_parcsr.c \
+	src/hypre/galerkin_stages.h \
+	src/hypre/galerkin.c \
+	src/hypre/exchange.c \
+	src/hypre/local_product.c \
+	src/hypre/kept_operand.c \
+	src/hypre/row_order.c \
+	src/hypre/assembly.c \
 	src/hypre/interpose.c
 libtilerap_hypre_la_CPPFLAGS = $(AM_CPPFLAGS) $(HYPRE_CPPFLAGS)
 libtilerap_hypre_la_LIBADD = libtilerap.la $(HYPRE_LIBS) -ldl -lpthread

@@ -14,12 +14,6 @@
 
 #include <stdlib.h>
 #include <string.h>
-#ifdef _OPENMP
-#include <omp.h>
-#endif
-
-/* Below this many rows the parallel regions cost more than they save. */
-#define TR_PAR_ROWS 4096
 
 /* Segment holding output row i (local row in *r), or NULL for an empty row. */
 static inline const tr_segment *seg_of(int nseg, const tr_segment *seg, int32_t i, int32_t *r)

@@ -4,6 +4,8 @@ libtilerap_la_SOURCES += \
 	src/mat_impl/mat_seqtile_impl.h \
 	src/mpi/tile_mpi_device.h \
 	src/mat_impl/mat_seqtile.c \
+	src/mat_impl/tile_cache.c \
+	src/mat_impl/tile_options.c \
 	src/mat_impl/mat_seqtile_product.c \
 	src/mat_impl/mat_mpitile.c \
 	src/mat_impl/mat_tile_register.c

@@ -264,8 +264,7 @@ static PetscErrorCode MatSetFromOptions_MPITile(Mat A, TileOptionItems PetscOpti
   Mat_MPITile *t = (Mat_MPITile *)A->spptr;
 
   PetscFunctionBegin;
-  if (tile_mpiaij_ops.setfromoptions) PetscCall(tile_mpiaij_ops.setfromoptions(A, PetscOptionsObject));
-  PetscCall(TileOptionsSection(A, PetscOptionsObject, "TileRAP matrix (mpitile) options", &t->opt));
+  PetscCall(TileSetFromOptions(A, PetscOptionsObject, tile_mpiaij_ops.setfromoptions, MATMPITILE, &t->opt));
   PetscCall(TileDeviceSelect(PetscObjectComm((PetscObject)A), &t->opt)); /* the engine may have become cuda */
   PetscCall(TileMPIConvertBlocks(A)); /* propagates the options */
   PetscFunctionReturn(PETSC_SUCCESS);
@@ -357,16 +356,11 @@ PetscErrorCode MatConvert_MPIAIJ_MPITile(Mat A, MatType type, MatReuse reuse, Ma
 {
   Mat          B;
   Mat_MPITile *t;
-  PetscBool    istile, copied;
   void (*f)(void) = NULL;
 
   PetscFunctionBegin;
-  PetscCall(TileConvertTarget(A, reuse, newmat, &copied));
-  if (copied) PetscFunctionReturn(PETSC_SUCCESS);
-  B = *newmat;
-  PetscCall(TileIsMPITile(B, &istile));
-  if (istile) PetscFunctionReturn(PETSC_SUCCESS);
-  PetscCheck(!B->spptr, PetscObjectComm((PetscObject)B), PETSC_ERR_SUP, "cannot convert a %s that carries implementation data to %s", ((PetscObject)B)->type_name, MATMPITILE);
+  PetscCall(TileConvertBegin(A, reuse, newmat, TileIsMPITile, MATMPITILE, &B));
+  if (!B) PetscFunctionReturn(PETSC_SUCCESS);
   if (!tile_mpiaij_ops.saved) { /* B is a plain MPIAIJ here: remember what we replace */
     tile_mpiaij_ops.destroy               = B->ops->destroy;
     tile_mpiaij_ops.assemblyend           = B->ops->assemblyend;
@@ -400,13 +394,11 @@ PetscErrorCode MatConvert_MPIAIJ_MPITile(Mat A, MatType type, MatReuse reuse, Ma
 
 static PetscErrorCode MatConvert_MPITile_MPIAIJ(Mat A, MatType type, MatReuse reuse, Mat *newmat)
 {
-  Mat       B;
-  PetscBool copied;
+  Mat B;
 
   PetscFunctionBegin;
-  PetscCall(TileConvertTarget(A, reuse, newmat, &copied));
-  if (copied) PetscFunctionReturn(PETSC_SUCCESS);
-  B = *newmat;
+  PetscCall(TileConvertBegin(A, reuse, newmat, NULL, NULL, &B));
+  if (!B) PetscFunctionReturn(PETSC_SUCCESS);
   PetscCall(TileMPIStrip(B, PETSC_TRUE));
   PetscCall(PetscObjectChangeTypeName((PetscObject)B, MATMPIAIJ));
   PetscFunctionReturn(PETSC_SUCCESS);
@@ -486,13 +478,7 @@ static PetscBool TileOperandRecordSame(const TileOperandRecord *x, const TileOpe
 static PetscErrorCode TileInnerDestroy(TileMPIProduct *w)
 {
   PetscFunctionBegin;
-  if (w->data && w->destroy) {
-#if PETSC_VERSION_LT(3, 25, 0)
-    PetscCall((*w->destroy)(w->data));
-#else
-    PetscCall((*w->destroy)(&w->data));
-#endif
-  }
+  if (w->data && w->destroy) PetscCall((*w->destroy)(TILE_PRODUCT_DESTROY_PASS(w->data)));
   w->data    = NULL;
   w->destroy = NULL;
   w->view    = NULL;
@@ -514,6 +500,19 @@ static PetscErrorCode TileMPIProductDestroy(TILE_PRODUCT_DESTROY_ARG arg)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+static PetscErrorCode TileMPIProductView(Mat, PetscViewer);
+
+/* C's product data, destroy and view: the backend's own, held in w (inner),
+ * or w with ours around it. */
+static void TileMPIProductSwap(Mat C, TileMPIProduct *w, PetscBool inner)
+{
+  Mat_Product *product = C->product;
+
+  product->data    = inner ? w->data : (void *)w;
+  product->destroy = inner ? (PetscErrorCode(*)(TILE_PRODUCT_DESTROY_ARG))w->destroy : TileMPIProductDestroy;
+  product->view    = inner ? w->view : TileMPIProductView;
+}
+
 static PetscErrorCode TileMPIProductView(Mat C, PetscViewer viewer)
 {
   TileMPIProduct *w = (TileMPIProduct *)C->product->data;
@@ -527,13 +526,9 @@ static PetscErrorCode TileMPIProductView(Mat C, PetscViewer viewer)
     PetscCall(PetscViewerASCIIPrintf(viewer, "tilerap %s product: MPIAIJ backend algorithm, local products on the tile engine; %" PetscInt_FMT " plan(s), %" PetscInt_FMT " numeric phase(s)\n",
                                      MatProductTypes[C->product->type], w->nplans, w->nnumeric));
   if (w->view) {
-    C->product->data    = w->data;
-    C->product->destroy = (PetscErrorCode(*)(TILE_PRODUCT_DESTROY_ARG))w->destroy;
-    C->product->view    = w->view;
-    ierr                = (*w->view)(C, viewer);
-    C->product->data    = w;
-    C->product->destroy = TileMPIProductDestroy;
-    C->product->view    = TileMPIProductView;
+    TileMPIProductSwap(C, w, PETSC_TRUE);
+    ierr = (*w->view)(C, viewer);
+    TileMPIProductSwap(C, w, PETSC_FALSE);
   }
   PetscCall(ierr);
   PetscFunctionReturn(PETSC_SUCCESS);
@@ -613,9 +608,7 @@ static PetscErrorCode TileMPIPlan(Mat C, TileMPIProduct *w)
   w->destroy       = (TileProductDestroyFn)product->destroy;
   w->view          = product->view;
   w->numeric       = C->ops->productnumeric;
-  product->data    = w;
-  product->destroy = TileMPIProductDestroy;
-  product->view    = TileMPIProductView;
+  TileMPIProductSwap(C, w, PETSC_FALSE);
   PetscCheck(w->numeric, PetscObjectComm((PetscObject)C), PETSC_ERR_PLIB, "MPIAIJ product %s set no numeric phase", MatProductTypes[product->type]);
   C->ops->productnumeric = NULL; /* set by the caller, after the checks */
   PetscCall(TileOperandRecordGet(A, &w->a));
@@ -658,26 +651,16 @@ static PetscErrorCode MatProductNumeric_MPITile(Mat C)
     ierr             = TileInnerDestroy(w);
     if (!ierr) ierr = TileMPIPlan(C, w);
     if (ierr) {
-      if (product->data != w) { /* not attached: C would lose it */
-#if PETSC_VERSION_LT(3, 25, 0)
-        PetscCall(TileMPIProductDestroy(w));
-#else
-        PetscCall(TileMPIProductDestroy((void **)&w));
-#endif
-      }
+      if (product->data != w) PetscCall(TileMPIProductDestroy(TILE_PRODUCT_DESTROY_PASS(w))); /* not attached: C would lose it */
       PetscCall(ierr);
     }
     C->ops->productnumeric = MatProductNumeric_MPITile;
   }
   /* the backend's own product data while it runs (C may be viewed or
    * assembled from inside: -mat_view at MatSetValuesCOO's assembly) */
-  product->data    = w->data;
-  product->destroy = (PetscErrorCode(*)(TILE_PRODUCT_DESTROY_ARG))w->destroy;
-  product->view    = w->view;
-  ierr             = (*w->numeric)(C);
-  product->data    = w;
-  product->destroy = TileMPIProductDestroy;
-  product->view    = TileMPIProductView;
+  TileMPIProductSwap(C, w, PETSC_TRUE);
+  ierr = (*w->numeric)(C);
+  TileMPIProductSwap(C, w, PETSC_FALSE);
   PetscCall(ierr);
   w->cnz = C->nonzerostate;
   w->nnumeric++;
@@ -715,28 +698,18 @@ static PetscErrorCode MatProductSymbolic_MPITile(Mat C)
  * MPIAIJ implementation, untouched. */
 PetscErrorCode MatProductSetFromOptions_MPITile(Mat C)
 {
-  Mat_Product *product = C->product;
-  Mat          A, B;
-  PetscBool    atile, btile, aaij, baij, algok = PETSC_TRUE;
+  static const char *const algs[] = {MATPRODUCTALGORITHMDEFAULT, "tile", "backend", NULL};
+  Mat_Product             *product = C->product;
+  Mat                      A, B;
+  PetscBool                algok, fits;
 
   PetscFunctionBegin;
-  MatCheckProduct(C, 1);
+  /* MAT_FORCE_DIAGONAL_ENTRIES: the backend's C has no room for them (not a fit) */
+  PetscCall(TileProductCandidate(C, TileIsMPITile, MATMPIAIJ, algs, &algok, &fits));
   A = product->A;
   B = product->B;
-  PetscCall(TileIsMPITile(A, &atile));
-  PetscCall(TileIsMPITile(B, &btile));
-  PetscCall(PetscObjectTypeCompare((PetscObject)A, MATMPIAIJ, &aaij));
-  PetscCall(PetscObjectTypeCompare((PetscObject)B, MATMPIAIJ, &baij));
-  if (product->alg) {
-    PetscBool isdef, istile, isbackend;
-    PetscCall(PetscStrcmp(product->alg, MATPRODUCTALGORITHMDEFAULT, &isdef));
-    PetscCall(PetscStrcmp(product->alg, "tile", &istile));
-    PetscCall(PetscStrcmp(product->alg, "backend", &isbackend));
-    algok = (PetscBool)(isdef || istile || isbackend);
-  }
-  if (C->force_diagonals) algok = PETSC_FALSE; /* MAT_FORCE_DIAGONAL_ENTRIES: the backend's C has no room for them */
   PetscCheck(tile_mpiaij_ops.productsetfromoptions, PetscObjectComm((PetscObject)C), PETSC_ERR_PLIB, "MPIAIJ product implementation not captured");
-  if (TILE_SCALAR_OK && algok && (product->type == MATPRODUCT_AB || product->type == MATPRODUCT_AtB || product->type == MATPRODUCT_PtAP) && (atile || btile) && (atile || aaij) && (btile || baij)) {
+  if (algok && fits) {
     PetscBool isbackend = PETSC_FALSE;
     PetscCall(MatProductSetAlgorithm(C, "backend"));
     PetscCall(tile_mpiaij_ops.productsetfromoptions(C)); /* the options may still pick another algorithm */

@@ -23,9 +23,11 @@ typedef PetscOptionItems TileOptionItems;
 #if PETSC_VERSION_LT(3, 25, 0)
   #define TILE_PRODUCT_DESTROY_ARG void *
   #define TILE_PRODUCT_DESTROY_DATA(p) (p)
+  #define TILE_PRODUCT_DESTROY_PASS(p) (p) /* what a destroy callback is called with */
 #else
   #define TILE_PRODUCT_DESTROY_ARG void **
   #define TILE_PRODUCT_DESTROY_DATA(p) (*(p))
+  #define TILE_PRODUCT_DESTROY_PASS(p) ((void **)&(p))
 #endif
 
 #if PETSC_VERSION_LT(3, 20, 0)
@@ -87,35 +89,45 @@ extern TileAIJOps tile_aij_ops;
 PetscErrorCode TileCheckError_Private(MPI_Comm, int, const char *);
 #define TileCall(comm, expr) PetscCall(TileCheckError_Private((comm), (expr), #expr))
 
+/* tile_cache.c: the tile copy of an AIJ matrix brought in sync with it */
 PetscErrorCode TileCacheSync(Mat X, TileCache *c);
 /* TileCacheSync, then the device mirror brought in sync (upload only what changed). */
 PetscErrorCode TileCacheSyncDevice(Mat X, TileCache *c);
 PetscErrorCode TileCacheReset(TileCache *c);
 /* Records that c now holds X's current values (X's CSR was written from c). */
 PetscErrorCode TileCacheMarkInSync(Mat X, TileCache *c, PetscBool by_product_numeric);
-PetscErrorCode TileIsSeqTile(Mat, PetscBool *);
+
+/* tile_options.c: the -mat_tile_ options and the CUDA device of the process */
+/* The options read when a tile matrix is created (-help lists them in any program). */
 PetscErrorCode TileOptionsFromDatabase(Mat, tilerap_options *);
-/* Values of the -mat_tile_ options as read inside an open options block
- * (TileOptionsItems), then checked and applied (TileOptionsApply;
- * -mat_tile_device makes that CUDA device current at once). */
-typedef struct {
-  char      engine[16], precision[16];
-  PetscInt  thr, tc, device;
-  char      cpu_kernel[16];
-  PetscBool engine_set, thr_set, tc_set, precision_set, device_set, cpu_kernel_set;
-} TileOptionValues;
-PetscErrorCode TileOptionsItems(TileOptionItems, const tilerap_options *, TileOptionValues *);
-PetscErrorCode TileOptionsApply(MPI_Comm, tilerap_options *, const TileOptionValues *);
-PetscErrorCode TileOptionsSection(Mat, TileOptionItems, const char *, tilerap_options *);
-/* MatConvert's MatReuse handling shared by the tile conversions */
-PetscErrorCode TileConvertTarget(Mat, MatReuse, Mat *, PetscBool *);
+/* MatSetFromOptions of a tile type: the base type's own (base, may be NULL),
+ * then the -mat_tile_ options as a section "TileRAP matrix (type) options"
+ * into *opt. */
+PetscErrorCode TileSetFromOptions(Mat, TileOptionItems, PetscErrorCode (*base)(Mat, TileOptionItems), MatType type, tilerap_options *opt);
+/* The current device's CUDA context created once per process when the
+ * CUDA engine is active (not charged to the first product). */
+PetscErrorCode TileDeviceWarmUp(const tilerap_options *);
 /* MATMPITILE's device: -mat_tile_device when given, else one GPU per rank,
  * (node-local rank) mod (device count), chosen once per process when the
  * CUDA engine is active.  Collective on comm unless the engine is cpu. */
 PetscErrorCode TileDeviceSelect(MPI_Comm, const tilerap_options *);
 
+/* mat_seqtile.c */
+PetscErrorCode TileIsSeqTile(Mat, PetscBool *);
+/* MatConvert's start, shared by the tile conversions: *B the matrix to
+ * convert in place, or NULL when nothing is left to do (MAT_REUSE_MATRIX:
+ * A's values copied into *newmat; or *newmat has the target type already,
+ * by is_target).  With is_target (a conversion to the tile type named to)
+ * *B must carry no implementation data. */
+PetscErrorCode TileConvertBegin(Mat A, MatReuse reuse, Mat *newmat, PetscErrorCode (*is_target)(Mat, PetscBool *), MatType to, Mat *B);
 PetscErrorCode MatConvert_SeqAIJ_SeqTile(Mat, MatType, MatReuse, Mat *);
 PetscErrorCode MatProductSetFromOptions_SeqTile(Mat);
+/* What the MatProductSetFromOptions of both tile types decide first
+ * (mat_seqtile_product.c): *fits, C's product is one the tile engine does
+ * (AB, AtB or PtAP of real double operands, each of the tile type is_tile
+ * or plain aij, at least one tile, C without MAT_FORCE_DIAGONAL_ENTRIES);
+ * *alg_ok, product->alg is unset or one of algs (NULL-terminated). */
+PetscErrorCode TileProductCandidate(Mat C, PetscErrorCode (*is_tile)(Mat, PetscBool *), MatType aij, const char *const algs[], PetscBool *alg_ok, PetscBool *fits);
 
 /* MATMPITILE (mat_mpitile.c) */
 PetscErrorCode TileIsMPITile(Mat, PetscBool *);

@@ -362,11 +362,7 @@ static PetscErrorCode MatProductSymbolic_SeqTile(Mat C)
   {
     PetscErrorCode ierr = TileProductPlan(C, pd, A, B);
     if (ierr) {
-#if PETSC_VERSION_LT(3, 25, 0)
-      PetscCall(TileProductDestroy(pd));
-#else
-      PetscCall(TileProductDestroy((void **)&pd));
-#endif
+      PetscCall(TileProductDestroy(TILE_PRODUCT_DESTROY_PASS(pd)));
       PetscCall(ierr);
     }
   }
@@ -421,38 +417,45 @@ static PetscErrorCode TileOtherAlgorithmRequested(Mat C, PetscBool *other)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+PetscErrorCode TileProductCandidate(Mat C, PetscErrorCode (*is_tile)(Mat, PetscBool *), MatType aij, const char *const algs[], PetscBool *alg_ok, PetscBool *fits)
+{
+  Mat_Product *product = C->product;
+  PetscBool    atile, btile, aaij, baij;
+
+  PetscFunctionBegin;
+  MatCheckProduct(C, 1);
+  PetscCall((*is_tile)(product->A, &atile));
+  PetscCall((*is_tile)(product->B, &btile));
+  PetscCall(PetscObjectTypeCompare((PetscObject)product->A, aij, &aaij));
+  PetscCall(PetscObjectTypeCompare((PetscObject)product->B, aij, &baij));
+  *alg_ok = (PetscBool)!product->alg;
+  for (int k = 0; algs[k] && !*alg_ok; k++) PetscCall(PetscStrcmp(product->alg, algs[k], alg_ok));
+  /* MAT_FORCE_DIAGONAL_ENTRIES on C: AIJ's symbolic phases allocate the
+   * diagonal, the tile plans make only the product's pattern */
+  *fits = (PetscBool)(TILE_SCALAR_OK && !C->force_diagonals && (product->type == MATPRODUCT_AB || product->type == MATPRODUCT_AtB || product->type == MATPRODUCT_PtAP) && (atile || btile) && (atile || aaij) && (btile || baij));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 /* Reached through A's productsetfromoptions (A, B both seqtile) or the
  * composed MatProductSetFromOptions_seqaijtile_seqaij_C /
  * _seqaij_seqaijtile_C (one of them plain seqaij). */
 PetscErrorCode MatProductSetFromOptions_SeqTile(Mat C)
 {
-  Mat_Product *product = C->product;
-  Mat          A, B;
-  PetscBool    atile, btile, aaij, baij, algok = PETSC_FALSE;
+  static const char *const algs[] = {MATPRODUCTALGORITHMDEFAULT, "tile", NULL};
+  Mat_Product             *product = C->product;
+  Mat                      A, B;
+  PetscBool                algok, fits;
 
   PetscFunctionBegin;
-  MatCheckProduct(C, 1);
+  PetscCall(TileProductCandidate(C, TileIsSeqTile, MATSEQAIJ, algs, &algok, &fits));
   A = product->A;
   B = product->B;
-  PetscCall(TileIsSeqTile(A, &atile));
-  PetscCall(TileIsSeqTile(B, &btile));
-  PetscCall(PetscObjectTypeCompare((PetscObject)A, MATSEQAIJ, &aaij));
-  PetscCall(PetscObjectTypeCompare((PetscObject)B, MATSEQAIJ, &baij));
-  if (product->alg) {
-    PetscBool isdef, istile;
-    PetscCall(PetscStrcmp(product->alg, MATPRODUCTALGORITHMDEFAULT, &isdef));
-    PetscCall(PetscStrcmp(product->alg, "tile", &istile));
-    algok = (PetscBool)(isdef || istile);
-  } else algok = PETSC_TRUE;
   if (algok) {
     PetscBool other;
     PetscCall(TileOtherAlgorithmRequested(C, &other));
     algok = (PetscBool)!other;
   }
-  /* MAT_FORCE_DIAGONAL_ENTRIES on C: SeqAIJ's symbolic phases allocate the
-   * diagonal, the tile plan makes only the product's pattern */
-  if (C->force_diagonals) algok = PETSC_FALSE;
-  if (TILE_SCALAR_OK && algok && (product->type == MATPRODUCT_AB || product->type == MATPRODUCT_AtB || product->type == MATPRODUCT_PtAP) && (atile || btile) && (atile || aaij) && (btile || baij)) {
+  if (algok && fits) {
     PetscCall(PetscInfo(C, "tilerap: %s with A %s, B %s by the tile engine\n", MatProductTypes[product->type], ((PetscObject)A)->type_name, ((PetscObject)B)->type_name));
     C->ops->productsymbolic = MatProductSymbolic_SeqTile;
     PetscFunctionReturn(PETSC_SUCCESS);

@@ -20,10 +20,11 @@ void tr_cuda_tile_free(tilerap_tile_matrix *T);
 int tr_cuda_tile_copy(const tilerap_tile_matrix *src, tilerap_tile_matrix *dst); /* any direction */
 int tr_cuda_tile_copy_values(const tilerap_tile_matrix *src, tilerap_tile_matrix *dst);
 /* structure hash of a device tile matrix (tile_structure.h) without its
- * sizes term: the kernel into two device words (allocated here, no wait),
- * and their read-back (waits, frees them) */
-int tr_cuda_structure_hash_start(const tilerap_tile_matrix *T, void **words);
-int tr_cuda_structure_hash_finish(void *words, uint64_t h[2]);
+ * sizes term: the kernel into *nwords device words of partial sums
+ * (allocated here, no wait), and their read-back and sum (waits, frees
+ * them) */
+int tr_cuda_structure_hash_start(const tilerap_tile_matrix *T, void **words, int *nwords);
+int tr_cuda_structure_hash_finish(void *words, int nwords, uint64_t h[2]);
 
 /* SpGEMM plan on the device: A, B device-resident; C allocated on the device. */
 typedef struct tr_cuda_spgemm tr_cuda_spgemm;
@@ -78,7 +79,6 @@ int tr_cuda_rows_product(const tilerap_tile_matrix *X, const double *xval, const
 int tr_cuda_tile_transpose(const tilerap_tile_matrix *T, tilerap_tile_matrix **Tt, int64_t **perm_dev,
                            void *stream);
 int tr_cuda_gather_values(const double *src, const int64_t *perm, int64_t n, double *dst, void *stream);
-int tr_cuda_stream_sync(void *stream);
 
 /* CSR <-> tile with the tile matrix on the device (tile_cuda_from_csr.cu,
  * tile_cuda_to_csr.cu); arguments checked by tile_convert_device.c.

@@ -418,12 +418,6 @@ extern "C" int tr_cuda_gather_values(const double *src, const int64_t *perm, int
   return tr_order_legacy_after(s);
 }
 
-extern "C" int tr_cuda_stream_sync(void *stream)
-{
-  cudaError_t e = cudaStreamSynchronize((cudaStream_t)stream);
-  return e == cudaSuccess ? TILERAP_SUCCESS : tr_cuda_error(e, "stream synchronisation");
-}
-
 extern "C" void tr_cuda_free(void *p)
 {
   tr_dfree(p, cudaStreamLegacy);

@@ -1,6 +1,6 @@
-/* Structure hash of a device tile matrix (tile_structure.h): a thread per
- * tile-row pointer and per tile, both words summed per warp, one atomic
- * add per warp and word.  Used at plan creation and when a numeric call
+/* Structure hash of a device tile matrix (tile_structure.h): threads over
+ * the tile-row pointers and the tiles, both words summed per block, one
+ * atomic add per block and word.  Used at plan creation and when a numeric call
  * meets an operand of another structure_id, never on a plain re-run. */
 #include "spgemm_cuda.cuh"
 #include "tile_structure.h"
@@ -8,7 +8,13 @@
 /* the words are sums over tile-row pointers and tiles; tile_structure.c
  * adds the sizes term */
 
-static __global__ void k_structure_hash(const tilerap_tile_matrix T, unsigned long long *out)
+#define TR_SH_THREADS 256
+/* at most this many blocks, each writing its two partial words: no
+ * atomics (adds to one address serialise in L2: one a warp cost more than
+ * the hashing) and no zeroing; the rare read-back sums the partials */
+#define TR_SH_BLOCKS 512
+
+static __global__ void __launch_bounds__(TR_SH_THREADS) k_structure_hash(const tilerap_tile_matrix T, unsigned long long *out)
 {
   const int64_t stride = (int64_t)gridDim.x * blockDim.x;
   uint64_t s0 = 0, s1 = 0;
@@ -26,24 +32,27 @@ static __global__ void k_structure_hash(const tilerap_tile_matrix T, unsigned lo
     s0 += __shfl_xor_sync(0xffffffffu, s0, d);
     s1 += __shfl_xor_sync(0xffffffffu, s1, d);
   }
-  if ((threadIdx.x & 31) == 0) {
-    atomicAdd(&out[0], (unsigned long long)s0);
-    atomicAdd(&out[1], (unsigned long long)s1);
+  __shared__ uint64_t part[2][TR_SH_THREADS / 32];
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  if (lane == 0) { part[0][warp] = s0; part[1][warp] = s1; }
+  __syncthreads();
+  if (threadIdx.x < 2) {
+    uint64_t sum = 0;
+    for (int w = 0; w < TR_SH_THREADS / 32; w++) sum += part[threadIdx.x][w];
+    out[2 * blockIdx.x + threadIdx.x] = sum;
   }
 }
 
-extern "C" int tr_cuda_structure_hash_start(const tilerap_tile_matrix *T, void **words)
+extern "C" int tr_cuda_structure_hash_start(const tilerap_tile_matrix *T, void **words, int *nwords)
 {
   const cudaStream_t s = cudaStreamLegacy;
-  int err = tr_dalloc(words, 2 * sizeof(unsigned long long), s, "structure hash");
+  const int64_t items = T->num_tiles > T->tile_rows + 1 ? T->num_tiles : T->tile_rows + 1;
+  const unsigned blocks = tr_blocks(items, TR_SH_THREADS) < TR_SH_BLOCKS ? tr_blocks(items, TR_SH_THREADS) : TR_SH_BLOCKS;
+  *nwords = 2 * (int)blocks;
+  int err = tr_dalloc(words, (size_t)*nwords * sizeof(unsigned long long), s, "structure hash");
   if (err) return err;
-  cudaError_t ce = cudaMemsetAsync(*words, 0, 2 * sizeof(unsigned long long), s);
-  if (ce == cudaSuccess) {
-    const int64_t items = T->num_tiles > T->tile_rows + 1 ? T->num_tiles : T->tile_rows + 1;
-    const int64_t threads = items < (1 << 22) ? items : (1 << 22);
-    k_structure_hash<<<tr_blocks(threads, 256), 256, 0, s>>>(*T, (unsigned long long *)*words);
-    ce = cudaGetLastError();
-  }
+  k_structure_hash<<<blocks, TR_SH_THREADS, 0, s>>>(*T, (unsigned long long *)*words);
+  const cudaError_t ce = cudaGetLastError();
   if (ce != cudaSuccess) {
     tr_dfree(*words, s);
     *words = NULL;
@@ -52,15 +61,15 @@ extern "C" int tr_cuda_structure_hash_start(const tilerap_tile_matrix *T, void *
   return TILERAP_SUCCESS;
 }
 
-extern "C" int tr_cuda_structure_hash_finish(void *words, uint64_t h[2])
+extern "C" int tr_cuda_structure_hash_finish(void *words, int nwords, uint64_t h[2])
 {
   const cudaStream_t s = cudaStreamLegacy;
-  unsigned long long r[2] = {0, 0};
-  cudaError_t ce = cudaMemcpyAsync(r, words, sizeof r, cudaMemcpyDeviceToHost, s);
+  unsigned long long r[2 * TR_SH_BLOCKS];
+  cudaError_t ce = cudaMemcpyAsync(r, words, (size_t)nwords * sizeof *r, cudaMemcpyDeviceToHost, s);
   if (ce == cudaSuccess) ce = cudaStreamSynchronize(s);
   tr_dfree(words, s);
   if (ce != cudaSuccess) return tr_cuda_error(ce, "structure hash");
-  h[0] = r[0];
-  h[1] = r[1];
+  h[0] = h[1] = 0;
+  for (int i = 0; i < nwords; i += 2) { h[0] += r[i]; h[1] += r[i + 1]; }
   return TILERAP_SUCCESS;
 }

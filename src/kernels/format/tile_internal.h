@@ -66,8 +66,9 @@ typedef struct {
   tilerap_memtype memtype;
   uint64_t id;
   int hashed;          /* hash holds the words */
-  void *dev_hash;      /* device operand: its words, summed on the device
-                          at recording and read back only when needed */
+  void *dev_hash;      /* device operand: the hash's partial words, made on
+                          the device at recording, read back only when needed */
+  int dev_words;
   uint64_t hash[2];
 } tr_structure;
 uint64_t tr_structure_id_new(void);

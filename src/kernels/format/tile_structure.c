@@ -70,9 +70,9 @@ static int tr_structure_of(const tilerap_tile_matrix *T, tr_structure *s, int wa
   if (T->memtype == TILERAP_MEM_HOST) tr_structure_sums_host(T, s->hash);
   else {
 #ifdef TILERAP_HAVE_CUDA
-    if ((err = tr_cuda_structure_hash_start(T, &s->dev_hash))) return err;
+    if ((err = tr_cuda_structure_hash_start(T, &s->dev_hash, &s->dev_words))) return err;
     if (!wait) return TILERAP_SUCCESS;
-    err = tr_cuda_structure_hash_finish(s->dev_hash, s->hash);
+    err = tr_cuda_structure_hash_finish(s->dev_hash, s->dev_words, s->hash);
     s->dev_hash = NULL;
     if (err) return err;
 #else
@@ -92,10 +92,7 @@ int tr_structure_record(const tilerap_tile_matrix *T, tr_structure *s)
 void tr_structure_release(tr_structure *s)
 {
 #ifdef TILERAP_HAVE_CUDA
-  if (s->dev_hash) {
-    uint64_t h[2];
-    tr_cuda_structure_hash_finish(s->dev_hash, h); /* frees the words */
-  }
+  if (s->dev_hash) tr_cuda_free(s->dev_hash); /* stream-ordered: no wait for words nobody reads */
 #endif
   s->dev_hash = NULL;
 }
@@ -114,7 +111,7 @@ int tr_structure_check(tr_structure *s, const tilerap_tile_matrix *T, const char
   int err;
 #ifdef TILERAP_HAVE_CUDA
   if (!s->hashed) { /* the recorded hash, first needed now */
-    err = tr_cuda_structure_hash_finish(s->dev_hash, s->hash);
+    err = tr_cuda_structure_hash_finish(s->dev_hash, s->dev_words, s->hash);
     s->dev_hash = NULL;
     if (err) return err;
     tr_add_sizes(s, s->hash);

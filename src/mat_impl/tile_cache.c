@@ -1,0 +1,175 @@
+/* The tile copy of one AIJ matrix (TileCache, mat_seqtile_impl.h): kept in
+ * a seqtile's spptr, or in product data for plain-AIJ operands, and brought
+ * in sync lazily, when a product needs it: nothing when the AIJ object state
+ * is unchanged, a values-only refresh when the nonzero pattern
+ * (nonzerostate) is unchanged, a rebuild otherwise.  The host copy (T) and
+ * the CUDA engine's device mirror (D) share one structure generation, so
+ * plans made on either stay valid while the pattern does. */
+#include "mat_seqtile_impl.h"
+
+PetscErrorCode TileCacheReset(TileCache *c)
+{
+  PetscFunctionBegin;
+  tilerap_tile_destroy(&c->T);
+  tilerap_tile_destroy(&c->D);
+  c->Dvalid = PETSC_FALSE;
+  c->gen++;
+  c->id = 0;
+  c->state = 0;
+  c->nzstate = 0;
+  c->state_plus_one = PETSC_FALSE;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode TileCacheMarkInSync(Mat X, TileCache *c, PetscBool by_product_numeric)
+{
+  PetscFunctionBegin;
+  PetscCall(PetscObjectStateGet((PetscObject)X, &c->state));
+  PetscCall(PetscObjectGetId((PetscObject)X, &c->id));
+  c->nzstate = X->nonzerostate;
+  c->state_plus_one = by_product_numeric;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* Builds T from X's CSR (host arrays): a host tile matrix, or with device
+ * set a device one built on the device (the CUDA engine's operands). */
+static PetscErrorCode TileBuildFromAIJ(Mat X, const PetscInt *ai, const PetscInt *aj, const PetscScalar *aa, PetscBool device, tilerap_tile_matrix **T)
+{
+  MPI_Comm comm = PetscObjectComm((PetscObject)X);
+  PetscInt m, n;
+
+  PetscFunctionBegin;
+  PetscCall(MatGetSize(X, &m, &n));
+  PetscCheck(m <= PETSC_MAX_INT && m < INT32_MAX && n < INT32_MAX, comm, PETSC_ERR_ARG_OUTOFRANGE, "tile matrices index rows/columns with 32 bits");
+#if defined(PETSC_USE_64BIT_INDICES)
+  {
+    int32_t *cols;
+    PetscInt nz = ai[m];
+    PetscCall(PetscMalloc1(nz, &cols));
+    for (PetscInt k = 0; k < nz; k++) cols[k] = (int32_t)aj[k];
+    PetscErrorCode ierr = device ? TileCheckError_Private(comm, tilerap_tile_from_csr_device((int32_t)m, (int32_t)n, (const int64_t *)ai, cols, (const double *)aa, TILERAP_MEM_HOST, T), "tilerap_tile_from_csr_device")
+                                 : TileCheckError_Private(comm, tilerap_tile_from_csr((int32_t)m, (int32_t)n, (const int64_t *)ai, cols, (const double *)aa, T), "tilerap_tile_from_csr");
+    PetscCall(PetscFree(cols));
+    PetscCall(ierr);
+  }
+#else
+  if (device) TileCall(comm, tilerap_tile_from_csr_device_i32((int32_t)m, (int32_t)n, (const int32_t *)ai, (const int32_t *)aj, (const double *)aa, TILERAP_MEM_HOST, T));
+  else TileCall(comm, tilerap_tile_from_csr_i32((int32_t)m, (int32_t)n, (const int32_t *)ai, (const int32_t *)aj, (const double *)aa, T));
+#endif
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* Whether c reflects X's current values (its object, pattern and state). */
+static PetscBool TileCacheUpToDate(Mat X, TileCache *c, PetscObjectId id, PetscObjectState st)
+{
+  return (PetscBool)(c->id == id && c->nzstate == X->nonzerostate && (st == c->state || (c->state_plus_one && st == c->state + 1)));
+}
+
+/* c now reflects X at state st. */
+static void TileCacheCurrent(Mat X, TileCache *c, PetscObjectState st, PetscObjectId id)
+{
+  c->state          = st;
+  c->id             = id;
+  c->nzstate        = X->nonzerostate;
+  c->state_plus_one = PETSC_FALSE;
+}
+
+/* What a sync found out about X and its copy in c. */
+typedef struct {
+  PetscObjectState st;
+  PetscObjectId    id;
+  PetscBool        uptodate; /* c reflects X's object, pattern and state */
+  PetscBool        same_nz;  /* c was made from X's object and its current pattern */
+  const PetscInt  *ai, *aj;  /* X's host CSR arrays, for a conversion */
+  PetscScalar     *aa;
+} TileCacheLook;
+
+/* Shared start of the cache syncs (device: the device mirror, else the
+ * host copy).  X must be assembled real AIJ.  A copy that is current is
+ * counted as a reuse and *done set; else X's host CSR arrays are fetched
+ * and the TileRAPConvert event started. */
+static PetscErrorCode TileCacheBegin(Mat X, TileCache *c, PetscBool device, TileCacheLook *l, PetscBool *done)
+{
+  MPI_Comm     comm = PetscObjectComm((PetscObject)X);
+  PetscMemType mtype;
+  PetscBool    current;
+
+  PetscFunctionBegin;
+  PetscCheck(TILE_SCALAR_OK, comm, PETSC_ERR_SUP, "tile matrices need real double PetscScalar");
+  PetscCheck(X->assembled, comm, PETSC_ERR_ARG_WRONGSTATE, "Matrix must be assembled before its tile form is used");
+  PetscCall(PetscObjectStateGet((PetscObject)X, &l->st));
+  PetscCall(PetscObjectGetId((PetscObject)X, &l->id));
+  l->uptodate = TileCacheUpToDate(X, c, l->id, l->st);
+  l->same_nz  = (PetscBool)(c->id == l->id && c->nzstate == X->nonzerostate);
+  current     = device ? (PetscBool)(c->D && c->Dgen == c->gen && l->same_nz && c->Dvalid && l->uptodate) : (PetscBool)(c->T && l->uptodate);
+  *done       = current;
+  if (current) {
+    TileCacheCurrent(X, c, l->st, l->id);
+    c->stats.reuses++;
+    PetscFunctionReturn(PETSC_SUCCESS);
+  }
+  PetscCall(MatSeqAIJGetCSRAndMemType(X, &l->ai, &l->aj, &l->aa, &mtype));
+  PetscCheck(PetscMemTypeHost(mtype), comm, PETSC_ERR_SUP, "AIJ arrays must live in host memory");
+  PetscCall(PetscLogEventBegin(TILE_Convert, X, 0, 0, 0));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode TileCacheSync(Mat X, TileCache *c)
+{
+  MPI_Comm      comm = PetscObjectComm((PetscObject)X);
+  TileCacheLook l;
+  PetscBool     done;
+
+  PetscFunctionBegin;
+  PetscCall(TileCacheBegin(X, c, PETSC_FALSE, &l, &done));
+  if (done) PetscFunctionReturn(PETSC_SUCCESS);
+  if (c->T && l.same_nz) {
+#if defined(PETSC_USE_64BIT_INDICES)
+    TileCall(comm, tilerap_tile_update_values_from_csr(c->T, (const int64_t *)l.ai, (const double *)l.aa));
+#else
+    TileCall(comm, tilerap_tile_update_values_from_csr_i32(c->T, (const int32_t *)l.ai, (const double *)l.aa));
+#endif
+    c->stats.value_refreshes++;
+  } else {
+    tilerap_tile_destroy(&c->T);
+    PetscCall(TileBuildFromAIJ(X, l.ai, l.aj, l.aa, PETSC_FALSE, &c->T));
+    /* a device mirror built on the device from this very pattern keeps its
+     * generation (the structures agree): plans made on it stay valid */
+    if (!(l.same_nz && c->D && c->Dgen == c->gen)) c->gen++;
+    c->stats.rebuilds++;
+  }
+  if (!l.uptodate) c->Dvalid = PETSC_FALSE; /* host values changed: the device mirror is stale */
+  PetscCall(PetscLogEventEnd(TILE_Convert, X, 0, 0, 0));
+  TileCacheCurrent(X, c, l.st, l.id);
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* Device mirror for the CUDA engine, converted on the device straight from
+ * X's AIJ arrays (no host tile copy, so TileRAPConvert covers the CSR
+ * upload and the conversion): reused when in sync, values refreshed in
+ * place when only values changed, rebuilt when the pattern changed. */
+PetscErrorCode TileCacheSyncDevice(Mat X, TileCache *c)
+{
+  MPI_Comm      comm = PetscObjectComm((PetscObject)X);
+  TileCacheLook l;
+  PetscBool     done;
+
+  PetscFunctionBegin;
+  PetscCall(TileCacheBegin(X, c, PETSC_TRUE, &l, &done));
+  if (done) PetscFunctionReturn(PETSC_SUCCESS);
+  if (c->D && c->Dgen == c->gen && l.same_nz) { /* same structure */
+    TileCall(comm, tilerap_tile_update_values_from_csr_device(c->D, (const double *)l.aa, TILERAP_MEM_HOST));
+    c->stats.value_refreshes++;
+  } else {
+    tilerap_tile_destroy(&c->D);
+    PetscCall(TileBuildFromAIJ(X, l.ai, l.aj, l.aa, PETSC_TRUE, &c->D));
+    if (!(c->T && l.same_nz)) c->gen++; /* else: T's pattern, same generation */
+    c->Dgen = c->gen;
+    c->stats.rebuilds++;
+  }
+  PetscCall(PetscLogEventEnd(TILE_Convert, X, 0, 0, 0));
+  if (!l.uptodate) tilerap_tile_destroy(&c->T); /* a host copy is stale: rebuilt on demand */
+  c->Dvalid = PETSC_TRUE;
+  TileCacheCurrent(X, c, l.st, l.id);
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
