@@ -27,6 +27,14 @@
 extern "C" {
 #endif
 
+/* The library's exported symbols: the public API alone (it is built with
+ * hidden visibility). */
+#if defined(__GNUC__) && __GNUC__ >= 4
+#define TILERAP_EXPORT __attribute__((visibility("default")))
+#else
+#define TILERAP_EXPORT
+#endif
+
 #define TILERAP_VERSION_MAJOR 0
 #define TILERAP_VERSION_MINOR 1
 #define TILERAP_VERSION_PATCH 0
@@ -54,9 +62,9 @@ typedef enum {
 } tilerap_error;
 
 /* Static description of an error code. */
-const char *tilerap_error_string(int err);
+TILERAP_EXPORT const char *tilerap_error_string(int err);
 /* Detailed message of the calling thread's most recent failure ("" if none). */
-const char *tilerap_last_error(void);
+TILERAP_EXPORT const char *tilerap_last_error(void);
 
 /* ------------------------------------------------------------------ */
 /* Engines and options                                                 */
@@ -134,10 +142,10 @@ typedef struct {
 
 /* Fills *opt with the defaults (AUTO engine, dense threshold 192, tensor
  * cores from 256 multiply-adds a pair, fp64, CPU kernel AUTO, plan_values 0). */
-void tilerap_options_default(tilerap_options *opt);
+TILERAP_EXPORT void tilerap_options_default(tilerap_options *opt);
 /* Parses "fp64", "tf32", "bf16", "fp16"; TILERAP_ERR_INVALID otherwise. */
-int tilerap_precision_parse(const char *name, tilerap_precision *prec);
-const char *tilerap_precision_name(tilerap_precision prec);
+TILERAP_EXPORT int tilerap_precision_parse(const char *name, tilerap_precision *prec);
+TILERAP_EXPORT const char *tilerap_precision_name(tilerap_precision prec);
 
 /* Tuning knobs (doc/tuning.md lists them: name, values, default).  Each
  * is an environment variable, read once, at tilerap's first use; a bad
@@ -146,18 +154,18 @@ const char *tilerap_precision_name(tilerap_precision prec);
  * on (value NULL: back to the environment's value or the default);
  * plans take the values in force when they are created.
  * TILERAP_ERR_INVALID for an unknown name or a bad value. */
-int tilerap_tuning_set(const char *name, const char *value);
+TILERAP_EXPORT int tilerap_tuning_set(const char *name, const char *value);
 
 /* Engine an AUTO request resolves to on this machine (reads TILERAP_ENGINE). */
-tilerap_engine tilerap_engine_resolve(tilerap_engine requested);
+TILERAP_EXPORT tilerap_engine tilerap_engine_resolve(tilerap_engine requested);
 /* 1 if the engine was compiled in and usable now (CUDA: a device is present). */
-int tilerap_engine_available(tilerap_engine engine);
-const char *tilerap_engine_name(tilerap_engine engine);
+TILERAP_EXPORT int tilerap_engine_available(tilerap_engine engine);
+TILERAP_EXPORT const char *tilerap_engine_name(tilerap_engine engine);
 /* Parses "auto", "cpu", "cuda"; returns TILERAP_ERR_INVALID otherwise. */
-int tilerap_engine_parse(const char *name, tilerap_engine *engine);
+TILERAP_EXPORT int tilerap_engine_parse(const char *name, tilerap_engine *engine);
 /* Parses "auto", "tiles", "recorded"; returns TILERAP_ERR_INVALID otherwise. */
-int tilerap_cpu_kernel_parse(const char *name, tilerap_cpu_kernel *kernel);
-const char *tilerap_cpu_kernel_name(tilerap_cpu_kernel kernel);
+TILERAP_EXPORT int tilerap_cpu_kernel_parse(const char *name, tilerap_cpu_kernel *kernel);
+TILERAP_EXPORT const char *tilerap_cpu_kernel_name(tilerap_cpu_kernel kernel);
 
 /* ------------------------------------------------------------------ */
 /* CSR matrices (interchange format)                                   */
@@ -171,10 +179,10 @@ typedef struct {
 } tilerap_csr;
 
 /* Allocates an m x n CSR with room for nnz entries (rowptr zeroed). */
-int tilerap_csr_create(int32_t m, int32_t n, int64_t nnz, tilerap_csr **A);
-void tilerap_csr_destroy(tilerap_csr **A);
+TILERAP_EXPORT int tilerap_csr_create(int32_t m, int32_t n, int64_t nnz, tilerap_csr **A);
+TILERAP_EXPORT void tilerap_csr_destroy(tilerap_csr **A);
 /* Checks shape, monotone row pointers, column range and sortedness. */
-int tilerap_csr_check(int32_t m, int32_t n, const int64_t *rowptr, const int32_t *colidx);
+TILERAP_EXPORT int tilerap_csr_check(int32_t m, int32_t n, const int64_t *rowptr, const int32_t *colidx);
 
 /* ------------------------------------------------------------------ */
 /* Tile matrices                                                       */
@@ -217,55 +225,55 @@ typedef struct tilerap_tile_matrix {
  * the plan's.  Values may change freely; whoever changes a structure array
  * in place must call tilerap_tile_structure_changed (a fresh id), or the
  * change goes unseen. */
-void tilerap_tile_structure_changed(tilerap_tile_matrix *T);
+TILERAP_EXPORT void tilerap_tile_structure_changed(tilerap_tile_matrix *T);
 
 /* Allocates a tile matrix with the given counts in memory `mem` (arrays
  * uninitialised except tile_ptr[0] = tile_off[0] = 0 on the host). */
-int tilerap_tile_create(int32_t m, int32_t n, int64_t num_tiles, int64_t nnz,
+TILERAP_EXPORT int tilerap_tile_create(int32_t m, int32_t n, int64_t num_tiles, int64_t nnz,
                         tilerap_memtype mem, tilerap_tile_matrix **T);
-void tilerap_tile_destroy(tilerap_tile_matrix **T);
+TILERAP_EXPORT void tilerap_tile_destroy(tilerap_tile_matrix **T);
 
 /* Full consistency check of a host tile matrix (masks, row pointers,
  * idx, sortedness, no empty tile).  Used by tests and debug builds. */
-int tilerap_tile_check(const tilerap_tile_matrix *T);
+TILERAP_EXPORT int tilerap_tile_check(const tilerap_tile_matrix *T);
 
 /* CSR -> tile.  Column indices must be strictly increasing in each row
  * (TILERAP_ERR_UNSORTED otherwise).  val may be NULL (values set to 0).
  * The _i32 variant takes 32-bit row pointers (PETSc/hypre with 32-bit ints). */
-int tilerap_tile_from_csr(int32_t m, int32_t n, const int64_t *rowptr,
+TILERAP_EXPORT int tilerap_tile_from_csr(int32_t m, int32_t n, const int64_t *rowptr,
                           const int32_t *colidx, const double *val,
                           tilerap_tile_matrix **T);
-int tilerap_tile_from_csr_i32(int32_t m, int32_t n, const int32_t *rowptr,
+TILERAP_EXPORT int tilerap_tile_from_csr_i32(int32_t m, int32_t n, const int32_t *rowptr,
                               const int32_t *colidx, const double *val,
                               tilerap_tile_matrix **T);
 /* Values-only refresh from a CSR with exactly the structure T was built
  * from (no allocation).  The row pointers are checked against T's row
  * lengths before any value is written: a failed call leaves T as it was.
  * Column indices are not passed, so not checked. */
-int tilerap_tile_update_values_from_csr(tilerap_tile_matrix *T, const int64_t *rowptr,
+TILERAP_EXPORT int tilerap_tile_update_values_from_csr(tilerap_tile_matrix *T, const int64_t *rowptr,
                                         const double *val);
-int tilerap_tile_update_values_from_csr_i32(tilerap_tile_matrix *T, const int32_t *rowptr,
+TILERAP_EXPORT int tilerap_tile_update_values_from_csr_i32(tilerap_tile_matrix *T, const int32_t *rowptr,
                                             const double *val);
 
 /* tile -> CSR into caller arrays (rowptr[m+1], colidx[nnz], val[nnz]);
  * any of the three may be NULL to skip it.  Host matrices only. */
-int tilerap_tile_to_csr(const tilerap_tile_matrix *T, int64_t *rowptr, int32_t *colidx,
+TILERAP_EXPORT int tilerap_tile_to_csr(const tilerap_tile_matrix *T, int64_t *rowptr, int32_t *colidx,
                         double *val);
-int tilerap_tile_to_csr_i32(const tilerap_tile_matrix *T, int32_t *rowptr, int32_t *colidx,
+TILERAP_EXPORT int tilerap_tile_to_csr_i32(const tilerap_tile_matrix *T, int32_t *rowptr, int32_t *colidx,
                             double *val);
 /* tile -> newly allocated CSR. */
-int tilerap_tile_to_csr_alloc(const tilerap_tile_matrix *T, tilerap_csr **A);
+TILERAP_EXPORT int tilerap_tile_to_csr_alloc(const tilerap_tile_matrix *T, tilerap_csr **A);
 
 /* Deep copy into memory `mem` (host<->device transfers for the CUDA build). */
-int tilerap_tile_copy(const tilerap_tile_matrix *src, tilerap_memtype mem,
+TILERAP_EXPORT int tilerap_tile_copy(const tilerap_tile_matrix *src, tilerap_memtype mem,
                       tilerap_tile_matrix **dst);
 /* Copies values only between two matrices of identical structure. */
-int tilerap_tile_copy_values(const tilerap_tile_matrix *src, tilerap_tile_matrix *dst);
+TILERAP_EXPORT int tilerap_tile_copy_values(const tilerap_tile_matrix *src, tilerap_tile_matrix *dst);
 
 /* Tile transpose T^T in tile form (tile structure and every tile's masks
  * transposed).  perm (optional, [nnz]) receives, for each entry of the
  * transpose, the position of its value in T: Tt->val[q] = T->val[perm[q]]. */
-int tilerap_tile_transpose(const tilerap_tile_matrix *T, tilerap_tile_matrix **Tt,
+TILERAP_EXPORT int tilerap_tile_transpose(const tilerap_tile_matrix *T, tilerap_tile_matrix **Tt,
                            int64_t **perm);
 
 /* ------------------------------------------------------------------ */
@@ -278,16 +286,16 @@ typedef struct tilerap_spgemm_plan_s *tilerap_spgemm_plan;
  * until tilerap_spgemm_numeric).  A and B must live in the same memory;
  * the engine follows opt (host matrices with the CUDA engine are uploaded
  * and the result downloaded: host-resident interface). */
-int tilerap_spgemm_plan_create(const tilerap_tile_matrix *A, const tilerap_tile_matrix *B,
+TILERAP_EXPORT int tilerap_spgemm_plan_create(const tilerap_tile_matrix *A, const tilerap_tile_matrix *B,
                                const tilerap_options *opt, tilerap_spgemm_plan *plan,
                                tilerap_tile_matrix **C);
 /* Step 3: numeric C = A*B for A, B with the plan's structure (new values
  * allowed).  No allocation. */
-int tilerap_spgemm_numeric(tilerap_spgemm_plan plan, const tilerap_tile_matrix *A,
+TILERAP_EXPORT int tilerap_spgemm_numeric(tilerap_spgemm_plan plan, const tilerap_tile_matrix *A,
                            const tilerap_tile_matrix *B, tilerap_tile_matrix *C);
-void tilerap_spgemm_plan_destroy(tilerap_spgemm_plan *plan);
+TILERAP_EXPORT void tilerap_spgemm_plan_destroy(tilerap_spgemm_plan *plan);
 /* One-shot product (plan, numeric, destroy plan). */
-int tilerap_spgemm(const tilerap_tile_matrix *A, const tilerap_tile_matrix *B,
+TILERAP_EXPORT int tilerap_spgemm(const tilerap_tile_matrix *A, const tilerap_tile_matrix *B,
                    const tilerap_options *opt, tilerap_tile_matrix **C);
 
 typedef struct {
@@ -304,7 +312,7 @@ typedef struct {
                              RECORDED was asked for, the second under AUTO);
                              0: tile kernel */
 } tilerap_spgemm_info;
-int tilerap_spgemm_plan_info(tilerap_spgemm_plan plan, tilerap_spgemm_info *info);
+TILERAP_EXPORT int tilerap_spgemm_plan_info(tilerap_spgemm_plan plan, tilerap_spgemm_info *info);
 
 /* ------------------------------------------------------------------ */
 /* C = A^T * B with a plan (A^T never formed by the caller)            */
@@ -314,14 +322,14 @@ typedef struct tilerap_atb_plan_s *tilerap_atb_plan;
 /* A is m x k, B is m x n, C = A^T B is k x n (exact structural product,
  * values set by tilerap_atb_numeric).  Same memory and engine rules as
  * tilerap_spgemm_plan_create. */
-int tilerap_atb_plan_create(const tilerap_tile_matrix *A, const tilerap_tile_matrix *B,
+TILERAP_EXPORT int tilerap_atb_plan_create(const tilerap_tile_matrix *A, const tilerap_tile_matrix *B,
                             const tilerap_options *opt, tilerap_atb_plan *plan,
                             tilerap_tile_matrix **C);
 /* Numeric C = A^T B for new values (same structures).  No allocation. */
-int tilerap_atb_numeric(tilerap_atb_plan plan, const tilerap_tile_matrix *A,
+TILERAP_EXPORT int tilerap_atb_numeric(tilerap_atb_plan plan, const tilerap_tile_matrix *A,
                         const tilerap_tile_matrix *B, tilerap_tile_matrix *C);
-void tilerap_atb_plan_destroy(tilerap_atb_plan *plan);
-int tilerap_atb(const tilerap_tile_matrix *A, const tilerap_tile_matrix *B,
+TILERAP_EXPORT void tilerap_atb_plan_destroy(tilerap_atb_plan *plan);
+TILERAP_EXPORT int tilerap_atb(const tilerap_tile_matrix *A, const tilerap_tile_matrix *B,
                 const tilerap_options *opt, tilerap_tile_matrix **C);
 
 /* ------------------------------------------------------------------ */
@@ -333,15 +341,15 @@ typedef struct tilerap_ptap_plan_s *tilerap_ptap_plan;
  * plans AP = A*P and C = P^T*(AP).  *C (nc x nc) is allocated with the
  * exact structural product; values are set by tilerap_ptap_numeric.
  * C is an ordinary tile matrix: it can be the A of the next level. */
-int tilerap_ptap_plan_create(const tilerap_tile_matrix *A, const tilerap_tile_matrix *P,
+TILERAP_EXPORT int tilerap_ptap_plan_create(const tilerap_tile_matrix *A, const tilerap_tile_matrix *P,
                              const tilerap_options *opt, tilerap_ptap_plan *plan,
                              tilerap_tile_matrix **C);
 /* Numeric C = P^T A P for new values of A and P (same structure as at
  * plan creation).  No allocation. */
-int tilerap_ptap_numeric(tilerap_ptap_plan plan, const tilerap_tile_matrix *A,
+TILERAP_EXPORT int tilerap_ptap_numeric(tilerap_ptap_plan plan, const tilerap_tile_matrix *A,
                          const tilerap_tile_matrix *P, tilerap_tile_matrix *C);
-void tilerap_ptap_plan_destroy(tilerap_ptap_plan *plan);
-int tilerap_ptap(const tilerap_tile_matrix *A, const tilerap_tile_matrix *P,
+TILERAP_EXPORT void tilerap_ptap_plan_destroy(tilerap_ptap_plan *plan);
+TILERAP_EXPORT int tilerap_ptap(const tilerap_tile_matrix *A, const tilerap_tile_matrix *P,
                  const tilerap_options *opt, tilerap_tile_matrix **C);
 
 typedef struct {
@@ -349,7 +357,7 @@ typedef struct {
   tilerap_spgemm_info ap;   /* AP = A*P      */
   tilerap_spgemm_info ptap; /* C = P^T*(AP)  */
 } tilerap_ptap_info;
-int tilerap_ptap_plan_info(tilerap_ptap_plan plan, tilerap_ptap_info *info);
+TILERAP_EXPORT int tilerap_ptap_plan_info(tilerap_ptap_plan plan, tilerap_ptap_info *info);
 
 #ifdef __cplusplus
 }

@@ -19,10 +19,10 @@ extern "C" {
  * Repeated columns in a row give TILERAP_ERR_UNSORTED; at most 2^31 - 1
  * entries (TILERAP_ERR_OVERFLOW).  The input order is not kept: the
  * values-only calls below do not apply to the result. */
-int tilerap_tile_from_unsorted_csr_device(int32_t m, int32_t n, const int64_t *rowptr,
+TILERAP_EXPORT int tilerap_tile_from_unsorted_csr_device(int32_t m, int32_t n, const int64_t *rowptr,
                                           const int32_t *colidx, const double *val,
                                           tilerap_memtype csr_mem, tilerap_tile_matrix **T);
-int tilerap_tile_from_unsorted_csr_device_i32(int32_t m, int32_t n, const int32_t *rowptr,
+TILERAP_EXPORT int tilerap_tile_from_unsorted_csr_device_i32(int32_t m, int32_t n, const int32_t *rowptr,
                                               const int32_t *colidx, const double *val,
                                               tilerap_memtype csr_mem, tilerap_tile_matrix **T);
 /* The same for a square T with each row's diagonal entry first and the
@@ -32,7 +32,7 @@ int tilerap_tile_from_unsorted_csr_device_i32(int32_t m, int32_t n, const int32_
  * TILERAP_ERR_STRUCTURE naming the row, before any output is written; a
  * non-square T gives TILERAP_ERR_SIZE.  The values-only calls keep the
  * ascending order, not this one. */
-int tilerap_tile_to_csr_device_diag_first_i32(const tilerap_tile_matrix *T, int32_t *rowptr,
+TILERAP_EXPORT int tilerap_tile_to_csr_device_diag_first_i32(const tilerap_tile_matrix *T, int32_t *rowptr,
                                               int32_t *colidx, double *val, tilerap_memtype csr_mem);
 /* Content fingerprint of an m-row CSR matrix (arrays in memory mem): a
  * 64-bit sum over its entries of a hash of (row, column, value bits and,
@@ -42,7 +42,7 @@ int tilerap_tile_to_csr_device_diag_first_i32(const tilerap_tile_matrix *T, int3
  * same entries (in the same order, if ordered) unless a 2^-64 collision
  * occurred; callers use it to prove that a matrix they handed out came
  * back unchanged.  val may be NULL (structure only). */
-int tilerap_csr_fingerprint_i32(int32_t m, const int32_t *rowptr, const int32_t *colidx,
+TILERAP_EXPORT int tilerap_csr_fingerprint_i32(int32_t m, const int32_t *rowptr, const int32_t *colidx,
                                 const double *val, int ordered, tilerap_memtype mem,
                                 uint64_t *fingerprint);
 
@@ -64,7 +64,7 @@ int tilerap_csr_fingerprint_i32(int32_t m, const int32_t *rowptr, const int32_t 
  * values); returns when they are complete.  A row's placing costs the
  * square of its length (one warp per row): like the product itself, cubic
  * on dense coarse operators. */
-int tilerap_ptap_csr_encounter_order_device_i32(const tilerap_tile_matrix *C, int32_t na,
+TILERAP_EXPORT int tilerap_ptap_csr_encounter_order_device_i32(const tilerap_tile_matrix *C, int32_t na,
                                                 const int32_t *a_rowptr, const int32_t *a_colidx,
                                                 const int32_t *p_rowptr, const int32_t *p_colidx,
                                                 int diag_first, int32_t *rowptr, int32_t *colidx,

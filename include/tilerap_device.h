@@ -23,14 +23,14 @@ extern "C" {
 
 /* Number of CUDA devices visible to the process; 0 in a CPU-only build or
  * without a GPU. */
-int tilerap_device_count(void);
+TILERAP_EXPORT int tilerap_device_count(void);
 /* Makes device dev (0 <= dev < tilerap_device_count()) current for the
  * calling thread.  TILERAP_ERR_ENGINE in a CPU-only build or without a GPU,
  * TILERAP_ERR_RANGE for another dev. */
-int tilerap_set_device(int dev);
+TILERAP_EXPORT int tilerap_set_device(int dev);
 /* Current device of the calling thread; TILERAP_ERR_ENGINE (and *dev = -1)
  * in a CPU-only build or without a GPU. */
-int tilerap_get_device(int *dev);
+TILERAP_EXPORT int tilerap_get_device(int *dev);
 
 /* The same conversions with the tile matrix in device memory, built and
  * read on the device by the CUDA engine (src/kernels/cuda/tile_cuda_*_csr.cu).
@@ -47,27 +47,27 @@ int tilerap_get_device(int *dev);
  * arrays, or given to tilerap_tile_to_csr_device with host arrays, keeps a
  * device staging buffer of nnz values (freed with the matrix), so that the
  * values-only calls below with host arrays allocate nothing. */
-int tilerap_tile_from_csr_device(int32_t m, int32_t n, const int64_t *rowptr,
+TILERAP_EXPORT int tilerap_tile_from_csr_device(int32_t m, int32_t n, const int64_t *rowptr,
                                  const int32_t *colidx, const double *val,
                                  tilerap_memtype csr_mem, tilerap_tile_matrix **T);
-int tilerap_tile_from_csr_device_i32(int32_t m, int32_t n, const int32_t *rowptr,
+TILERAP_EXPORT int tilerap_tile_from_csr_device_i32(int32_t m, int32_t n, const int32_t *rowptr,
                                      const int32_t *colidx, const double *val,
                                      tilerap_memtype csr_mem, tilerap_tile_matrix **T);
 /* Values-only refresh of a device tile matrix from the values (CSR order)
  * of a CSR with exactly the structure T was built from; val in memory
  * val_mem.  No allocation (see above), no structure check. */
-int tilerap_tile_update_values_from_csr_device(tilerap_tile_matrix *T, const double *val,
+TILERAP_EXPORT int tilerap_tile_update_values_from_csr_device(tilerap_tile_matrix *T, const double *val,
                                                tilerap_memtype val_mem);
 /* Device tile matrix -> CSR arrays in memory csr_mem (rowptr[m+1],
  * colidx[nnz], val[nnz]; any may be NULL to skip it).  The _i32 variant
  * refuses matrices of 2^31 entries or more (TILERAP_ERR_OVERFLOW). */
-int tilerap_tile_to_csr_device(const tilerap_tile_matrix *T, int64_t *rowptr, int32_t *colidx,
+TILERAP_EXPORT int tilerap_tile_to_csr_device(const tilerap_tile_matrix *T, int64_t *rowptr, int32_t *colidx,
                                double *val, tilerap_memtype csr_mem);
-int tilerap_tile_to_csr_device_i32(const tilerap_tile_matrix *T, int32_t *rowptr,
+TILERAP_EXPORT int tilerap_tile_to_csr_device_i32(const tilerap_tile_matrix *T, int32_t *rowptr,
                                    int32_t *colidx, double *val, tilerap_memtype csr_mem);
 /* Values only, in the CSR order of tilerap_tile_to_csr_device (numeric
  * re-runs: the structure is already in place).  No allocation. */
-int tilerap_tile_to_csr_values_device(const tilerap_tile_matrix *T, double *val,
+TILERAP_EXPORT int tilerap_tile_to_csr_values_device(const tilerap_tile_matrix *T, double *val,
                                       tilerap_memtype val_mem);
 
 /* Device buffers for callers that keep arrays on the GPU between calls
@@ -78,9 +78,9 @@ int tilerap_tile_to_csr_values_device(const tilerap_tile_matrix *T, double *val,
  * reused, a host dst holds the data, and a device dst holds it for every
  * later tilerap call (the copies and the engine share the legacy default
  * stream).  Without CUDA or a visible GPU: TILERAP_ERR_ENGINE. */
-int tilerap_device_malloc(size_t bytes, void **p);
-void tilerap_device_free(void *p);
-int tilerap_memcpy(void *dst, tilerap_memtype dst_mem, const void *src, tilerap_memtype src_mem,
+TILERAP_EXPORT int tilerap_device_malloc(size_t bytes, void **p);
+TILERAP_EXPORT void tilerap_device_free(void *p);
+TILERAP_EXPORT int tilerap_memcpy(void *dst, tilerap_memtype dst_mem, const void *src, tilerap_memtype src_mem,
                    size_t bytes);
 
 #ifdef __cplusplus

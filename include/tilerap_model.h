@@ -15,17 +15,17 @@ extern "C" {
 typedef enum { TILERAP_P2D5 = 0, TILERAP_P2D9, TILERAP_P3D7, TILERAP_P3D27 } tilerap_stencil;
 
 /* Parses "p2d5", "p2d9", "p3d7", "p3d27". */
-int tilerap_stencil_parse(const char *name, tilerap_stencil *s);
-const char *tilerap_stencil_name(tilerap_stencil s);
+TILERAP_EXPORT int tilerap_stencil_parse(const char *name, tilerap_stencil *s);
+TILERAP_EXPORT const char *tilerap_stencil_name(tilerap_stencil s);
 
 /* Poisson matrix on an n^d grid (lexicographic order, last index fastest).
  * dims[] receives the grid (n, n[, n]) and *ndim its dimension. */
-int tilerap_model_poisson(tilerap_stencil s, int32_t n, tilerap_csr **A, int32_t dims[3], int *ndim);
+TILERAP_EXPORT int tilerap_model_poisson(tilerap_stencil s, int32_t n, tilerap_csr **A, int32_t dims[3], int *ndim);
 
 /* Smoothed-aggregation prolongator for A on the grid dims[ndim]:
  * P = (I - omega D^-1 A) T with T the aggregation of 3^d points.
  * cdims[] receives the coarse grid ceil(dims/3). */
-int tilerap_model_prolongator(const tilerap_csr *A, int ndim, const int32_t dims[3], double omega,
+TILERAP_EXPORT int tilerap_model_prolongator(const tilerap_csr *A, int ndim, const int32_t dims[3], double omega,
                               tilerap_csr **P, int32_t cdims[3]);
 #ifdef __cplusplus
 }

@@ -45,11 +45,11 @@ typedef enum {
 /* TILERAP_SUCCESS, or TILERAP_ERR_INVALID naming the first environment
  * variable with a bad value (the message is set again on every call;
  * tilerap_tuning_set of that knob clears it) */
-int tr_tuning_check(void);
+TILERAP_EXPORT int tr_tuning_check(void); /* exported for the hypre hook */
 /* a knob's value: the number, 0/1 for a flag, the index in its list for a
  * choice (0 = the first, the default); the default where the environment
  * held a bad value (tr_tuning_check reports it) */
-double tr_knob(tr_knob_id k);
+TILERAP_EXPORT double tr_knob(tr_knob_id k);
 static inline int tr_knob_int(tr_knob_id k) { return (int)tr_knob(k); }
 
 #ifdef __cplusplus

@@ -109,6 +109,8 @@ void tr_cpu_step3_recorded(const tilerap_tile_matrix *A, const tilerap_tile_matr
  * then point at A's own tiles, and steps 2-3 read A's entries with row
  * and column swapped.  tilerap_spgemm_numeric(plan, A, B, C) takes A
  * itself.  Used by the CPU PtAP plan (P^T (AP) without a P^T copy). */
-int tr_cpu_spgemm_plan_create_atb(const tilerap_tile_matrix *A, const tilerap_tile_matrix *B, const tilerap_options *opt,
-                                  tilerap_spgemm_plan *plan, tilerap_tile_matrix **C);
+/* exported for the tests */
+TILERAP_EXPORT int tr_cpu_spgemm_plan_create_atb(const tilerap_tile_matrix *A, const tilerap_tile_matrix *B,
+                                                 const tilerap_options *opt, tilerap_spgemm_plan *plan,
+                                                 tilerap_tile_matrix **C);
 #endif

@@ -24,7 +24,7 @@ cuda_sources = \
 	src/kernels/cuda/spgemm_cuda_plan.cu
 libtilerap_la_SOURCES += $(cuda_sources)
 libtilerap_la_LIBADD += $(CUDA_LIBS)
-NVCC_COMPILE = $(NVCC) $(NVCCFLAGS) -std=c++17 $(DEFS) $(DEFAULT_INCLUDES) -I$(top_srcdir)/include -I$(top_builddir) $(tr_private_includes) $(CUDA_CPPFLAGS)
+NVCC_COMPILE = $(NVCC) $(NVCCFLAGS) -Xcompiler -fvisibility=hidden -std=c++17 $(DEFS) $(DEFAULT_INCLUDES) -I$(top_srcdir)/include -I$(top_builddir) $(tr_private_includes) $(CUDA_CPPFLAGS)
 SUFFIXES = .cu
 .cu.lo:
 	$(AM_V_GEN)$(SHELL) $(top_srcdir)/build-aux/nvcc-lt.sh $@ $(NVCC_COMPILE) -c $<

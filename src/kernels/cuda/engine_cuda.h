@@ -93,7 +93,7 @@ int tr_cuda_tile_to_csr(const tilerap_tile_matrix *T, int64_t *rp64, int32_t *rp
                         tilerap_memtype csr_mem, int diag_first);
 int tr_cuda_tile_values_to_csr(const tilerap_tile_matrix *T, double *val, tilerap_memtype val_mem);
 int tr_cuda_tile_values_from_csr(tilerap_tile_matrix *T, const double *val, tilerap_memtype val_mem);
-void tr_cuda_free(void *p);
+TILERAP_EXPORT void tr_cuda_free(void *p); /* exported for the tests */
 int tr_cuda_malloc(size_t bytes, void **p);
 /* any direction; returns when dst holds the data (device_buffers.c) */
 int tr_cuda_memcpy(void *dst, tilerap_memtype dst_mem, const void *src, tilerap_memtype src_mem, size_t bytes);

@@ -7,6 +7,7 @@
  * products also the candidate count).  Everything temporary is freed
  * stream-ordered; on any failure nothing is left allocated. */
 #include "spgemm_cuda.cuh"
+#include "tuning.h"
 #include <stdlib.h>
 #include <string.h>
 
@@ -33,6 +34,7 @@ extern "C" int tr_cuda_spgemm_plan(const tilerap_tile_matrix *A, const tilerap_t
 {
   *plan = NULL;
   *C = NULL;
+  tr_trace_on = tr_knob_int(TR_KNOB_TRACE); /* a tilerap_tuning_set since load counts */
   if (A->memtype != TILERAP_MEM_DEVICE || B->memtype != TILERAP_MEM_DEVICE)
     return tilerap_set_error(TILERAP_ERR_MEMTYPE, "CUDA SpGEMM plan: A and B must be device matrices");
   tr_cuda_spgemm *P = (tr_cuda_spgemm *)tilerap_host_calloc(1, sizeof *P);

@@ -27,8 +27,8 @@ int tr_cuda_check_launch(const char *what)
 }
 
 /* ---------------------------------------------------------------- trace */
-/* the tuning table's TILERAP_TRACE, taken once at load (a branch per mark) */
-int tr_trace_on = tr_knob_int(TR_KNOB_TRACE);
+/* the tuning table's TILERAP_TRACE, taken at each plan creation (a branch per mark) */
+int tr_trace_on = 0;
 #define TR_TRACE_MAX 64
 static thread_local struct {
   const char *label[TR_TRACE_MAX];

@@ -182,6 +182,7 @@ extern "C" int tr_cuda_tile_transpose(const tilerap_tile_matrix *T, tilerap_tile
                                       void *stream)
 {
   cudaStream_t s = (cudaStream_t)stream;
+  tr_trace_on = tr_knob_int(TR_KNOB_TRACE);
   tilerap_tile_matrix *Tt = NULL;
   int64_t *perm = NULL;
   tr_tmp tmp;

@@ -33,7 +33,7 @@ int tr_require_cuda(const char *what);
 /* memcpy of host arrays, up to TR_HOST_COPY_THREADS threads for large
  * ones (host_copy.c). */
 #define TR_HOST_COPY_THREADS 4
-void tr_host_copy(void *dst, const void *src, size_t bytes);
+TILERAP_EXPORT void tr_host_copy(void *dst, const void *src, size_t bytes); /* exported for the tests */
 
 /* Popcount of a 16-bit mask; portable (no -mpopcnt needed). */
 extern const uint8_t tilerap_popcount8[256];
