@@ -33,10 +33,12 @@
  * TILERAP_HYPRE_ORDER=sorted give rows sorted by column with the diagonal
  * first.
  *
- * Environment (read at the first call):
+ * Environment (read at the first call; the calls TileRAP_HypreEnable and
+ * TileRAP_HypreSet* below override it):
  *   TILERAP_HYPRE=1|0          enable (default) / disable the hook
  *   TILERAP_HYPRE_VERBOSE=1    print at exit how many Galerkin products
  *                              tilerap computed and how many it forwarded, and why
+ *                              (2: also a line per product on stderr)
  *   TILERAP_ENGINE=cpu|cuda    engine of the tile products (see tilerap.h).
  *                              Without it the hook computes only where a GPU
  *                              is present: on BoomerAMG's operators the CPU
@@ -45,6 +47,8 @@
  *                              forwarded (reason "no GPU") unless
  *                              TILERAP_ENGINE=cpu asks for the CPU engine.
  *   TILERAP_HYPRE_ORDER=sorted rows sorted (diagonal first) instead of hypre's order
+ *   TILERAP_DEVICE=N           the GPU of every rank (default: one GPU per rank,
+ *                              node-local rank mod device count)
  */
 #ifndef TILERAP_HYPRE_H
 #define TILERAP_HYPRE_H
@@ -95,6 +99,25 @@ int TileRAP_HypreEnable(int on);
 int TileRAP_HypreDisable(void);
 /* Current state (1 on, 0 off). */
 int TileRAP_HypreEnabled(void);
+
+/* Settings for the whole process from now on, over the environment
+ * variables named (they are knobs of tilerap's tuning table:
+ * tilerap_tuning_set in tilerap.h sets them by name too).  Each returns
+ * TILERAP_SUCCESS (0), or TILERAP_ERR_INVALID for a value out of range
+ * (the setting unchanged; tilerap_last_error() says what is expected). */
+/* TILERAP_HYPRE_VERBOSE, 0..9: 0 quiet, 1 the report at exit (the level in
+ * force at exit decides), 2 also a line per product on stderr. */
+int TileRAP_HypreSetVerbose(int level);
+/* TILERAP_HYPRE_ORDER: "hypre" (the default: entries of a row in the order
+ * of hypre_BoomerAMGBuildCoarseOperatorKT) or "sorted" (by column, the
+ * diagonal first); NULL: back to the environment's choice.  Products from
+ * then on; hypre_ParCSRMatrixRAPKT's are sorted either way. */
+int TileRAP_HypreSetOrder(const char *order);
+/* TILERAP_DEVICE: the GPU this process computes on from the next product
+ * on; -1 (the default): one GPU per rank, node-local rank mod device count,
+ * chosen at the first product (a GPU already set stays).  The CPU engine
+ * ignores it. */
+int TileRAP_HypreSetDevice(int dev);
 
 /* Counters of this process since start or the last reset. */
 void TileRAP_HypreGetStats(TileRAP_HypreStats *stats);

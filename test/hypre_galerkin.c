@@ -13,12 +13,15 @@
  *     same hierarchy and the same iteration count;
  *   - a collective refusal (one rank refuses) forwards on every rank and
  *     still gives hypre's hierarchy;
- *   - a non-Galerkin RT (other values than P) through TileRAP_HypreGalerkin. */
+ *   - a non-Galerkin RT (other values than P) through TileRAP_HypreGalerkin;
+ *   - the settings calls (TileRAP_HypreSetOrder/Verbose/Device): bad values
+ *     refused, the others observed in the next product. */
 #include "hypre_test_util.h"
 #include "tap.h"
 #include "tilerap.h"
 
 #include <stdio.h>
+#include <unistd.h>
 
 static int g_rank, g_np;
 static MPI_Comm g_comm;
@@ -151,6 +154,126 @@ static void check_kept_operand(HYPRE_Solver s, const char *tag)
     if (ref) hypre_ParCSRMatrixDestroy(ref);
     if (C1) hypre_ParCSRMatrixDestroy(C1);
   }
+}
+
+/* Rows of X not sorted with the diagonal first (diag block), not
+ * ascending (offd block). */
+static long rows_not_sorted(hypre_ParCSRMatrix *X)
+{
+  long n = 0;
+  for (int b = 0; b < 2; b++) {
+    hypre_CSRMatrix *x = b ? hypre_ParCSRMatrixOffd(X) : hypre_ParCSRMatrixDiag(X);
+    HYPRE_Int *xi = hypre_CSRMatrixI(x), *xj = hypre_CSRMatrixJ(x);
+    if (!xi || hypre_CSRMatrixNumNonzeros(x) == 0) continue;
+    for (HYPRE_Int r = 0; r < hypre_CSRMatrixNumRows(x); r++) {
+      HYPRE_Int k0 = xi[r];
+      if (!b && xi[r + 1] > k0 && xj[k0] == r) k0++; /* the diagonal first */
+      int sorted = 1;
+      for (HYPRE_Int k = k0 + 1; sorted && k < xi[r + 1]; k++) sorted = xj[k - 1] < xj[k];
+      n += !sorted;
+    }
+  }
+  return n;
+}
+
+/* TileRAP_HypreGalerkin(P, A, P) with stderr caught; its text in out. */
+static int galerkin_caught(hypre_ParCSRMatrix *A, hypre_ParCSRMatrix *P, hypre_ParCSRMatrix **C, char *out,
+                           size_t len)
+{
+  out[0] = 0;
+  fflush(stderr);
+  FILE *tmp = tmpfile();
+  int saved = tmp ? dup(2) : -1;
+  if (saved >= 0) dup2(fileno(tmp), 2);
+  int rc = TileRAP_HypreGalerkin(P, A, P, 0, 1, C);
+  fflush(stderr);
+  if (saved >= 0) {
+    dup2(saved, 2);
+    close(saved);
+    rewind(tmp);
+    size_t n = fread(out, 1, len - 1, tmp);
+    out[n] = 0;
+  }
+  if (tmp) fclose(tmp);
+  return rc;
+}
+
+static long sum_all(long v)
+{
+  long s = 0;
+  MPI_Allreduce(&v, &s, 1, MPI_LONG, MPI_SUM, g_comm);
+  return s;
+}
+
+/* The settings calls on level 0 of a small hierarchy: bad values refused
+ * (the setting unchanged), good ones seen in the next product. */
+static void check_settings(void)
+{
+  th_problem pb;
+  th_poisson(g_comm, 2, 24, &pb);
+  th_amg_opts o = {0, 0};
+  int it = 0;
+  HYPRE_Solver s = th_amg_run(&pb, o, &it, NULL);
+  hypre_ParCSRMatrix *A = th_level_A(s, 0), *P = th_level_P(s, 0), *C = NULL, *ref = NULL;
+  TileRAP_HypreOriginalBuildCoarseOperatorKT(P, A, P, 0, &ref);
+  char text[4096], line[64];
+
+  int refused = TileRAP_HypreSetOrder("sorted") == TILERAP_SUCCESS &&
+                TileRAP_HypreSetOrder("random") == TILERAP_ERR_INVALID &&
+                TileRAP_HypreSetVerbose(10) == TILERAP_ERR_INVALID && TileRAP_HypreSetVerbose(-1) == TILERAP_ERR_INVALID &&
+                TileRAP_HypreSetDevice(-2) == TILERAP_ERR_INVALID;
+  OK(refused, "settings: order \"random\", verbose 10 and -1, device -2 refused (TILERAP_ERR_INVALID)");
+
+  /* still "sorted" after the refused value */
+  int rc = TileRAP_HypreGalerkin(P, A, P, 0, 1, &C);
+  int good = th_all(g_comm, rc == 0 && C);
+  long unsorted = good ? sum_all(rows_not_sorted(C)) : -1;
+  th_cmp c = good ? th_compare(C, ref) : (th_cmp){0};
+  OK(good && th_cmp_ok(c, 1e-12) && unsorted == 0,
+     "settings: TileRAP_HypreSetOrder(\"sorted\"): hypre's product, every row sorted (%ld rows not)", unsorted);
+  if (C) hypre_ParCSRMatrixDestroy(C);
+  C = NULL;
+
+  TileRAP_HypreSetOrder("hypre");
+  rc = TileRAP_HypreGalerkin(P, A, P, 0, 1, &C);
+  good = th_all(g_comm, rc == 0 && C);
+  long other = good ? sum_all(rows_in_other_order(C, ref)) : -1;
+  unsorted = good ? sum_all(rows_not_sorted(C)) : -1;
+  OK(good && other == 0 && unsorted > 0,
+     "settings: TileRAP_HypreSetOrder(\"hypre\"): hypre's entry order (%ld rows differ; %ld rows not sorted)", other,
+     unsorted);
+  if (C) hypre_ParCSRMatrixDestroy(C);
+  C = NULL;
+  TileRAP_HypreSetOrder(NULL);
+
+  /* verbose 2: a line per product on stderr, from the next product on */
+  snprintf(line, sizeof line, "tilerap_hypre rank %d: product", g_rank);
+  int set = TileRAP_HypreSetVerbose(2) == TILERAP_SUCCESS;
+  rc = galerkin_caught(A, P, &C, text, sizeof text);
+  int seen2 = set && rc == 0 && strstr(text, line) != NULL;
+  if (C) hypre_ParCSRMatrixDestroy(C);
+  C = NULL;
+  set &= TileRAP_HypreSetVerbose(0) == TILERAP_SUCCESS;
+  rc = galerkin_caught(A, P, &C, text, sizeof text);
+  int seen0 = rc == 0 && strstr(text, line) != NULL;
+  if (C) hypre_ParCSRMatrixDestroy(C);
+  C = NULL;
+  tilerap_tuning_set("TILERAP_HYPRE_VERBOSE", NULL);
+  OK(set && seen2 && !seen0, "settings: TileRAP_HypreSetVerbose(2) prints a line per product, (0) none");
+
+  /* one device for every rank: the CPU engine ignores it */
+  set = TileRAP_HypreSetDevice(0) == TILERAP_SUCCESS;
+  TileRAP_HypreResetStats();
+  rc = TileRAP_HypreGalerkin(P, A, P, 0, 1, &C);
+  good = th_all(g_comm, set && rc == 0 && C);
+  c = good ? th_compare(C, ref) : (th_cmp){0};
+  OK(good && th_cmp_ok(c, 1e-12), "settings: TileRAP_HypreSetDevice(0): product computed (relerr %.2e)", c.relerr);
+  if (C) hypre_ParCSRMatrixDestroy(C);
+  tilerap_tuning_set("TILERAP_DEVICE", NULL);
+
+  hypre_ParCSRMatrixDestroy(ref);
+  HYPRE_BoomerAMGDestroy(s);
+  th_problem_destroy(&pb);
 }
 
 static void run_case(int dim, HYPRE_BigInt n, th_amg_opts o)
@@ -340,6 +463,8 @@ int main(int argc, char **argv)
     th_problem_destroy(&pb);
     tilerap_tuning_set("TILERAP_ENGINE", "cpu");
   }
+
+  check_settings();
 
   for (int dim = 2; dim <= 3; dim++) {
     HYPRE_BigInt n = dim == 2 ? 48 : 14;
