@@ -1,18 +1,33 @@
 /*
  * tilerap_petsc.h -- PETSc matrix type backed by tilerap tile matrices.
  *
- * MATSEQTILE ("seqtile") is a MATSEQAIJ whose matrix products C = A*B and
- * C = P^T A P run through the tilerap plans (include/tilerap.h).  Every
- * other operation is the AIJ one.  The objects' own type name is
- * "seqaijtile" (MATSEQAIJTILE): PETSc and GAMG recognise AIJ matrices by the
- * "seqaij" prefix of their type name.
+ * MATSEQTILE ("seqtile") is a MATSEQAIJ whose matrix products AB, AtB and
+ * PtAP (C = A*B, A^T*B, P^T*A*P, with at least one seqtile operand and the
+ * other seqtile or plain seqaij) run through the tilerap plans
+ * (include/tilerap.h).  Every other operation is the AIJ one.  The objects'
+ * own type name is "seqaijtile" (MATSEQAIJTILE): PETSc and GAMG recognise
+ * AIJ matrices by the "seqaij" prefix of their type name.
  *
  * MATMPITILE ("mpitile", objects named "mpiaijtile") is a MATMPIAIJ whose
- * diagonal and off-diagonal blocks are seqtile.  Its AB and PtAP products
- * run PETSc's distributed MPIAIJ "backend" algorithm (remote rows gathered,
- * local products, COO assembly), every local AB/PtAP on the blocks' tile
- * engine.  The MPIAIJ preallocation entry points (MatMPIAIJSetPreallocation,
- * MatSetPreallocationCOO, ...) work and leave seqtile blocks.
+ * diagonal and off-diagonal blocks are seqtile.  Its AB, AtB and PtAP
+ * products (the other operand mpitile or plain mpiaij) run PETSc's
+ * distributed MPIAIJ "backend" algorithm (remote rows gathered, local
+ * products, COO assembly) with every local product on the tile engine; a
+ * plain MPIAIJ A has its blocks seqtile during the symbolic phase only.  A
+ * reuse (MatProductNumeric again) plans anew when an operand is another
+ * object or changed its nonzero pattern on any rank (MatProductReplaceMats,
+ * MatZeroRows, new entries).  The MPIAIJ preallocation entry points
+ * (MatMPIAIJSetPreallocation, MatSetPreallocationCOO, ...) work and leave
+ * seqtile blocks.
+ *
+ * Products that go the AIJ way (the SeqAIJ / MPIAIJ implementation as it
+ * stands; -info says which and why): other product types (ABt, RARt, ABC:
+ * mpitile's ABC with mixed operands included); operands of other types
+ * (dense, MAIJ, IS, hypre ...); an algorithm picked in the options (-mat_product_algorithm,
+ * -matmatmult_via, -mattransposematmult_via, -matptap_via) other than
+ * "default" or "tile" (mpitile: or "backend"), e.g. hypre or scalable;
+ * C with MAT_FORCE_DIAGONAL_ENTRIES; and PETSc builds whose scalar is not
+ * real double.
  *
  * "seqtile", "mpitile" and the root name "tile" (seqtile on one rank,
  * mpitile on more; "aijtile" likewise) are the names users type:
@@ -25,15 +40,25 @@
  *   - in a program linked with -ltilerap: TileRAPInitializePackage() after
  *     PetscInitialize() (idempotent).
  *
- * Options (per matrix, read by MatSetFromOptions(); global defaults are read
- * when the matrix is created):
+ * Options (read when the matrix is created and by MatSetFromOptions(), with
+ * the matrix's prefix; -help lists them).  Per matrix:
  *   -mat_tile_engine auto|cpu|cuda    tilerap engine of the products
  *   -mat_tile_dense_threshold N       dense-accumulator threshold of C tiles
  *   -mat_tile_tc_threshold N          CUDA engine: tile pairs with at least N
  *                                     multiply-adds use tensor cores (-1: off)
  *   -mat_tile_precision fp64|tf32|bf16|fp16   operands of those pairs
+ *   -mat_tile_cpu_kernel auto|tiles|recorded  CPU engine's numeric kernel
+ * Process-wide (the last matrix that reads one sets it for all):
  *   -mat_tile_device N                CUDA device of this process (mpitile
  *                                     default: node-local rank mod device count)
+ * and the core's tuning knobs (doc/tuning.md), handed to tilerap_tuning_set,
+ * which refuses a bad value (a PETSc error with tilerap's message):
+ *   -mat_tile_pinned <bool>           TILERAP_PINNED: large host<->device
+ *                                     copies through pinned staging chunks
+ *   -mat_tile_pinned_chunk <bytes>    TILERAP_PINNED_CHUNK: their size
+ *   -mat_tile_copy_threads <n>        TILERAP_COPY_THREADS: host copy threads
+ *   -mat_tile_trace <bool>            TILERAP_TRACE: CUDA plan timestamps
+ * (when each is taken: doc/tuning.md).
  *
  * -log_view events: TileRAPPlan (symbolic), TileRAPNumeric, TileRAPXfer
  * (host<->device copies made by this layer), TileRAPConvert (CSR<->tile).

@@ -333,6 +333,44 @@ int main(int argc, char **argv)
     PetscCall(PetscOptionsClearValue(NULL, "-kn_mat_tile_cpu_kernel"));
   }
 
+  /* the core's tuning knobs as options (process-wide, tilerap_tuning_set):
+   * a good value accepted by MatSetFromOptions, a bad one refused with
+   * tilerap's message naming the option; the knobs back to the
+   * environment's values afterwards */
+  {
+    static const struct {
+      const char *option, *knob, *good, *bad;
+    } knobs[] = {
+      {"-mat_tile_pinned", "TILERAP_PINNED", "0", "maybe"},
+      {"-mat_tile_pinned_chunk", "TILERAP_PINNED_CHUNK", "65536", "100"},
+      {"-mat_tile_copy_threads", "TILERAP_COPY_THREADS", "2", "65"},
+      {"-mat_tile_trace", "TILERAP_TRACE", "", "2"}, /* no value: on, as a PETSc boolean */
+    };
+    Mat E;
+    PetscCall(MatDuplicate(A, MAT_COPY_VALUES, &E));
+    PetscCall(MatSetOptionsPrefix(E, "tn_"));
+    for (size_t k = 0; k < sizeof knobs / sizeof knobs[0]; k++) {
+      PetscErrorCode ierr;
+      const char    *text;
+      char          *msg = NULL, name[64];
+      PetscCall(PetscSNPrintf(name, sizeof name, "-tn_%s", knobs[k].option + 1));
+      PetscCall(PetscOptionsSetValue(NULL, name, knobs[k].good[0] ? knobs[k].good : NULL));
+      PetscCall(PetscPushErrorHandler(PetscReturnErrorHandler, NULL));
+      ierr = MatSetFromOptions(E);
+      PetscCall(PetscPopErrorHandler());
+      tap_ok(ierr == 0, "%s %s is accepted (%d)", knobs[k].option, knobs[k].good[0] ? knobs[k].good : "(no value)", (int)ierr);
+      PetscCall(PetscOptionsSetValue(NULL, name, knobs[k].bad));
+      PetscCall(PetscPushErrorHandler(PetscReturnErrorHandler, NULL));
+      ierr = MatSetFromOptions(E);
+      PetscCall(PetscPopErrorHandler());
+      if (ierr) PetscErrorMessage(ierr, &text, &msg);
+      tap_ok(ierr != 0 && msg && strstr(msg, knobs[k].knob) && strstr(msg, knobs[k].option), "%s %s is refused with tilerap's message (%d: %s)", knobs[k].option, knobs[k].bad, (int)ierr, msg ? msg : "");
+      PetscCall(PetscOptionsClearValue(NULL, name));
+      tap_ok(tilerap_tuning_set(knobs[k].knob, NULL) == TILERAP_SUCCESS, "%s back to the environment's value", knobs[k].knob);
+    }
+    PetscCall(MatDestroy(&E));
+  }
+
   PetscCall(VecDestroy(&x));
   PetscCall(VecDestroy(&y));
   PetscCall(VecDestroy(&yref));
