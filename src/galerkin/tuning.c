@@ -102,8 +102,10 @@ static void tr_expected(const tr_knob_def *d, char *buf, size_t len)
 {
   if (d->kind == TR_CHOICE) snprintf(buf, len, "one of %s", d->choices);
   else if (d->kind == TR_FLAG) snprintf(buf, len, "0 or 1");
-  else if (d->hi >= 1e15) snprintf(buf, len, "a%s number >= %g", d->kind == TR_INT ? "n integer" : "", d->lo);
-  else snprintf(buf, len, "a%s number in [%g, %g]", d->kind == TR_INT ? "n integer" : "", d->lo, d->hi);
+  else if (d->kind == TR_INT && d->hi >= 1e15) snprintf(buf, len, "an integer >= %.0f", d->lo);
+  else if (d->kind == TR_INT) snprintf(buf, len, "an integer in [%.0f, %.0f]", d->lo, d->hi);
+  else if (d->hi >= 1e15) snprintf(buf, len, "a number >= %g", d->lo);
+  else snprintf(buf, len, "a number in [%g, %g]", d->lo, d->hi);
 }
 
 int tr_tuning_check(void)

@@ -43,7 +43,7 @@ static const struct {
   {"-mat_tile_pinned", "TILERAP_PINNED", "CUDA engine: host<->device copies of 256 KB or more through a ring of pinned staging chunks; 0: plain cudaMemcpyAsync (TILERAP_PINNED; process-wide)", TR_KNOB_PINNED, PETSC_TRUE},
   {"-mat_tile_pinned_chunk", "TILERAP_PINNED_CHUNK", "CUDA engine: bytes of a pinned staging chunk, 4096..2^30, taken when the staging ring is made at the first large copy (TILERAP_PINNED_CHUNK; process-wide)", TR_KNOB_PINNED_CHUNK, PETSC_FALSE},
   {"-mat_tile_copy_threads", "TILERAP_COPY_THREADS", "threads of large host copies (staging included), 1..64 (TILERAP_COPY_THREADS; process-wide)", TR_KNOB_COPY_THREADS, PETSC_FALSE},
-  {"-mat_tile_trace", "TILERAP_TRACE", "CUDA engine: host timestamps of plan creation on stderr (TILERAP_TRACE; process-wide; the core takes it when the library is loaded, doc/tuning.md)", TR_KNOB_TRACE, PETSC_TRUE},
+  {"-mat_tile_trace", "TILERAP_TRACE", "CUDA engine: host timestamps of plan creation on stderr (TILERAP_TRACE; process-wide, taken at each plan creation)", TR_KNOB_TRACE, PETSC_TRUE},
 };
 
 /* Reads the -mat_tile_ options into v (values are checked after the

@@ -125,59 +125,55 @@ extern "C" int tr_cuda_ptap_encounter_order(const tilerap_tile_matrix *C, int32_
   uint64_t *key = NULL;
   tr_order_flags h = {(unsigned long long)m, 0, 0, 0}, *d = NULL;
   int err;
-#define TRY(x) do { if ((err = (x))) goto done; } while (0)
-#define TRY_CUDA(x) do { cudaError_t e_ = (x); if (e_ != cudaSuccess) { err = tr_cuda_error(e_, "encounter order"); goto done; } } while (0)
-  TRY(tr_tmp_alloc(&tmp, (void **)&rp, ((size_t)m + 1) * sizeof *rp, "encounter order: row pointers"));
-  TRY(tr_tmp_alloc(&tmp, (void **)&scol, (nnz + 1) * sizeof *scol, "encounter order: columns"));
-  if (val) TRY(tr_tmp_alloc(&tmp, (void **)&sval, (nnz + 1) * sizeof *sval, "encounter order: values"));
-  TRY(tr_tmp_alloc(&tmp, (void **)&key, (nnz + 1) * sizeof *key, "encounter order: keys"));
-  TRY(tr_tmp_alloc(&tmp, (void **)&d, sizeof *d, "encounter order: flags"));
-  TRY_CUDA(cudaMemcpyAsync(d, &h, sizeof h, cudaMemcpyHostToDevice, s));
-  TRY_CUDA(cudaMemsetAsync(key, 0xff, (nnz + 1) * sizeof *key, s));
-  TRY(tr_cuda_tile_csr_walk(C, sval, rp, scol));
+  TR_TRY(tr_tmp_alloc(&tmp, (void **)&rp, ((size_t)m + 1) * sizeof *rp, "encounter order: row pointers"));
+  TR_TRY(tr_tmp_alloc(&tmp, (void **)&scol, (nnz + 1) * sizeof *scol, "encounter order: columns"));
+  if (val) TR_TRY(tr_tmp_alloc(&tmp, (void **)&sval, (nnz + 1) * sizeof *sval, "encounter order: values"));
+  TR_TRY(tr_tmp_alloc(&tmp, (void **)&key, (nnz + 1) * sizeof *key, "encounter order: keys"));
+  TR_TRY(tr_tmp_alloc(&tmp, (void **)&d, sizeof *d, "encounter order: flags"));
+  TR_TRY_CU(cudaMemcpyAsync(d, &h, sizeof h, cudaMemcpyHostToDevice, s), "encounter order");
+  TR_TRY_CU(cudaMemsetAsync(key, 0xff, (nnz + 1) * sizeof *key, s), "encounter order");
+  TR_TRY(tr_cuda_tile_csr_walk(C, sval, rp, scol));
   k_check_rowptr<<<tr_blocks((int64_t)na + 1, 256), 256, 0, s>>>(na, a_rowptr, d);
   k_check_rowptr<<<tr_blocks((int64_t)na + 1, 256), 256, 0, s>>>(na, p_rowptr, d);
-  TRY(tr_cuda_check_launch("encounter order: row pointer check"));
-  TRY(tr_read_flags(&h, d));
+  TR_TRY(tr_cuda_check_launch("encounter order: row pointer check"));
+  TR_TRY(tr_read_flags(&h, d));
   if (h.bad_index) {
     err = tilerap_set_error(TILERAP_ERR_INVALID, "encounter order: row pointers of A or P do not start at 0 or decrease");
-    goto done;
+    goto cleanup;
   }
   if (diag_first && m > 0) {
     k_diagonal_key<<<tr_blocks(m, 256), 256, 0, s>>>(m, rp, scol, key, d);
-    TRY(tr_cuda_check_launch("encounter order: diagonal"));
+    TR_TRY(tr_cuda_check_launch("encounter order: diagonal"));
   }
   if (na > 0) {
     k_path_keys<<<tr_blocks((int64_t)na * TR_ROW_LANES, 256), 256, 0, s>>>(na, m, a_rowptr, a_colidx, p_rowptr,
                                                                            p_colidx, rp, scol, key, d);
-    TRY(tr_cuda_check_launch("encounter order: path keys"));
+    TR_TRY(tr_cuda_check_launch("encounter order: path keys"));
   }
-  TRY(tr_read_flags(&h, d));
+  TR_TRY(tr_read_flags(&h, d));
   if (h.bad_index) {
     err = tilerap_set_error(TILERAP_ERR_RANGE, "encounter order: %llu column indices of A or P out of range", h.bad_index);
-    goto done;
+    goto cleanup;
   }
   if (h.missing_diag < (unsigned long long)m) {
     err = tilerap_set_error(TILERAP_ERR_STRUCTURE, "encounter order: row %llu has no stored diagonal entry", h.missing_diag);
-    goto done;
+    goto cleanup;
   }
   if (h.not_in_c) {
     err = tilerap_set_error(TILERAP_ERR_STRUCTURE,
                             "encounter order: %llu products of the structures of P^T, A and P are not entries of C",
                             h.not_in_c);
-    goto done;
+    goto cleanup;
   }
   /* checks passed: the outputs are written from here on */
   if (m > 0) {
     k_place<<<tr_blocks((int64_t)m * 32, 256), 256, 0, s>>>(m, rp, scol, sval, key, colidx, val, d);
-    TRY(tr_cuda_check_launch("encounter order: placing"));
+    TR_TRY(tr_cuda_check_launch("encounter order: placing"));
   }
-  TRY_CUDA(cudaMemcpyAsync(rowptr, rp, ((size_t)m + 1) * sizeof *rp, cudaMemcpyDeviceToDevice, s));
-  TRY(tr_read_flags(&h, d));
+  TR_TRY_CU(cudaMemcpyAsync(rowptr, rp, ((size_t)m + 1) * sizeof *rp, cudaMemcpyDeviceToDevice, s), "encounter order");
+  TR_TRY(tr_read_flags(&h, d));
   if (unreached) *unreached = (int64_t)h.unreached;
-done:
-#undef TRY
-#undef TRY_CUDA
+cleanup:
   tr_tmp_free_all(&tmp);
   return err;
 }

@@ -136,6 +136,9 @@ int tr_cuda_tile_csr_walk(const tilerap_tile_matrix *T, double *cval, int32_t *r
 int tr_cuda_tile_alloc_on(tilerap_tile_matrix *T, cudaStream_t s);
 /* Host header + device arrays of an m x n matrix with the given counts. */
 int tr_cuda_tile_new(int32_t m, int32_t n, int64_t num_tiles, int64_t nnz, cudaStream_t s, tilerap_tile_matrix **T);
+/* the structure of a tile matrix without tiles (tile_ptr and tile_off[0]
+ * zero), launched on s; the caller checks the launch */
+void tr_cuda_tile_empty_structure(tilerap_tile_matrix *T, cudaStream_t s);
 
 /* Ordering with the legacy default stream, on which the copies run: for
  * a non-blocking stream s, `after_legacy` makes s wait for work queued on
@@ -377,6 +380,18 @@ static __device__ __forceinline__ void tr_block_bitonic_sort(unsigned long long 
       __syncthreads();
     }
 }
+
+/* Error jumps of host functions that free what they hold at a label
+ * cleanup: (int err in scope) */
+#define TR_TRY(call)                \
+  do {                              \
+    if ((err = (call))) goto cleanup; \
+  } while (0)
+#define TR_TRY_CU(call, what)                                                \
+  do {                                                                       \
+    cudaError_t e_ = (call);                                                 \
+    if (e_ != cudaSuccess) { err = tr_cuda_error(e_, what); goto cleanup; } \
+  } while (0)
 
 /* Error returns of host functions that own nothing to clean up */
 #define TR_RET_CU(call, what)                              \

@@ -570,22 +570,7 @@ static int tr_launch_fill_hits(const struct tr_cuda_spgemm *P, const tilerap_til
   return tr_cuda_check_launch("hits");
 }
 
-static __global__ void k_zero_tile_ptr(int32_t tile_rows, int64_t *tile_ptr, int64_t *tile_off)
-{
-  int32_t I = blockIdx.x * blockDim.x + threadIdx.x;
-  if (I <= tile_rows) tile_ptr[I] = 0;
-  if (I == 0) tile_off[0] = 0;
-}
 
-#define TRY_CU(call, what)                                                  \
-  do {                                                                      \
-    cudaError_t e_ = (call);                                                \
-    if (e_ != cudaSuccess) { err = tr_cuda_error(e_, what); goto fail; }    \
-  } while (0)
-#define TRY(call)                                                           \
-  do {                                                                      \
-    if ((err = (call))) goto fail;                                          \
-  } while (0)
 
 /* Largest mean walk of a lane (pairs + multiply-adds / 16 per C tile)
  * for which a plan's first run walks the pairs.  Each pair is a chain of
@@ -621,9 +606,9 @@ int tr_cuda_step2_masks(const tilerap_tile_matrix *A, const tilerap_tile_matrix 
   int err = TILERAP_SUCCESS;
   *ncand_out = *pairs_out = *flops_out = *dense_out = *tc_out = 0;
   if (!rows && np == 0) { /* no pair: C has no tile */
-    TRY(tr_cuda_tile_new(A->m, B->n, 0, 0, s, &C));
-    k_zero_tile_ptr<<<tr_blocks((int64_t)TR + 1, 256), 256, 0, s>>>(TR, C->tile_ptr, C->tile_off);
-    TRY(tr_cuda_check_launch("step 2 empty C"));
+    TR_TRY(tr_cuda_tile_new(A->m, B->n, 0, 0, s, &C));
+    tr_cuda_tile_empty_structure(C, s);
+    TR_TRY(tr_cuda_check_launch("step 2 empty C"));
     *Cout = C;
     return TILERAP_SUCCESS;
   }
@@ -639,7 +624,7 @@ int tr_cuda_step2_masks(const tilerap_tile_matrix *A, const tilerap_tile_matrix 
     int64_t ncap = rows ? cand->cap : np;
     if (!pos && np > 65536) {
       int32_t nc = 0;
-      TRY(tr_readback(&nc, cand->d_ncand, sizeof nc, s, "step 2 candidate count"));
+      TR_TRY(tr_readback(&nc, cand->d_ncand, sizeof nc, s, "step 2 candidate count"));
       ncap = nc;
     }
     const int64_t hcap = rows ? cand->cap : np; /* pair-indexed arrays */
@@ -661,14 +646,14 @@ int tr_cuda_step2_masks(const tilerap_tile_matrix *A, const tilerap_tile_matrix 
     const int i_tot = tr_group_add(&xg, sizeof(tr_totals));
     const int i_rb = tr_group_add(&xg, sizeof(tr_rb));
     const int i_ts = tr_group_add(&xg, tb);
-    TRY(tr_group_alloc(&kg, tmp, s, "step 2 offsets"));
-    TRY(tr_group_alloc(&xg, tmp, s, "step 2 masks"));
+    TR_TRY(tr_group_alloc(&kg, tmp, s, "step 2 offsets"));
+    TR_TRY(tr_group_alloc(&xg, tmp, s, "step 2 masks"));
     int32_t *hloc = (int32_t *)tr_group_at(&kg, i_hloc);
     tr_scan *sc = (tr_scan *)tr_group_at(&kg, i_sc), *sc_in = (tr_scan *)tr_group_at(&xg, i_scin);
     tr_scan *ks = (tr_scan *)tr_group_at(&xg, i_ks);
     uint16_t *cmask = (uint16_t *)tr_group_at(&xg, i_cmask);
     tr_totals *tot = (tr_totals *)tr_group_at(&xg, i_tot);
-    TRY_CU(cudaMemsetAsync(tot, 0, sizeof(tr_totals), s), "step 2 totals");
+    TR_TRY_CU(cudaMemsetAsync(tot, 0, sizeof(tr_totals), s), "step 2 totals");
     /* a block per candidate where C's tile grid is small (few candidates)
      * or the candidates have many pairs on average (P^T (AP)) */
     /* step 1's row sort left pair_cand to the masks kernels, which write
@@ -688,27 +673,27 @@ int tr_cuda_step2_masks(const tilerap_tile_matrix *A, const tilerap_tile_matrix 
       k_masks<8><<<tr_blocks(8 * (ncap + 1), TR_MASKS_THREADS), TR_MASKS_THREADS, 0, s>>>(
           tr_view(A), tr_view(B), ncap, cand->d_ncand, cand->cand_ptr, cand->pair_a, cand->pair_b,
           plan->dense_threshold, plan->tc_threshold, cmask, hloc, sc_in, tot, late_pc);
-    TRY(tr_cuda_check_launch("step 2 masks"));
+    TR_TRY(tr_cuda_check_launch("step 2 masks"));
     tr_rb *rb = (tr_rb *)tr_group_at(&xg, i_rb);
     const int64_t *stats = pos ? cand->d_stats : NULL;
     if (small_scan) {
       k_scan_small<<<1, TR_SCAN_SMALL_THREADS, 0, s>>>(ncap + 1, sc_in, sc, rb, tot, stats, cand->d_ncand);
-      TRY(tr_cuda_check_launch("step 2 scan"));
+      TR_TRY(tr_cuda_check_launch("step 2 scan"));
     } else {
       const int64_t nsc = ncap + 1, nb = (nsc + TR_SCAN_SPAN - 1) / TR_SCAN_SPAN;
       tr_scan *part = (tr_scan *)tr_group_at(&xg, i_ts);
       k_scan_parts<<<(unsigned)nb, TR_SCAN_BLOCK, 0, s>>>(nsc, sc_in, part);
-      TRY(tr_cuda_check_launch("step 2 scan (sums)"));
+      TR_TRY(tr_cuda_check_launch("step 2 scan (sums)"));
       k_scan_part_offsets<<<1, TR_SCAN_PARTS_THREADS, 0, s>>>(nb, part);
-      TRY(tr_cuda_check_launch("step 2 scan (offsets)"));
+      TR_TRY(tr_cuda_check_launch("step 2 scan (offsets)"));
       k_scan_down<<<(unsigned)nb, TR_SCAN_BLOCK, 0, s>>>(nsc, sc_in, part, sc, rb, tot, stats, cand->d_ncand);
-      TRY(tr_cuda_check_launch("step 2 scan"));
+      TR_TRY(tr_cuda_check_launch("step 2 scan"));
     }
 
     /* the one read-back of plan creation's second half: sizes of C (and
      * on the row paths step 1's counts) */
     tr_rb h;
-    TRY(tr_readback(&h, rb, sizeof h, s, "step 2 totals"));
+    TR_TRY(tr_readback(&h, rb, sizeof h, s, "step 2 totals"));
     TR_MARK("step2 totals");
     if (rows) {
       if (!h.stats[2]) return TR_STEP1_RETRY; /* the temporaries go with tmp */
@@ -719,7 +704,7 @@ int tr_cuda_step2_masks(const tilerap_tile_matrix *A, const tilerap_tile_matrix 
     if (h.tot.maxhits > (unsigned long long)INT32_MAX) {
       err = tilerap_set_error(TILERAP_ERR_OVERFLOW, "CUDA SpGEMM: a C tile has %llu hits (engine limit 2^31)",
                               h.tot.maxhits);
-      goto fail;
+      goto cleanup;
     }
     /* chunk work: TR_CHUNK_WORK, less where that leaves the GPU idle */
     const int64_t work = nhits + h.last.acc + TR_TC_WORK * ntc;
@@ -750,7 +735,7 @@ int tr_cuda_step2_masks(const tilerap_tile_matrix *A, const tilerap_tile_matrix 
     if (plan->defer_hits && ntiles > 0) plan->pairs_walk = 1;
     const int no_hits = plan->structure_only || (plan->pairs_walk && plan->one_shot);
 
-    TRY(tr_cuda_tile_new(A->m, B->n, ntiles, nnz, s, &C));
+    TR_TRY(tr_cuda_tile_new(A->m, B->n, ntiles, nnz, s, &C));
     if (!no_hits && nhits + ntc + nchunks > 0) { /* the plan's arrays */
       tr_group *pg = &plan->arrays;
       memset(pg, 0, sizeof *pg);
@@ -758,7 +743,7 @@ int tr_cuda_step2_masks(const tilerap_tile_matrix *A, const tilerap_tile_matrix 
       const int i_tcs = tr_group_add(pg, (size_t)ntc * sizeof(tr_tc));
       const int i_ch = tr_group_add(pg, (size_t)nchunks * sizeof(tr_chunk));
       const int i_al = tr_group_add(pg, (size_t)ntiles * sizeof(uint16_t));
-      TRY(tr_group_alloc(pg, NULL, s, "plan hits"));
+      TR_TRY(tr_group_alloc(pg, NULL, s, "plan hits"));
       plan->hits = (tr_hit *)tr_group_at(pg, i_hits);
       plan->tcs = (tr_tc *)tr_group_at(pg, i_tcs);
       plan->chunks = (tr_chunk *)tr_group_at(pg, i_ch);
@@ -770,23 +755,23 @@ int tr_cuda_step2_masks(const tilerap_tile_matrix *A, const tilerap_tile_matrix 
     k_build<<<tr_blocks(16 * (ncap + 1), 128), 128, 0, s>>>(
         cand->d_ncand, cand->cand_col, cmask, sc, C->tile_col, C->tile_off, C->row_mask, C->row_ptr, C->idx, ks, cand_tile,
         TR, cand->row_cand, C->tile_ptr, (unsigned long long *)plan->chunks, nw);
-    TRY(tr_cuda_check_launch("step 2 build"));
+    TR_TRY(tr_cuda_check_launch("step 2 build"));
     if (nw > 0) {
       k_chunks<<<tr_blocks(ntiles + 1, 256), 256, 0, s>>>(ntiles, ks, plan->dense_threshold, W, plan->chunks);
-      TRY(tr_cuda_check_launch("step 2 chunks"));
+      TR_TRY(tr_cuda_check_launch("step 2 chunks"));
     }
     plan->np = np;
     plan->ncap = ncap;
     if (plan->pairs_walk) { /* the plan keeps step 1's lists and step 2's kept block */
-      TRY(tr_group_keep(tmp, &cand->block));
+      TR_TRY(tr_group_keep(tmp, &cand->block));
       plan->lists = cand->block;
-      TRY(tr_group_keep(tmp, &kg));
+      TR_TRY(tr_group_keep(tmp, &kg));
       plan->kept = kg;
       plan->pair_a = cand->pair_a; plan->pair_b = cand->pair_b; plan->cand_ptr = cand->cand_ptr;
       plan->d_ncand = cand->d_ncand; plan->pair_cand = cand->pair_cand;
       plan->cand_tile = cand_tile; plan->hloc = hloc; plan->scan = sc;
     } else if (ntiles > 0 && !plan->structure_only) {
-      TRY(tr_launch_fill_hits(plan, A, B, C, np, cand->pair_cand, cand->cand_ptr, cand->pair_a, cand->pair_b, hloc, sc));
+      TR_TRY(tr_launch_fill_hits(plan, A, B, C, np, cand->pair_cand, cand->cand_ptr, cand->pair_a, cand->pair_b, hloc, sc));
     }
     plan->c_tiles = ntiles;
     plan->c_nnz = nnz;
@@ -801,7 +786,7 @@ int tr_cuda_step2_masks(const tilerap_tile_matrix *A, const tilerap_tile_matrix 
     *Cout = C;
     return TILERAP_SUCCESS;
   }
-fail:
+cleanup:
   if (C) { tr_cuda_tile_free(C); free(C); }
   return err;
 }

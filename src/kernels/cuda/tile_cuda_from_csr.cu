@@ -22,15 +22,6 @@
 #include <limits.h>
 #include <stdio.h>
 
-#define TRY_CU(call, what)                                       \
-  do {                                                           \
-    cudaError_t e_ = (call);                                     \
-    if (e_ != cudaSuccess) { err = tr_cuda_error(e_, what); goto done; } \
-  } while (0)
-#define TRY(call)                     \
-  do {                                \
-    if ((err = (call))) goto done;    \
-  } while (0)
 
 template <typename RP>
 static __global__ void k_csr_validate(int32_t m, int32_t n, int64_t nnz, const RP *__restrict__ rp,
@@ -176,67 +167,67 @@ static int tr_from_csr(int32_t m, int32_t n, const RP *rp, const int32_t *col, c
   size_t scan_bytes = 0;
   int err = TILERAP_SUCCESS;
 
-  TRY(tr_rp_get(rp, 0, on_device, &rp0));
-  TRY(tr_rp_get(rp, m, on_device, &nnz));
-  if (rp0 != 0) { err = tilerap_set_error(TILERAP_ERR_INVALID, "CSR rowptr[0] = %lld, expected 0", (long long)rp0); goto done; }
-  if (nnz > 0 && !col) { err = tilerap_set_error(TILERAP_ERR_NULL, "CSR column indices are NULL"); goto done; }
+  TR_TRY(tr_rp_get(rp, 0, on_device, &rp0));
+  TR_TRY(tr_rp_get(rp, m, on_device, &nnz));
+  if (rp0 != 0) { err = tilerap_set_error(TILERAP_ERR_INVALID, "CSR rowptr[0] = %lld, expected 0", (long long)rp0); goto cleanup; }
+  if (nnz > 0 && !col) { err = tilerap_set_error(TILERAP_ERR_NULL, "CSR column indices are NULL"); goto cleanup; }
   if (nnz < 0) { /* a decrease somewhere: let validation name the row */ }
   if (on_device) {
     drp = (RP *)rp; dcol = (int32_t *)col;
   } else {
-    TRY(tr_dalloc((void **)&drp, ((size_t)m + 1) * sizeof(RP), s, "CSR row pointers"));
-    TRY(tr_h2d(drp, rp, ((size_t)m + 1) * sizeof(RP), s, "CSR upload"));
+    TR_TRY(tr_dalloc((void **)&drp, ((size_t)m + 1) * sizeof(RP), s, "CSR row pointers"));
+    TR_TRY(tr_h2d(drp, rp, ((size_t)m + 1) * sizeof(RP), s, "CSR upload"));
     if (nnz > 0) {
-      TRY(tr_dalloc((void **)&dcol, (size_t)nnz * sizeof(int32_t), s, "CSR column indices"));
-      TRY(tr_h2d(dcol, col, (size_t)nnz * sizeof(int32_t), s, "CSR upload"));
+      TR_TRY(tr_dalloc((void **)&dcol, (size_t)nnz * sizeof(int32_t), s, "CSR column indices"));
+      TR_TRY(tr_h2d(dcol, col, (size_t)nnz * sizeof(int32_t), s, "CSR upload"));
     }
   }
 
   /* validation */
-  TRY(tr_dalloc((void **)&bad, 2 * sizeof(int), s, "validation flags"));
-  TRY_CU(cudaMemsetAsync(bad, 0x7f, 2 * sizeof(int), s), "validation flags");
+  TR_TRY(tr_dalloc((void **)&bad, 2 * sizeof(int), s, "validation flags"));
+  TR_TRY_CU(cudaMemsetAsync(bad, 0x7f, 2 * sizeof(int), s), "validation flags");
   if (m > 0) {
     k_csr_validate<RP><<<tr_blocks(m, 256), 256, 0, s>>>(m, n, nnz, drp, dcol, 1, bad);
-    TRY(tr_cuda_check_launch("CSR validation"));
+    TR_TRY(tr_cuda_check_launch("CSR validation"));
   }
-  TRY_CU(cudaMemcpyAsync(hbad, bad, sizeof hbad, cudaMemcpyDeviceToHost, s), "CSR validation");
-  TRY_CU(cudaStreamSynchronize(s), "CSR validation");
-  if (hbad[0] < m) { err = tilerap_set_error(TILERAP_ERR_INVALID, "CSR row pointers decrease at row %d", hbad[0]); goto done; }
-  if (nnz < 0) { err = tilerap_set_error(TILERAP_ERR_INVALID, "CSR has %lld entries", (long long)nnz); goto done; }
-  if (hbad[1] < m) { err = tr_row_error<RP>(n, drp, dcol, hbad[1], 1); goto done; }
+  TR_TRY_CU(cudaMemcpyAsync(hbad, bad, sizeof hbad, cudaMemcpyDeviceToHost, s), "CSR validation");
+  TR_TRY_CU(cudaStreamSynchronize(s), "CSR validation");
+  if (hbad[0] < m) { err = tilerap_set_error(TILERAP_ERR_INVALID, "CSR row pointers decrease at row %d", hbad[0]); goto cleanup; }
+  if (nnz < 0) { err = tilerap_set_error(TILERAP_ERR_INVALID, "CSR has %lld entries", (long long)nnz); goto cleanup; }
+  if (hbad[1] < m) { err = tr_row_error<RP>(n, drp, dcol, hbad[1], 1); goto cleanup; }
 
   if (!on_device && val && nnz > 0) { /* values go up only once the CSR is known to be valid */
-    TRY(tr_dalloc((void **)&dval, (size_t)nnz * sizeof(double), s, "CSR values"));
-    TRY(tr_h2d(dval, val, (size_t)nnz * sizeof(double), s, "CSR upload"));
+    TR_TRY(tr_dalloc((void **)&dval, (size_t)nnz * sizeof(double), s, "CSR values"));
+    TR_TRY(tr_h2d(dval, val, (size_t)nnz * sizeof(double), s, "CSR upload"));
   } else if (on_device) dval = (double *)val;
 
   /* tiles per tile row, tile_ptr */
-  TRY(tr_dalloc((void **)&cnt, ((size_t)TR + 1) * sizeof(int64_t), s, "tile counts"));
-  TRY(tr_dalloc((void **)&tp, ((size_t)TR + 1) * sizeof(int64_t), s, "tile row pointers"));
-  TRY_CU(cudaMemsetAsync(cnt, 0, ((size_t)TR + 1) * sizeof(int64_t), s), "tile counts");
+  TR_TRY(tr_dalloc((void **)&cnt, ((size_t)TR + 1) * sizeof(int64_t), s, "tile counts"));
+  TR_TRY(tr_dalloc((void **)&tp, ((size_t)TR + 1) * sizeof(int64_t), s, "tile row pointers"));
+  TR_TRY_CU(cudaMemsetAsync(cnt, 0, ((size_t)TR + 1) * sizeof(int64_t), s), "tile counts");
   if (TR > 0 && nnz > 0) {
     k_csr_count<RP><<<tr_blocks((int64_t)TR * 32, 256), 256, 0, s>>>(m, TR, drp, dcol, cnt);
-    TRY(tr_cuda_check_launch("CSR tile count"));
+    TR_TRY(tr_cuda_check_launch("CSR tile count"));
   }
-  TRY_CU(cub::DeviceScan::ExclusiveSum(NULL, scan_bytes, cnt, tp, TR + 1, s), "tile count scan");
-  TRY(tr_dalloc(&scan, scan_bytes, s, "scan storage"));
-  TRY_CU(cub::DeviceScan::ExclusiveSum(scan, scan_bytes, cnt, tp, TR + 1, s), "tile count scan");
-  TRY_CU(cudaMemcpyAsync(&num_tiles, tp + TR, sizeof num_tiles, cudaMemcpyDeviceToHost, s), "tile total");
-  TRY_CU(cudaStreamSynchronize(s), "tile total");
+  TR_TRY_CU(cub::DeviceScan::ExclusiveSum(NULL, scan_bytes, cnt, tp, TR + 1, s), "tile count scan");
+  TR_TRY(tr_dalloc(&scan, scan_bytes, s, "scan storage"));
+  TR_TRY_CU(cub::DeviceScan::ExclusiveSum(scan, scan_bytes, cnt, tp, TR + 1, s), "tile count scan");
+  TR_TRY_CU(cudaMemcpyAsync(&num_tiles, tp + TR, sizeof num_tiles, cudaMemcpyDeviceToHost, s), "tile total");
+  TR_TRY_CU(cudaStreamSynchronize(s), "tile total");
 
-  TRY(tr_cuda_tile_new(m, n, num_tiles, nnz, s, &T));
-  TRY_CU(cudaMemcpyAsync(T->tile_ptr, tp, ((size_t)TR + 1) * sizeof(int64_t), cudaMemcpyDeviceToDevice, s), "tile_ptr");
+  TR_TRY(tr_cuda_tile_new(m, n, num_tiles, nnz, s, &T));
+  TR_TRY_CU(cudaMemcpyAsync(T->tile_ptr, tp, ((size_t)TR + 1) * sizeof(int64_t), cudaMemcpyDeviceToDevice, s), "tile_ptr");
   if (TR > 0 && nnz > 0) {
     k_csr_fill<RP><<<tr_blocks((int64_t)TR * 32, 256), 256, 0, s>>>(m, TR, drp, dcol, dval, nnz, num_tiles, tp,
                                                                     T->tile_col, T->tile_off, T->row_ptr,
                                                                     T->row_mask, T->idx, T->val);
-    TRY(tr_cuda_check_launch("CSR to tile"));
+    TR_TRY(tr_cuda_check_launch("CSR to tile"));
   } else {
-    TRY_CU(cudaMemsetAsync(T->tile_off, 0, sizeof(int64_t), s), "tile_off");
+    TR_TRY_CU(cudaMemsetAsync(T->tile_off, 0, sizeof(int64_t), s), "tile_off");
   }
   if (!on_device && dval) { T->internal = dval; dval = NULL; } /* kept: staging of value refreshes */
 
-done:
+cleanup:
   if (!on_device) {
     tr_dfree(drp, s);
     tr_dfree(dcol, s);
@@ -273,48 +264,48 @@ static int tr_from_unsorted_csr(int32_t m, int32_t n, const RP *rp, const int32_
   int err = TILERAP_SUCCESS;
   *out = NULL;
 
-  TRY(tr_rp_get(rp, 0, on_device, &rp0));
-  TRY(tr_rp_get(rp, m, on_device, &nnz));
+  TR_TRY(tr_rp_get(rp, 0, on_device, &rp0));
+  TR_TRY(tr_rp_get(rp, m, on_device, &nnz));
   /* nothing to sort, or an error the sorted path reports as well */
   if (m == 0 || nnz <= 0 || rp0 != 0 || !col) return tr_from_csr<RP>(m, n, rp, col, val, on_device, out);
   if (nnz > INT_MAX) {
     err = tilerap_set_error(TILERAP_ERR_OVERFLOW, "unsorted CSR conversion: %lld entries (the device sort takes < 2^31)",
                             (long long)nnz);
-    goto done;
+    goto cleanup;
   }
   if (on_device) {
     drp = (RP *)rp; dcol = (int32_t *)col; dval = (double *)val;
   } else {
-    TRY(tr_dalloc((void **)&drp, ((size_t)m + 1) * sizeof(RP), s, "CSR row pointers"));
-    TRY(tr_h2d(drp, rp, ((size_t)m + 1) * sizeof(RP), s, "CSR upload"));
-    TRY(tr_dalloc((void **)&dcol, (size_t)nnz * sizeof(int32_t), s, "CSR column indices"));
-    TRY(tr_h2d(dcol, col, (size_t)nnz * sizeof(int32_t), s, "CSR upload"));
+    TR_TRY(tr_dalloc((void **)&drp, ((size_t)m + 1) * sizeof(RP), s, "CSR row pointers"));
+    TR_TRY(tr_h2d(drp, rp, ((size_t)m + 1) * sizeof(RP), s, "CSR upload"));
+    TR_TRY(tr_dalloc((void **)&dcol, (size_t)nnz * sizeof(int32_t), s, "CSR column indices"));
+    TR_TRY(tr_h2d(dcol, col, (size_t)nnz * sizeof(int32_t), s, "CSR upload"));
   }
   /* row pointers and column ranges before the sort trusts them */
-  TRY(tr_dalloc((void **)&bad, 2 * sizeof(int), s, "validation flags"));
-  TRY_CU(cudaMemsetAsync(bad, 0x7f, 2 * sizeof(int), s), "validation flags");
+  TR_TRY(tr_dalloc((void **)&bad, 2 * sizeof(int), s, "validation flags"));
+  TR_TRY_CU(cudaMemsetAsync(bad, 0x7f, 2 * sizeof(int), s), "validation flags");
   k_csr_validate<RP><<<tr_blocks(m, 256), 256, 0, s>>>(m, n, nnz, drp, dcol, 0, bad);
-  TRY(tr_cuda_check_launch("CSR validation"));
-  TRY_CU(cudaMemcpyAsync(hbad, bad, sizeof hbad, cudaMemcpyDeviceToHost, s), "CSR validation");
-  TRY_CU(cudaStreamSynchronize(s), "CSR validation");
-  if (hbad[0] < m) { err = tilerap_set_error(TILERAP_ERR_INVALID, "CSR row pointers decrease at row %d", hbad[0]); goto done; }
-  if (hbad[1] < m) { err = tr_row_error<RP>(n, drp, dcol, hbad[1], 0); goto done; }
+  TR_TRY(tr_cuda_check_launch("CSR validation"));
+  TR_TRY_CU(cudaMemcpyAsync(hbad, bad, sizeof hbad, cudaMemcpyDeviceToHost, s), "CSR validation");
+  TR_TRY_CU(cudaStreamSynchronize(s), "CSR validation");
+  if (hbad[0] < m) { err = tilerap_set_error(TILERAP_ERR_INVALID, "CSR row pointers decrease at row %d", hbad[0]); goto cleanup; }
+  if (hbad[1] < m) { err = tr_row_error<RP>(n, drp, dcol, hbad[1], 0); goto cleanup; }
   if (!on_device && val) {
-    TRY(tr_dalloc((void **)&dval, (size_t)nnz * sizeof(double), s, "CSR values"));
-    TRY(tr_h2d(dval, val, (size_t)nnz * sizeof(double), s, "CSR upload"));
+    TR_TRY(tr_dalloc((void **)&dval, (size_t)nnz * sizeof(double), s, "CSR values"));
+    TR_TRY(tr_h2d(dval, val, (size_t)nnz * sizeof(double), s, "CSR upload"));
   }
-  TRY(tr_dalloc((void **)&scol, (size_t)nnz * sizeof(int32_t), s, "sorted columns"));
+  TR_TRY(tr_dalloc((void **)&scol, (size_t)nnz * sizeof(int32_t), s, "sorted columns"));
   if (dval) {
-    TRY(tr_dalloc((void **)&sval, (size_t)nnz * sizeof(double), s, "sorted values"));
-    TRY_CU(cub::DeviceSegmentedSort::SortPairs(NULL, tmp_bytes, dcol, scol, dval, sval, (int)nnz, (int)m, drp, drp + 1, s),
+    TR_TRY(tr_dalloc((void **)&sval, (size_t)nnz * sizeof(double), s, "sorted values"));
+    TR_TRY_CU(cub::DeviceSegmentedSort::SortPairs(NULL, tmp_bytes, dcol, scol, dval, sval, (int)nnz, (int)m, drp, drp + 1, s),
            "row sort");
-    TRY(tr_dalloc(&tmp, tmp_bytes, s, "row sort storage"));
-    TRY_CU(cub::DeviceSegmentedSort::SortPairs(tmp, tmp_bytes, dcol, scol, dval, sval, (int)nnz, (int)m, drp, drp + 1, s),
+    TR_TRY(tr_dalloc(&tmp, tmp_bytes, s, "row sort storage"));
+    TR_TRY_CU(cub::DeviceSegmentedSort::SortPairs(tmp, tmp_bytes, dcol, scol, dval, sval, (int)nnz, (int)m, drp, drp + 1, s),
            "row sort");
   } else {
-    TRY_CU(cub::DeviceSegmentedSort::SortKeys(NULL, tmp_bytes, dcol, scol, (int)nnz, (int)m, drp, drp + 1, s), "row sort");
-    TRY(tr_dalloc(&tmp, tmp_bytes, s, "row sort storage"));
-    TRY_CU(cub::DeviceSegmentedSort::SortKeys(tmp, tmp_bytes, dcol, scol, (int)nnz, (int)m, drp, drp + 1, s), "row sort");
+    TR_TRY_CU(cub::DeviceSegmentedSort::SortKeys(NULL, tmp_bytes, dcol, scol, (int)nnz, (int)m, drp, drp + 1, s), "row sort");
+    TR_TRY(tr_dalloc(&tmp, tmp_bytes, s, "row sort storage"));
+    TR_TRY_CU(cub::DeviceSegmentedSort::SortKeys(tmp, tmp_bytes, dcol, scol, (int)nnz, (int)m, drp, drp + 1, s), "row sort");
   }
   err = tr_from_csr<RP>(m, n, drp, scol, sval, 1, out);
   if (err == TILERAP_ERR_UNSORTED) { /* sorted rows fail the strict order only on a repeated column */
@@ -323,7 +314,7 @@ static int tr_from_unsorted_csr(int32_t m, int32_t n, const RP *rp, const int32_
     tilerap_set_error(TILERAP_ERR_UNSORTED, "unsorted CSR conversion: repeated column index (sorted: %s)", msg);
   }
 
-done:
+cleanup:
   if (!on_device) {
     tr_dfree(drp, s);
     tr_dfree(dcol, s);

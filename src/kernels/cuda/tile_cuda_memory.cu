@@ -418,6 +418,18 @@ extern "C" int tr_cuda_gather_values(const double *src, const int64_t *perm, int
   return tr_order_legacy_after(s);
 }
 
+static __global__ void k_empty_structure(int32_t tile_rows, int64_t *tile_ptr, int64_t *tile_off)
+{
+  const int32_t I = blockIdx.x * blockDim.x + threadIdx.x;
+  if (I <= tile_rows) tile_ptr[I] = 0;
+  if (I == 0) tile_off[0] = 0;
+}
+
+void tr_cuda_tile_empty_structure(tilerap_tile_matrix *T, cudaStream_t s)
+{
+  k_empty_structure<<<tr_blocks((int64_t)T->tile_rows + 1, 256), 256, 0, s>>>(T->tile_rows, T->tile_ptr, T->tile_off);
+}
+
 extern "C" void tr_cuda_free(void *p)
 {
   tr_dfree(p, cudaStreamLegacy);

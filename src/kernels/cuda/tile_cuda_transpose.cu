@@ -151,22 +151,7 @@ static __global__ void __launch_bounds__(TR_T_SMALL_THREADS)
   if (threadIdx.x == 0) tt_off[n] = total;
 }
 
-static __global__ void k_t_empty(int32_t tile_rows, int64_t *tile_ptr, int64_t *tile_off)
-{
-  int32_t I = blockIdx.x * blockDim.x + threadIdx.x;
-  if (I <= tile_rows) tile_ptr[I] = 0;
-  if (I == 0) tile_off[0] = 0;
-}
 
-#define TRY_CU(call, what)                                                  \
-  do {                                                                      \
-    cudaError_t e_ = (call);                                                \
-    if (e_ != cudaSuccess) { err = tr_cuda_error(e_, what); goto fail; }    \
-  } while (0)
-#define TRY(call)                                                           \
-  do {                                                                      \
-    if ((err = (call))) goto fail;                                          \
-  } while (0)
 
 static int tr_bits(int64_t x)
 {
@@ -192,28 +177,28 @@ extern "C" int tr_cuda_tile_transpose(const tilerap_tile_matrix *T, tilerap_tile
   int err = tr_order_after_legacy(s);
   if (err) return err;
   TR_MARK("transpose start");
-  TRY(tr_cuda_tile_new(T->n, T->m, nt, T->nnz, s, &Tt));
-  if (perm_out) TRY(tr_dalloc((void **)&perm, (size_t)T->nnz * sizeof(int64_t), s, "transpose permutation"));
+  TR_TRY(tr_cuda_tile_new(T->n, T->m, nt, T->nnz, s, &Tt));
+  if (perm_out) TR_TRY(tr_dalloc((void **)&perm, (size_t)T->nnz * sizeof(int64_t), s, "transpose permutation"));
   if (nt == 0) {
-    k_t_empty<<<tr_blocks((int64_t)Tt->tile_rows + 1, 256), 256, 0, s>>>(Tt->tile_rows, Tt->tile_ptr, Tt->tile_off);
-    TRY(tr_cuda_check_launch("transpose (empty)"));
+    tr_cuda_tile_empty_structure(Tt, s);
+    TR_TRY(tr_cuda_check_launch("transpose (empty)"));
   } else if (nt <= TR_T_SMALL_TILES && T->tile_rows <= TR_T_SMALL_ROWS && !tr_env_transpose_sort()) {
     int32_t *src_of;
-    TRY(tr_tmp_alloc(&tmp, (void **)&src_of, (size_t)nt * sizeof(int32_t), "transpose order"));
+    TR_TRY(tr_tmp_alloc(&tmp, (void **)&src_of, (size_t)nt * sizeof(int32_t), "transpose order"));
     k_t_small<<<1, TR_T_SMALL_THREADS, 0, s>>>(T->tile_ptr, T->tile_rows, T->tile_col, T->tile_off, nt, Tt->tile_rows,
                                                src_of, Tt->tile_ptr, Tt->tile_col, Tt->tile_off);
-    TRY(tr_cuda_check_launch("transpose order"));
+    TR_TRY(tr_cuda_check_launch("transpose order"));
     k_t_tiles<<<tr_blocks(16 * nt, 128), 128, 0, s>>>(nt, src_of, tr_view(T), Tt->tile_off, Tt->row_mask, Tt->row_ptr,
                                                       Tt->idx, Tt->val, perm);
-    TRY(tr_cuda_check_launch("transpose entries"));
+    TR_TRY(tr_cuda_check_launch("transpose entries"));
   } else {
     const int32_t TC = T->tile_cols; /* tile rows of T^T */
     size_t tb = 0, tb2 = 0, tb3 = 0;
     const int bits = tr_bits(TC);
-    TRY_CU(cub::DeviceRadixSort::SortPairs(NULL, tb, (const int32_t *)NULL, (int32_t *)NULL, (const int32_t *)NULL,
+    TR_TRY_CU(cub::DeviceRadixSort::SortPairs(NULL, tb, (const int32_t *)NULL, (int32_t *)NULL, (const int32_t *)NULL,
                                            (int32_t *)NULL, nt, 0, bits, s), "transpose sort");
-    TRY_CU(cub::DeviceScan::ExclusiveSum(NULL, tb2, (int64_t *)NULL, (int64_t *)NULL, (int64_t)TC + 1, s), "transpose scan");
-    TRY_CU(cub::DeviceScan::ExclusiveSum(NULL, tb3, (int64_t *)NULL, (int64_t *)NULL, nt + 1, s), "transpose scan");
+    TR_TRY_CU(cub::DeviceScan::ExclusiveSum(NULL, tb2, (int64_t *)NULL, (int64_t *)NULL, (int64_t)TC + 1, s), "transpose scan");
+    TR_TRY_CU(cub::DeviceScan::ExclusiveSum(NULL, tb3, (int64_t *)NULL, (int64_t *)NULL, nt + 1, s), "transpose scan");
     if (tb2 > tb) tb = tb2;
     if (tb3 > tb) tb = tb3;
     tr_group g;
@@ -222,31 +207,31 @@ extern "C" int tr_cuda_tile_transpose(const tilerap_tile_matrix *T, tilerap_tile
     const int i_ckey = tr_group_add(&g, (size_t)nt * sizeof(int32_t)), i_src = tr_group_add(&g, (size_t)nt * sizeof(int32_t));
     const int i_hist = tr_group_add(&g, ((size_t)TC + 1) * sizeof(unsigned long long));
     const int i_len = tr_group_add(&g, ((size_t)nt + 1) * sizeof(int64_t)), i_ts = tr_group_add(&g, tb);
-    TRY(tr_group_alloc(&g, &tmp, s, "transpose"));
+    TR_TRY(tr_group_alloc(&g, &tmp, s, "transpose"));
     int32_t *trow = (int32_t *)tr_group_at(&g, i_trow), *iota = (int32_t *)tr_group_at(&g, i_iota);
     int32_t *ckey = (int32_t *)tr_group_at(&g, i_ckey), *src_of = (int32_t *)tr_group_at(&g, i_src);
     unsigned long long *hist = (unsigned long long *)tr_group_at(&g, i_hist);
     int64_t *len = (int64_t *)tr_group_at(&g, i_len);
     void *ts = tr_group_at(&g, i_ts);
-    TRY_CU(cudaMemsetAsync(hist, 0, ((size_t)TC + 1) * sizeof(unsigned long long), s), "transpose histogram");
+    TR_TRY_CU(cudaMemsetAsync(hist, 0, ((size_t)TC + 1) * sizeof(unsigned long long), s), "transpose histogram");
     k_t_rows<<<tr_blocks(T->tile_rows, 128), 128, 0, s>>>(T->tile_ptr, T->tile_rows, T->tile_col, nt, trow, iota, hist);
-    TRY(tr_cuda_check_launch("transpose rows"));
-    TRY_CU(cub::DeviceRadixSort::SortPairs(ts, tb, T->tile_col, ckey, iota, src_of, nt, 0, bits, s), "transpose sort");
-    TRY_CU(cub::DeviceScan::ExclusiveSum(ts, tb, (int64_t *)hist, Tt->tile_ptr, (int64_t)TC + 1, s), "transpose scan");
+    TR_TRY(tr_cuda_check_launch("transpose rows"));
+    TR_TRY_CU(cub::DeviceRadixSort::SortPairs(ts, tb, T->tile_col, ckey, iota, src_of, nt, 0, bits, s), "transpose sort");
+    TR_TRY_CU(cub::DeviceScan::ExclusiveSum(ts, tb, (int64_t *)hist, Tt->tile_ptr, (int64_t)TC + 1, s), "transpose scan");
     k_t_meta<<<tr_blocks(nt + 1, 256), 256, 0, s>>>(nt, src_of, trow, T->tile_off, Tt->tile_col, len);
-    TRY(tr_cuda_check_launch("transpose tiles"));
-    TRY_CU(cub::DeviceScan::ExclusiveSum(ts, tb, len, Tt->tile_off, nt + 1, s), "transpose scan");
+    TR_TRY(tr_cuda_check_launch("transpose tiles"));
+    TR_TRY_CU(cub::DeviceScan::ExclusiveSum(ts, tb, len, Tt->tile_off, nt + 1, s), "transpose scan");
     k_t_tiles<<<tr_blocks(16 * nt, 128), 128, 0, s>>>(nt, src_of, tr_view(T), Tt->tile_off, Tt->row_mask, Tt->row_ptr,
                                                       Tt->idx, Tt->val, perm);
-    TRY(tr_cuda_check_launch("transpose entries"));
+    TR_TRY(tr_cuda_check_launch("transpose entries"));
   }
   tr_tmp_free_all(&tmp);
   if (tr_trace_on) { tr_trace("transpose"); tr_trace_flush("transpose"); }
-  if ((err = tr_order_legacy_after(s))) goto fail;
+  if ((err = tr_order_legacy_after(s))) goto cleanup;
   *Tt_out = Tt;
   if (perm_out) *perm_out = perm;
   return TILERAP_SUCCESS;
-fail:
+cleanup:
   /* T^T is freed on the legacy stream: nothing queued on a non-blocking s may still write it */
   if (s && s != cudaStreamLegacy) (void)cudaStreamSynchronize(s);
   tr_tmp_free_all(&tmp);
