@@ -72,8 +72,9 @@ void tr_cuda_scatter_destroy(tr_cuda_scatter *S);
  * TILERAP_ROWS_GROUP=1|8 forces one). */
 int tr_cuda_rows_supported(const tilerap_tile_matrix *Z);
 int tr_cuda_rows_choose(const tilerap_tile_matrix *X, const tilerap_tile_matrix *Z, double min_items, int *group);
-int tr_cuda_rows_product(const tilerap_tile_matrix *X, const double *xval, const int64_t *xperm,
-                         const tilerap_tile_matrix *Z, tilerap_tile_matrix *Y, int group, void *stream);
+/* exported for the tests */
+TILERAP_EXPORT int tr_cuda_rows_product(const tilerap_tile_matrix *X, const double *xval, const int64_t *xperm,
+                                        const tilerap_tile_matrix *Z, tilerap_tile_matrix *Y, int group, void *stream);
 
 /* Tile transpose on the device with a value permutation (device array). */
 int tr_cuda_tile_transpose(const tilerap_tile_matrix *T, tilerap_tile_matrix **Tt, int64_t **perm_dev,
