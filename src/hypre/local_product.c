@@ -242,6 +242,7 @@ int tr_local_product(tr_galerkin *g)
   int err = upload_a(g);
   if (err) return tr_galerkin_engine_failed(g, err);
   tr_galerkin_phase(g, TR_PH_UPLOAD);
+  stale = 0; /* the check is resolved: this pass cannot be stale */
   return products(g, &stale);
 }
 
