@@ -64,7 +64,6 @@ int tilerap_atb_plan_create(const tilerap_tile_matrix *A, const tilerap_tile_mat
   if (!G) return TILERAP_ERR_NOMEM;
   G->engine = engine;
   G->stream = o.stream;
-  if ((err = tr_structure_record(A, &G->sa)) || (err = tr_structure_record(B, &G->sb))) goto fail;
   if (engine == TILERAP_ENGINE_CPU) {
     err = tr_cpu_spgemm_plan_create_atb(A, B, &o, &G->plan, C);
   } else {
@@ -84,7 +83,7 @@ int tilerap_atb_plan_create(const tilerap_tile_matrix *A, const tilerap_tile_mat
       *C = wC;
     }
   }
-  if (err || (err = tr_structure_record(*C, &G->sc))) goto fail;
+  if (err || (err = tr_structure_record3(A, B, *C, &G->sa, &G->sb, &G->sc))) goto fail;
   *plan = G;
   return TILERAP_SUCCESS;
 fail:

@@ -201,8 +201,6 @@ static int tr_ptap_plan_create_mode(const tilerap_tile_matrix *A, const tilerap_
   G->stream = o.stream;
   const tilerap_tile_matrix *wA = A, *wP = P;
   tilerap_tile_matrix *wC = NULL;
-  /* a one-shot plan is never re-run: nothing to check later */
-  if (!one_shot && ((err = tr_structure_record(A, &G->sa)) || (err = tr_structure_record(P, &G->sp)))) goto fail;
   if (engine == TILERAP_ENGINE_CUDA && A->memtype == TILERAP_MEM_HOST) {
     if ((err = tilerap_tile_copy(A, TILERAP_MEM_DEVICE, &G->dA)) || (err = tilerap_tile_copy(P, TILERAP_MEM_DEVICE, &G->dP)))
       goto fail;
@@ -265,7 +263,8 @@ static int tr_ptap_plan_create_mode(const tilerap_tile_matrix *A, const tilerap_
     *C = wC;
     wC = NULL;
   }
-  if (!one_shot && (err = tr_structure_record(*C, &G->sc))) goto fail;
+  /* a one-shot plan is never re-run: nothing to check later */
+  if (!one_shot && (err = tr_structure_record3(A, P, *C, &G->sa, &G->sp, &G->sc))) goto fail;
   G->info.engine = engine;
   tilerap_spgemm_plan_info(G->ap_plan, &G->info.ap);
   tilerap_spgemm_plan_info(G->c_plan, &G->info.ptap);

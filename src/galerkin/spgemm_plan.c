@@ -200,8 +200,8 @@ int tr_cpu_spgemm_plan_create_atb(const tilerap_tile_matrix *A, const tilerap_ti
   P->info.engine = TILERAP_ENGINE_CPU;
   /* recorded as by tilerap_spgemm_plan_create (host hashes are cheap): the
    * tests run this plan through tilerap_spgemm_numeric */
-  if ((err = tr_plan_cpu(P, A, B, opt->cpu_kernel, opt->plan_values, C)) || (err = tr_structure_record(A, &P->sa)) ||
-      (err = tr_structure_record(B, &P->sb)) || (err = tr_structure_record(*C, &P->sc))) {
+  if ((err = tr_plan_cpu(P, A, B, opt->cpu_kernel, opt->plan_values, C)) ||
+      (err = tr_structure_record3(A, B, *C, &P->sa, &P->sb, &P->sc))) {
     tilerap_spgemm_plan_destroy(&P);
     tilerap_tile_destroy(C);
     return err;
@@ -238,8 +238,7 @@ int tilerap_spgemm_plan_create(const tilerap_tile_matrix *A, const tilerap_tile_
                                tilerap_spgemm_plan *plan, tilerap_tile_matrix **C)
 {
   int err = tr_spgemm_plan_create_mode(A, B, opt, TR_PLAN_REUSE, plan, C);
-  if (!err && ((err = tr_structure_record(A, &(*plan)->sa)) || (err = tr_structure_record(B, &(*plan)->sb)) ||
-               (err = tr_structure_record(*C, &(*plan)->sc)))) {
+  if (!err && (err = tr_structure_record3(A, B, *C, &(*plan)->sa, &(*plan)->sb, &(*plan)->sc))) {
     tilerap_spgemm_plan_destroy(plan);
     tilerap_tile_destroy(C);
   }

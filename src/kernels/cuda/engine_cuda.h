@@ -19,12 +19,12 @@ int tr_cuda_tile_alloc(tilerap_tile_matrix *T);         /* arrays by counts in T
 void tr_cuda_tile_free(tilerap_tile_matrix *T);
 int tr_cuda_tile_copy(const tilerap_tile_matrix *src, tilerap_tile_matrix *dst); /* any direction */
 int tr_cuda_tile_copy_values(const tilerap_tile_matrix *src, tilerap_tile_matrix *dst);
-/* structure hash of a device tile matrix (tile_structure.h) without its
- * sizes term: the kernel into *nwords device words of partial sums
- * (allocated here, no wait), and their read-back and sum (waits, frees
- * them) */
-int tr_cuda_structure_hash_start(const tilerap_tile_matrix *T, void **words, int *nwords);
-int tr_cuda_structure_hash_finish(void *words, int nwords, uint64_t h[2]);
+/* structure hashes of n (1..3) device tile matrices (tile_structure.h)
+ * without their sizes term: one kernel into n groups of *nwords device
+ * words of partial sums (one allocation, no wait); the read-back and sum
+ * of one group (waits) */
+int tr_cuda_structure_hash_start(int n, const tilerap_tile_matrix *const *T, void **words, int *nwords);
+int tr_cuda_structure_hash_read(const void *words, int nwords, uint64_t h[2]);
 
 /* SpGEMM plan on the device: A, B device-resident; C allocated on the device. */
 typedef struct tr_cuda_spgemm tr_cuda_spgemm;

@@ -1,6 +1,7 @@
-/* Structure hash of a device tile matrix (tile_structure.h): threads over
- * the tile-row pointers and the tiles, both words summed per block, one
- * atomic add per block and word.  Used at plan creation and when a numeric call
+/* Structure hashes of device tile matrices (tile_structure.h), up to
+ * three in one launch (a plan records its operands and C together):
+ * threads over the tile-row pointers and the tiles, both words summed per
+ * block, written as partial words.  Used at plan creation and when a numeric call
  * meets an operand of another structure_id, never on a plain re-run. */
 #include "spgemm_cuda.cuh"
 #include "tile_structure.h"
@@ -14,8 +15,13 @@
  * the hashing) and no zeroing; the rare read-back sums the partials */
 #define TR_SH_BLOCKS 512
 
-static __global__ void __launch_bounds__(TR_SH_THREADS) k_structure_hash(const tilerap_tile_matrix T, unsigned long long *out)
+/* up to three matrices in one launch: one per grid row */
+typedef struct { tilerap_tile_matrix T[3]; } tr_sh_set;
+
+static __global__ void __launch_bounds__(TR_SH_THREADS) k_structure_hash(const tr_sh_set set, unsigned long long *out)
 {
+  const tilerap_tile_matrix &T = set.T[blockIdx.y];
+  out += 2 * (int64_t)gridDim.x * blockIdx.y;
   const int64_t stride = (int64_t)gridDim.x * blockDim.x;
   uint64_t s0 = 0, s1 = 0;
   for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i <= T.tile_rows; i += stride) {
@@ -43,15 +49,22 @@ static __global__ void __launch_bounds__(TR_SH_THREADS) k_structure_hash(const t
   }
 }
 
-extern "C" int tr_cuda_structure_hash_start(const tilerap_tile_matrix *T, void **words, int *nwords)
+extern "C" int tr_cuda_structure_hash_start(int n, const tilerap_tile_matrix *const *T, void **words, int *nwords)
 {
   const cudaStream_t s = cudaStreamLegacy;
-  const int64_t items = T->num_tiles > T->tile_rows + 1 ? T->num_tiles : T->tile_rows + 1;
+  if (n < 1 || n > 3) return tilerap_set_error(TILERAP_ERR_INVALID, "internal: %d structure hashes in one launch", n);
+  tr_sh_set set;
+  int64_t items = 1;
+  for (int i = 0; i < n; i++) {
+    set.T[i] = *T[i];
+    const int64_t it = T[i]->num_tiles > T[i]->tile_rows + 1 ? T[i]->num_tiles : T[i]->tile_rows + 1;
+    if (it > items) items = it;
+  }
   const unsigned blocks = tr_blocks(items, TR_SH_THREADS) < TR_SH_BLOCKS ? tr_blocks(items, TR_SH_THREADS) : TR_SH_BLOCKS;
-  *nwords = 2 * (int)blocks;
-  int err = tr_dalloc(words, (size_t)*nwords * sizeof(unsigned long long), s, "structure hash");
+  *nwords = 2 * (int)blocks; /* per matrix */
+  int err = tr_dalloc(words, (size_t)n * (size_t)*nwords * sizeof(unsigned long long), s, "structure hash");
   if (err) return err;
-  k_structure_hash<<<blocks, TR_SH_THREADS, 0, s>>>(*T, (unsigned long long *)*words);
+  k_structure_hash<<<dim3(blocks, (unsigned)n), TR_SH_THREADS, 0, s>>>(set, (unsigned long long *)*words);
   const cudaError_t ce = cudaGetLastError();
   if (ce != cudaSuccess) {
     tr_dfree(*words, s);
@@ -61,13 +74,12 @@ extern "C" int tr_cuda_structure_hash_start(const tilerap_tile_matrix *T, void *
   return TILERAP_SUCCESS;
 }
 
-extern "C" int tr_cuda_structure_hash_finish(void *words, int nwords, uint64_t h[2])
+extern "C" int tr_cuda_structure_hash_read(const void *words, int nwords, uint64_t h[2])
 {
   const cudaStream_t s = cudaStreamLegacy;
   unsigned long long r[2 * TR_SH_BLOCKS];
   cudaError_t ce = cudaMemcpyAsync(r, words, (size_t)nwords * sizeof *r, cudaMemcpyDeviceToHost, s);
   if (ce == cudaSuccess) ce = cudaStreamSynchronize(s);
-  tr_dfree(words, s);
   if (ce != cudaSuccess) return tr_cuda_error(ce, "structure hash");
   h[0] = h[1] = 0;
   for (int i = 0; i < nwords; i += 2) { h[0] += r[i]; h[1] += r[i + 1]; }

@@ -69,11 +69,22 @@ typedef struct {
   void *dev_hash;      /* device operand: the hash's partial words, made on
                           the device at recording, read back only when needed */
   int dev_words;
+  int dev_owner;       /* this record frees the allocation dev_hash lies in */
   uint64_t hash[2];
 } tr_structure;
 uint64_t tr_structure_id_new(void);
-/* records T's sizes, id and hash (for a device T: its hash kernel, no wait) */
-int tr_structure_record(const tilerap_tile_matrix *T, tr_structure *s);
+/* records the sizes, ids and hashes of n (1..3) matrices (device ones:
+ * one hash kernel for all, no wait) */
+int tr_structure_record(int n, const tilerap_tile_matrix *const *T, tr_structure *const *s);
+/* the three of a plan: its two operands and its output */
+static inline int tr_structure_record3(const tilerap_tile_matrix *X, const tilerap_tile_matrix *Y,
+                                       const tilerap_tile_matrix *C, tr_structure *sx, tr_structure *sy,
+                                       tr_structure *sc)
+{
+  const tilerap_tile_matrix *const T[3] = {X, Y, C};
+  tr_structure *const s[3] = {sx, sy, sc};
+  return tr_structure_record(3, T, s);
+}
 void tr_structure_release(tr_structure *s);
 /* who: the calling function, name: the operand, for the message */
 int tr_structure_check(tr_structure *s, const tilerap_tile_matrix *T, const char *who, const char *name);

@@ -191,10 +191,12 @@ int tilerap_tile_copy_values(const tilerap_tile_matrix *src, tilerap_tile_matrix
   static const char who[] = "tilerap_tile_copy_values";
   if (!src || !dst) return tilerap_set_error(TILERAP_ERR_NULL, "%s: NULL argument", who);
   if (src->structure_id != dst->structure_id || !src->structure_id) { /* same id: same structure */
-    tr_structure s;
-    int err = tr_structure_record(src, &s);
+    tr_structure s, *sp = &s;
+    int err = tr_structure_record(1, &src, &sp);
     s.memtype = dst->memtype; /* any two memories */
-    if (err || (err = tr_structure_check(&s, dst, who, "the destination"))) return err;
+    if (!err) err = tr_structure_check(&s, dst, who, "the destination");
+    tr_structure_release(&s);
+    if (err) return err;
   }
   return tr_tile_copy_values(src, dst);
 }

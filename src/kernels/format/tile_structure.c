@@ -56,43 +56,68 @@ static int tr_arrays_present(const tilerap_tile_matrix *T)
   return TILERAP_SUCCESS;
 }
 
-/* Sizes, id and hash of T into s: a host T's hash at once, a device T's
- * started on the device (s->dev_hash) unless wait is set. */
-static int tr_structure_of(const tilerap_tile_matrix *T, tr_structure *s, int wait)
+static void tr_structure_sizes(const tilerap_tile_matrix *T, tr_structure *s)
 {
   memset(s, 0, sizeof *s);
   s->m = T->m; s->n = T->n;
   s->num_tiles = T->num_tiles; s->nnz = T->nnz;
   s->memtype = T->memtype;
   s->id = T->structure_id;
-  int err = tr_arrays_present(T);
-  if (err) return err;
-  if (T->memtype == TILERAP_MEM_HOST) tr_structure_sums_host(T, s->hash);
-  else {
-#ifdef TILERAP_HAVE_CUDA
-    if ((err = tr_cuda_structure_hash_start(T, &s->dev_hash, &s->dev_words))) return err;
-    if (!wait) return TILERAP_SUCCESS;
-    err = tr_cuda_structure_hash_finish(s->dev_hash, s->dev_words, s->hash);
-    s->dev_hash = NULL;
-    if (err) return err;
-#else
-    return tilerap_set_error(TILERAP_ERR_ENGINE, "device matrices need a CUDA build of tilerap");
-#endif
+}
+
+int tr_structure_record(int n, const tilerap_tile_matrix *const *T, tr_structure *const *s)
+{
+  const tilerap_tile_matrix *dev[3];
+  tr_structure *ds[3];
+  int nd = 0, err;
+  for (int i = 0; i < n; i++) {
+    tr_structure_sizes(T[i], s[i]);
+    if ((err = tr_arrays_present(T[i]))) return err;
+    if (T[i]->memtype == TILERAP_MEM_HOST) {
+      tr_structure_sums_host(T[i], s[i]->hash);
+      tr_add_sizes(s[i], s[i]->hash);
+      s[i]->hashed = 1;
+    } else if (nd < 3) {
+      dev[nd] = T[i];
+      ds[nd++] = s[i];
+    }
   }
+  if (!nd) return TILERAP_SUCCESS;
+#ifdef TILERAP_HAVE_CUDA
+  void *words = NULL;
+  int nwords = 0;
+  if ((err = tr_cuda_structure_hash_start(nd, dev, &words, &nwords))) return err;
+  for (int i = 0; i < nd; i++) { /* read back only when a check needs them */
+    ds[i]->dev_hash = (char *)words + (size_t)i * (size_t)nwords * sizeof(uint64_t);
+    ds[i]->dev_words = nwords;
+    ds[i]->dev_owner = i == 0;
+  }
+  return TILERAP_SUCCESS;
+#else
+  (void)dev; (void)ds;
+  return tilerap_set_error(TILERAP_ERR_ENGINE, "device matrices need a CUDA build of tilerap");
+#endif
+}
+
+/* the recorded hash of a device operand, read back the first time it is needed */
+static int tr_structure_hashed(tr_structure *s)
+{
+  if (s->hashed) return TILERAP_SUCCESS;
+#ifdef TILERAP_HAVE_CUDA
+  const int err = tr_cuda_structure_hash_read(s->dev_hash, s->dev_words, s->hash);
+  if (err) return err;
   tr_add_sizes(s, s->hash);
   s->hashed = 1;
   return TILERAP_SUCCESS;
-}
-
-int tr_structure_record(const tilerap_tile_matrix *T, tr_structure *s)
-{
-  return tr_structure_of(T, s, 0);
+#else
+  return tilerap_set_error(TILERAP_ERR_ENGINE, "device matrices need a CUDA build of tilerap");
+#endif
 }
 
 void tr_structure_release(tr_structure *s)
 {
 #ifdef TILERAP_HAVE_CUDA
-  if (s->dev_hash) tr_cuda_free(s->dev_hash); /* stream-ordered: no wait for words nobody reads */
+  if (s->dev_hash && s->dev_owner) tr_cuda_free(s->dev_hash); /* stream-ordered: no wait */
 #endif
   s->dev_hash = NULL;
 }
@@ -108,18 +133,13 @@ int tr_structure_check(tr_structure *s, const tilerap_tile_matrix *T, const char
     return tilerap_set_error(TILERAP_ERR_MEMTYPE, "%s: %s lives in %s memory, the plan's in %s memory", who, name,
                              T->memtype == TILERAP_MEM_HOST ? "host" : "device", s->memtype == TILERAP_MEM_HOST ? "host" : "device");
   if (T->structure_id && T->structure_id == s->id) return TILERAP_SUCCESS;
-  int err;
-#ifdef TILERAP_HAVE_CUDA
-  if (!s->hashed) { /* the recorded hash, first needed now */
-    err = tr_cuda_structure_hash_finish(s->dev_hash, s->dev_words, s->hash);
-    s->dev_hash = NULL;
-    if (err) return err;
-    tr_add_sizes(s, s->hash);
-    s->hashed = 1;
-  }
-#endif
-  tr_structure t;
-  if ((err = tr_structure_of(T, &t, 1))) return err;
+  int err = tr_structure_hashed(s);
+  if (err) return err;
+  tr_structure t, *tp = &t;
+  err = tr_structure_record(1, &T, &tp);
+  if (!err) err = tr_structure_hashed(&t);
+  tr_structure_release(&t);
+  if (err) return err;
   if (t.hash[0] != s->hash[0] || t.hash[1] != s->hash[1])
     return tilerap_set_error(TILERAP_ERR_STRUCTURE,
                              "%s: %s has the plan's sizes but another nonzero pattern (make a new plan for it)", who, name);
