@@ -106,7 +106,7 @@ static int tr_engine_valid(tilerap_engine e)
 }
 
 /* An invalid TILERAP_ENGINE counts as unset here (this call cannot fail);
- * the plans report it (tr_engine_resolve). */
+ * every plan entry point reports it (tr_options_check). */
 tilerap_engine tilerap_engine_resolve(tilerap_engine requested)
 {
   if (requested == TILERAP_ENGINE_AUTO) requested = tr_engine_knob();
@@ -115,20 +115,24 @@ tilerap_engine tilerap_engine_resolve(tilerap_engine requested)
   return requested;
 }
 
-int tr_engine_resolve(tilerap_engine requested, tilerap_engine *engine)
+/* Why there is no device, for the messages below. */
+static const char *tr_no_device_reason(void)
+{
+#ifdef TILERAP_HAVE_CUDA
+  return "no GPU visible";
+#else
+  return "tilerap was built without CUDA";
+#endif
+}
+
+/* after tr_options_check, which reports a bad tuning value */
+static int tr_engine_resolve(tilerap_engine requested, tilerap_engine *engine)
 {
   if (!tr_engine_valid(requested)) return tilerap_set_error(TILERAP_ERR_INVALID, "unknown engine %d", (int)requested);
-  int err = tr_tuning_check();
-  if (err) return err;
   *engine = tilerap_engine_resolve(requested);
   if (!tilerap_engine_available(*engine))
     return tilerap_set_error(TILERAP_ERR_ENGINE, "engine '%s' is not available (%s)", tilerap_engine_name(*engine),
-#ifdef TILERAP_HAVE_CUDA
-                             "no GPU visible"
-#else
-                             "tilerap was built without CUDA"
-#endif
-    );
+                             tr_no_device_reason());
   return TILERAP_SUCCESS;
 }
 
@@ -161,6 +165,13 @@ int tr_options_check(const tilerap_options *o, const char *who)
   return TILERAP_SUCCESS;
 }
 
+int tr_plan_engine(const tilerap_options *o, const tilerap_tile_matrix *A, const char *who, tilerap_engine *engine)
+{
+  const int err = tr_options_check(o, who);
+  /* device matrices can only be multiplied where they are */
+  return err ? err : tr_engine_resolve(A->memtype == TILERAP_MEM_DEVICE ? TILERAP_ENGINE_CUDA : o->engine, engine);
+}
+
 /* ---------------------------------------------------------------- devices */
 int tilerap_device_count(void)
 {
@@ -168,16 +179,6 @@ int tilerap_device_count(void)
   return tr_cuda_device_count();
 #else
   return 0;
-#endif
-}
-
-/* Why there is no device, for the messages below. */
-static const char *tr_no_device_reason(void)
-{
-#ifdef TILERAP_HAVE_CUDA
-  return "no GPU visible";
-#else
-  return "tilerap was built without CUDA";
 #endif
 }
 

@@ -191,9 +191,7 @@ static int tr_ptap_plan_create_mode(const tilerap_tile_matrix *A, const tilerap_
   if (opt) o = *opt;
   else tilerap_options_default(&o);
   tilerap_engine engine;
-  if ((err = tr_options_check(&o, "tilerap_ptap_plan_create")) ||
-      (err = tr_engine_resolve(A->memtype == TILERAP_MEM_DEVICE ? TILERAP_ENGINE_CUDA : o.engine, &engine)))
-    return err;
+  if ((err = tr_plan_engine(&o, A, "tilerap_ptap_plan_create", &engine))) return err;
   o.engine = engine;
   tilerap_ptap_plan G = tilerap_host_calloc(1, sizeof *G);
   if (!G) return TILERAP_ERR_NOMEM;

@@ -254,10 +254,8 @@ int tr_spgemm_plan_create_mode(const tilerap_tile_matrix *A, const tilerap_tile_
   if (err) return err;
   tilerap_options defaults;
   if (!opt) { tilerap_options_default(&defaults); opt = &defaults; }
-  if ((err = tr_options_check(opt, "tilerap_spgemm_plan_create"))) return err;
   tilerap_engine engine;
-  /* device matrices can only be multiplied where they are */
-  if ((err = tr_engine_resolve(A->memtype == TILERAP_MEM_DEVICE ? TILERAP_ENGINE_CUDA : opt->engine, &engine))) return err;
+  if ((err = tr_plan_engine(opt, A, "tilerap_spgemm_plan_create", &engine))) return err;
   tilerap_spgemm_plan P = tilerap_host_calloc(1, sizeof *P);
   if (!P) return TILERAP_ERR_NOMEM;
   P->engine = engine;

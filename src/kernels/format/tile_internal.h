@@ -99,10 +99,11 @@ int tr_spgemm_run(tilerap_spgemm_plan P, const tilerap_tile_matrix *A, const til
 /* Checks every field of a tilerap_options (tr_options_check in engine.c):
  * TILERAP_ERR_INVALID naming who and the bad field. */
 int tr_options_check(const tilerap_options *opt, const char *who);
-/* The engine a request resolves to: AUTO reads TILERAP_ENGINE (an unknown
- * value is TILERAP_ERR_INVALID), then probes; TILERAP_ERR_ENGINE when the
- * result is not available. */
-int tr_engine_resolve(tilerap_engine requested, tilerap_engine *engine);
+/* A plan's options checked (tr_options_check) and its engine: CUDA for
+ * device operands A, else the request (AUTO: the tuning table's
+ * TILERAP_ENGINE, then a probe); TILERAP_ERR_ENGINE when it is not
+ * available. */
+int tr_plan_engine(const tilerap_options *o, const tilerap_tile_matrix *A, const char *who, tilerap_engine *engine);
 /* memtype is host or device, else TILERAP_ERR_INVALID naming who */
 int tr_check_memtype(tilerap_memtype mem, const char *who);
 
