@@ -14,7 +14,11 @@
  * Every result is checked against tilerap's CPU engine (structure and
  * relative error) before its time is reported; a failed check prints
  * FAIL in the row.  usage: galerkin-bench-gpu [--reps N] [case ...],
- * case = p2d5:1024 etc.
+ * case = p2d5:1024 etc., or an irregular matrix of tilerap_model.h
+ * (mesh2d:500000, mesh2d:500000:sfc, powerlaw:300000, ...) with
+ * graph-aggregation prolongators, checked against the Gustavson product.
+ * Each row ends with the path the plan took and the operands' mean
+ * entries per tile (what it chose by).
  *
  * --tc T1,T2,...  tensor-core mode instead of cuSPARSE: per level, the
  *   numeric re-run with tensor cores off and with tc_threshold T1, T2, ...
@@ -82,14 +86,25 @@ static void run_case(const char *spec, double bw, cusparseHandle_t h)
   char name[32];
   int n = 0;
   tilerap_stencil st;
-  if (sscanf(spec, "%31[^:]:%d", name, &n) != 2 || tilerap_stencil_parse(name, &st)) {
+  tilerap_csr *A = NULL;
+  int32_t dims[3], cd[3];
+  int nd = 0, irregular = 0;
+  if (sscanf(spec, "%31[^:]:%d", name, &n) != 2) {
     fprintf(stderr, "bad case '%s'\n", spec);
     return;
   }
-  tilerap_csr *A = NULL;
-  int32_t dims[3], cd[3];
-  int nd;
-  TR(tilerap_model_poisson(st, n, &A, dims, &nd));
+  if (!tilerap_stencil_parse(name, &st)) TR(tilerap_model_poisson(st, n, &A, dims, &nd));
+  else if (!tilerap_model_irregular(spec, 1, &A)) {
+    irregular = 1; /* graph-aggregation prolongators, a reference by Gustavson */
+    char order[16] = "";
+    if (sscanf(spec, "%*[^:]:%*d:%15s", order) == 1) { /* mesh2d:N:sfc prints as mesh2d/sfc */
+      strncat(name, "/", sizeof name - strlen(name) - 1);
+      strncat(name, order, sizeof name - strlen(name) - 1);
+    }
+  } else {
+    fprintf(stderr, "bad case '%s': %s\n", spec, tilerap_last_error());
+    return;
+  }
   tilerap_options ocpu, ogpu;
   tilerap_options_default(&ocpu); ocpu.engine = TILERAP_ENGINE_CPU;
   tilerap_options_default(&ogpu); ogpu.engine = TILERAP_ENGINE_CUDA;
@@ -97,11 +112,17 @@ static void run_case(const char *spec, double bw, cusparseHandle_t h)
   int all_ok = 1;
   for (int lvl = 0; lvl < 4 && A->m >= 500; lvl++) {
     tilerap_csr *P = NULL;
-    TR(tilerap_model_prolongator(A, nd, dims, 2.0 / 3.0, &P, cd));
-    /* reference: tilerap CPU engine */
+    if (irregular) TR(tilerap_model_sa_prolongator(A, 2.0 / 3.0, &P));
+    else TR(tilerap_model_prolongator(A, nd, dims, 2.0 / 3.0, &P, cd));
+    /* reference: tilerap's CPU engine on model grids, Gustavson on the
+     * irregular set (whose order the tile engine does not favour) */
     tilerap_tile_matrix *hA = ref_csr_to_tile(A), *hP = ref_csr_to_tile(P), *hC = NULL;
-    TR(tilerap_ptap(hA, hP, &ocpu, &hC));
-    tilerap_csr *R = ref_tile_to_csr(hC);
+    tilerap_csr *R = NULL;
+    if (irregular) R = ref_ptap(A, P);
+    else {
+      TR(tilerap_ptap(hA, hP, &ocpu, &hC));
+      R = ref_tile_to_csr(hC);
+    }
     double t[64], med[4], err[4];
     /* tilerap, device-resident */
     tilerap_tile_matrix *dA = NULL, *dP = NULL, *dC = NULL;
@@ -128,6 +149,8 @@ static void run_case(const char *spec, double bw, cusparseHandle_t h)
     }
     med[1] = bench_median(t, reps);
     err[1] = bench_tile_relerr(dC, R);
+    tilerap_ptap_info pinfo;
+    TR(tilerap_ptap_plan_info(plan, &pinfo));
     tilerap_ptap_plan_destroy(&plan);
     if (phases) run_phases(dA, dP, &ogpu);
     tilerap_tile_destroy(&dC); tilerap_tile_destroy(&dA); tilerap_tile_destroy(&dP);
@@ -178,10 +201,11 @@ static void run_case(const char *spec, double bw, cusparseHandle_t h)
     int ok = 1;
     for (int i = 0; i < 4; i++) ok &= err[i] <= 1e-12;
     all_ok &= ok;
-    printf("%s:%-6d %3d %9d %10lld %10lld %10lld  %8.3f %8.3f %8.3f %8.3f %8.4f  %6.1fx %6.1fx %6.1f  %.1e %.1e %.1e %.1e %s\n",
+    printf("%s:%-6d %3d %9d %10lld %10lld %10lld  %8.3f %8.3f %8.3f %8.3f %8.4f  %6.1fx %6.1fx %6.1f  %.1e %.1e %.1e %.1e %s"
+           "  %s %.2f %.2f\n",
            name, n, lvl, A->m, (long long)A->nnz, (long long)P->nnz, (long long)R->nnz, med[0], med[1], med[2], med[3],
            floor_ms, med[2] / med[0], med[3] / med[1], med[1] / floor_ms, err[0], err[1], err[2], err[3],
-           ok ? "ok" : "FAIL");
+           ok ? "ok" : "FAIL", tilerap_path_name(pinfo.ap.path), pinfo.ap.a_fill, pinfo.ap.b_fill);
     fflush(stdout);
     for (int i = 0; i < 4; i++) tot[i] += med[i];
     totf += floor_ms;
@@ -409,7 +433,7 @@ int main(int argc, char **argv)
          prop.name, bw / 1e12, reps, bench_cusparse_pool() ? "stream-ordered pool" : "cudaMalloc",
          plan_values ? "plan with values" : "plan, then numeric");
   printf("# case     lvl         n       nnzA       nnzP       nnzC  tl_first   tl_num cs_first   cs_num    floor"
-         "  sp_first sp_num num/floor  err: tl_first tl_num cs_first cs_num\n");
+         "  sp_first sp_num num/floor  err: tl_first tl_num cs_first cs_num  check  path fill(A) fill(P)\n");
   for (int i = 0; i < nc; i++) run_case(cases[i], bw, h);
   cusparseDestroy(h);
   return 0;

@@ -298,12 +298,24 @@ TILERAP_EXPORT void tilerap_spgemm_plan_destroy(tilerap_spgemm_plan *plan);
 TILERAP_EXPORT int tilerap_spgemm(const tilerap_tile_matrix *A, const tilerap_tile_matrix *B,
                    const tilerap_options *opt, tilerap_tile_matrix **C);
 
+/* How a plan multiplies (TILERAP_PATH chooses, doc/tuning.md):
+ * TILES, the three tile steps; CSR, a row-wise product over CSR views of
+ * the tiles, for operands whose tiles hold too few entries to pay for
+ * the tile steps (unordered meshes, random and power-law graphs).  Both
+ * take and give tile matrices. */
+typedef enum { TILERAP_PATH_TILES = 0, TILERAP_PATH_CSR = 1 } tilerap_path;
+TILERAP_EXPORT const char *tilerap_path_name(tilerap_path path);
+
 typedef struct {
   tilerap_engine engine;  /* engine that runs the plan            */
+  tilerap_path path;      /* TILES or CSR                         */
+  double a_fill, b_fill;  /* mean entries per stored tile of the operands,
+                             what the path is chosen by            */
   int64_t c_tiles;        /* tiles of C (after dropping empty ones) */
   int64_t c_tiles_step1;  /* candidate tiles found by step 1        */
   int64_t c_nnz;
-  int64_t pairs;          /* (A tile, B tile) pairs in the plan     */
+  int64_t pairs;          /* (A tile, B tile) pairs in the plan (0 on
+                             the CSR path)                         */
   int64_t flops;          /* 2 * scalar multiply-adds of numeric     */
   int64_t dense_tiles;    /* C tiles using the dense accumulator     */
   int64_t tc_pairs;       /* pairs multiplied on tensor cores (CUDA) */

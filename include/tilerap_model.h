@@ -51,9 +51,10 @@ TILERAP_EXPORT int tilerap_model_prolongator(const tilerap_csr *A, int ndim, con
 TILERAP_EXPORT int tilerap_model_irregular(const char *spec, uint64_t seed, tilerap_csr **A);
 
 /* Smoothed-aggregation prolongator from graph aggregation of A (no grid):
- * P = (I - omega D^-1 A) T, T the piecewise-constant aggregation.  Rows of
- * A with more than 8 times the mean row length are treated as dense and
- * are left out of aggregation as neighbours (they form their own aggregates);
+ * P = (I - omega D^-1 A_F) T, T the piecewise-constant aggregation.  Rows
+ * of A with more than 8 times the mean row length are treated as dense:
+ * they are left out of aggregation as neighbours (they form their own
+ * aggregates) and their couplings are filtered out of A_F;
  * the neighbours of a node are the off-diagonal entries of its row.
  * Aggregates numbered in order of their root node (so a randomly ordered A
  * gives a randomly ordered coarse space). Exact zeros dropped. */

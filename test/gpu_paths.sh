@@ -50,5 +50,11 @@ for g in 1 8; do
   run "TILERAP_PTAP=scatter TILERAP_PTAP_KERNEL=rows TILERAP_ROWS_GROUP=$g" test_gpu_ptap
   run "TILERAP_PTAP_KERNEL=rows TILERAP_ROWS_GROUP=$g" test_ptap
 done
+# the CSR path (csr_path.c) on every GPU product test, and the tile path
+# on the irregular set, where the automatic choice takes the CSR path
+for t in test_gpu_spgemm test_gpu_ptap test_atb test_irregular; do
+  run "TILERAP_PATH=csr" $t
+done
+run "TILERAP_PATH=tiles" test_irregular
 echo "1..$n"
 exit $fail

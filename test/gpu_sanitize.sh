@@ -21,7 +21,10 @@ memcheck:test_gpu_ptap:TILERAP_PTAP_KERNEL=rows,TILERAP_ROWS_GROUP=8
 racecheck:test_gpu_ptap:TILERAP_PTAP_KERNEL=rows,TILERAP_ROWS_GROUP=1
 racecheck:test_gpu_ptap:TILERAP_PTAP_KERNEL=rows,TILERAP_ROWS_GROUP=8
 memcheck:test_gpu_spgemm:TILERAP_STEP1_SORT=compact memcheck:test_gpu_ptap:TILERAP_STEP1_SORT=compact
-racecheck:test_gpu_spgemm:TILERAP_STEP1_SORT=compact racecheck:test_gpu_ptap:TILERAP_STEP1_SORT=compact"
+racecheck:test_gpu_spgemm:TILERAP_STEP1_SORT=compact racecheck:test_gpu_ptap:TILERAP_STEP1_SORT=compact
+memcheck:test_irregular memcheck:test_gpu_ptap:TILERAP_PATH=csr memcheck:test_gpu_spgemm:TILERAP_PATH=csr
+racecheck:test_irregular:TILERAP_PATH=csr synccheck:test_irregular:TILERAP_PATH=csr
+racecheck:test_gpu_ptap:TILERAP_PATH=csr"
 # check-gpu without a GPU would only skip: say so instead
 if "$B/test/test_gpu_errors" 2>/dev/null | grep -q '^1\.\.0 # SKIP'; then
   echo "Bail out! no GPU visible (make check-gpu needs one; make check runs the rest)"

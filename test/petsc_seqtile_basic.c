@@ -345,6 +345,7 @@ int main(int argc, char **argv)
       {"-mat_tile_pinned_chunk", "TILERAP_PINNED_CHUNK", "65536", "100"},
       {"-mat_tile_copy_threads", "TILERAP_COPY_THREADS", "2", "65"},
       {"-mat_tile_trace", "TILERAP_TRACE", "", "2"}, /* no value: on, as a PETSc boolean */
+      {"-mat_tile_path", "TILERAP_PATH", "csr", "fastest"},
     };
     Mat E;
     PetscCall(MatDuplicate(A, MAT_COPY_VALUES, &E));

@@ -72,6 +72,7 @@ static void check_reruns(tilerap_spgemm_plan plan, int at, tilerap_tile_matrix *
 /* Plan info's record count: all products with RECORDED, none with TILES. */
 static int recorded_ok(const tilerap_spgemm_info *info)
 {
+  if (info->path == TILERAP_PATH_CSR) return info->recorded == 0; /* no tile kernel runs */
   if (g_kernel == TILERAP_CPU_KERNEL_RECORDED) return info->recorded == info->flops / 2;
   if (g_kernel == TILERAP_CPU_KERNEL_TILES) return info->recorded == 0;
   return info->recorded == 0 || info->recorded == info->flops / 2;
@@ -238,7 +239,9 @@ int main(void)
     tilerap_csr_destroy(&A);
   }
   /* a candidate tile whose product is empty: A(0,0) has only column 3,
-   * B(0,0) only row 5, so step 1 proposes C(0,0) and step 2 must drop it */
+   * B(0,0) only row 5, so step 1 proposes C(0,0) and step 2 must drop it
+   * (tile steps only: the CSR path has no candidates) */
+  tilerap_tuning_set("TILERAP_PATH", "tiles");
   {
     tilerap_csr *A = NULL, *B = NULL;
     tilerap_csr_create(16, 32, 2, &A);
@@ -285,6 +288,7 @@ int main(void)
     tilerap_tile_destroy(&tA); tilerap_tile_destroy(&tB); tilerap_tile_destroy(&tC);
     tilerap_csr_destroy(&A); tilerap_csr_destroy(&B);
   }
+  tilerap_tuning_set("TILERAP_PATH", NULL);
   /* A^T*B plans (the CPU PtAP's P^T (AP) without a P^T copy) */
   {
     struct { int32_t m, k, n; double da, db; const char *name; } at[] = {

@@ -9,6 +9,7 @@
 #include "tile_internal.h"
 #include "engine_cuda.h"
 #include "spgemm_cpu.h"
+#include "csr_path.h"
 
 struct tilerap_atb_plan_s {
   tilerap_engine engine;
@@ -18,6 +19,7 @@ struct tilerap_atb_plan_s {
   tilerap_tile_matrix *At;   /* CUDA: A^T on the device */
   int64_t *perm;             /* At->val[q] = A->val[perm[q]], device memory */
   tilerap_tile_matrix *dA, *dB, *dC; /* host-resident use of the CUDA engine */
+  tr_csr_path *csr;          /* the CSR path (csr_path.c): no A^T, no tile plan */
 };
 
 void tilerap_atb_plan_destroy(tilerap_atb_plan *plan)
@@ -25,6 +27,7 @@ void tilerap_atb_plan_destroy(tilerap_atb_plan *plan)
   if (!plan || !*plan) return;
   tilerap_atb_plan G = *plan;
   tilerap_spgemm_plan_destroy(&G->plan);
+  tr_csr_path_destroy(&G->csr);
   tr_structure_release(&G->sa); tr_structure_release(&G->sb); tr_structure_release(&G->sc);
 #ifdef TILERAP_HAVE_CUDA
   if (G->perm) tr_cuda_free(G->perm);
@@ -62,8 +65,10 @@ int tilerap_atb_plan_create(const tilerap_tile_matrix *A, const tilerap_tile_mat
   if (!G) return TILERAP_ERR_NOMEM;
   G->engine = engine;
   G->stream = o.stream;
+  const int csr = tr_csr_path_choose(A, B);
   if (engine == TILERAP_ENGINE_CPU) {
-    err = tr_cpu_spgemm_plan_create_atb(A, B, &o, &G->plan, C);
+    err = csr ? tr_csr_path_create(A, 1, B, engine, NULL, o.plan_values, &G->csr, C, NULL)
+              : tr_cpu_spgemm_plan_create_atb(A, B, &o, &G->plan, C);
   } else {
     const tilerap_tile_matrix *wA = A, *wB = B;
     tilerap_tile_matrix *wC = NULL;
@@ -72,8 +77,12 @@ int tilerap_atb_plan_create(const tilerap_tile_matrix *A, const tilerap_tile_mat
         goto fail;
       wA = G->dA; wB = G->dB;
     }
-    if ((err = tilerap_tile_transpose(wA, &G->At, &G->perm))) goto fail;
-    if ((err = tr_spgemm_plan_create_mode(G->At, wB, &o, TR_PLAN_REUSE, &G->plan, &wC))) goto fail;
+    if (csr) {
+      if ((err = tr_csr_path_create(wA, 1, wB, engine, o.stream, o.plan_values, &G->csr, &wC, NULL))) goto fail;
+    } else {
+      if ((err = tilerap_tile_transpose(wA, &G->At, &G->perm))) goto fail;
+      if ((err = tr_spgemm_plan_create_mode(G->At, wB, &o, TR_PLAN_REUSE | TR_PLAN_TILES_ONLY, &G->plan, &wC))) goto fail;
+    }
     if (A->memtype == TILERAP_MEM_HOST) { /* keep the device C, hand out a host copy */
       G->dC = wC;
       err = tilerap_tile_copy(G->dC, TILERAP_MEM_HOST, C);
@@ -99,7 +108,7 @@ int tilerap_atb_numeric(tilerap_atb_plan G, const tilerap_tile_matrix *A, const 
   if (err || (err = tr_structure_check(&G->sa, A, who, "A")) || (err = tr_structure_check(&G->sb, B, who, "B")) ||
       (err = tr_structure_check(&G->sc, C, who, "C")))
     return err;
-  if (G->engine == TILERAP_ENGINE_CPU) return tr_spgemm_run(G->plan, A, B, C);
+  if (G->engine == TILERAP_ENGINE_CPU) return G->csr ? tr_csr_path_numeric(G->csr, A, B, C) : tr_spgemm_run(G->plan, A, B, C);
 #ifdef TILERAP_HAVE_CUDA
   const tilerap_tile_matrix *wA = A, *wB = B;
   tilerap_tile_matrix *wC = C;
@@ -107,8 +116,10 @@ int tilerap_atb_numeric(tilerap_atb_plan G, const tilerap_tile_matrix *A, const 
     if ((err = tr_tile_copy_values(A, G->dA)) || (err = tr_tile_copy_values(B, G->dB))) return err;
     wA = G->dA; wB = G->dB; wC = G->dC;
   }
-  if ((err = tr_cuda_gather_values(wA->val, G->perm, G->At->nnz, G->At->val, G->stream))) return err;
-  if ((err = tr_spgemm_run(G->plan, G->At, wB, wC))) return err;
+  if (G->csr) err = tr_csr_path_numeric(G->csr, wA, wB, wC);
+  else if (!(err = tr_cuda_gather_values(wA->val, G->perm, G->At->nnz, G->At->val, G->stream)))
+    err = tr_spgemm_run(G->plan, G->At, wB, wC);
+  if (err) return err;
   if (wC != C) return tr_tile_copy_values(wC, C);
   return TILERAP_SUCCESS;
 #else

@@ -58,6 +58,11 @@ int tilerap_engine_parse(const char *name, tilerap_engine *engine)
   return TILERAP_SUCCESS;
 }
 
+const char *tilerap_path_name(tilerap_path path)
+{
+  return path == TILERAP_PATH_TILES ? "tiles" : path == TILERAP_PATH_CSR ? "csr" : "unknown";
+}
+
 const char *tilerap_cpu_kernel_name(tilerap_cpu_kernel k)
 {
   switch (k) {

@@ -30,6 +30,7 @@
 #include "tile_internal.h"
 #include "engine_cuda.h"
 #include "spgemm_cpu.h"
+#include "csr_path.h"
 #include "tuning.h"
 #include <stdio.h>
 
@@ -41,6 +42,7 @@ struct tilerap_ptap_plan_s {
   int64_t *perm;            /* Pt->val[q] = P->val[perm[q]], same memory */
   tilerap_tile_matrix *AP;  /* intermediate, engine's memory */
   tilerap_spgemm_plan ap_plan, c_plan; /* structure only where a first-value kernel makes every run's values */
+  tr_csr_path *csr;         /* the CSR path (csr_path.c) instead of all of the above */
 #ifdef TILERAP_HAVE_CUDA
   int mode;                 /* TR_PTAP_* (CUDA engine) */
   int ap_scatter;           /* AP's first values (all, with SCATTER_ALL) by a first-value kernel, not its plan */
@@ -70,6 +72,7 @@ void tilerap_ptap_plan_destroy(tilerap_ptap_plan *plan)
   tilerap_ptap_plan G = *plan;
   tilerap_spgemm_plan_destroy(&G->ap_plan);
   tilerap_spgemm_plan_destroy(&G->c_plan);
+  tr_csr_path_destroy(&G->csr);
 #ifdef TILERAP_HAVE_CUDA
   tr_cuda_scatter_destroy(G->scatter);
 #endif
@@ -204,8 +207,13 @@ static int tr_ptap_plan_create_mode(const tilerap_tile_matrix *A, const tilerap_
       goto fail;
     wA = G->dA; wP = G->dP;
   }
-  if (engine == TILERAP_ENGINE_CPU) {
-    if ((err = tr_spgemm_plan_create_mode(wA, wP, &o, TR_PLAN_REUSE, &G->ap_plan, &G->AP))) goto fail;
+  if (tr_csr_path_choose(wA, wP)) {
+    if ((err = tr_csr_path_ptap_create(wA, wP, engine, o.stream, o.plan_values, &G->csr, &wC, &G->info.ap,
+                                       &G->info.ptap)))
+      goto fail;
+    if (o.plan_values) G->runs = 1;
+  } else if (engine == TILERAP_ENGINE_CPU) {
+    if ((err = tr_spgemm_plan_create_mode(wA, wP, &o, TR_PLAN_REUSE | TR_PLAN_TILES_ONLY, &G->ap_plan, &G->AP))) goto fail;
     if ((err = tr_cpu_spgemm_plan_create_atb(wP, G->AP, &o, &G->c_plan, &wC))) goto fail;
   } else {
 #ifdef TILERAP_HAVE_CUDA
@@ -224,8 +232,8 @@ static int tr_ptap_plan_create_mode(const tilerap_tile_matrix *A, const tilerap_
       G->ap_scatter = G->mode != TR_PTAP_SCATTER_C || tr_ptap_ap_macs(wA, wP) >= TR_PTAP_AP_SCATTER_MACS;
       const int apmode = G->mode == TR_PTAP_SCATTER_ALL ? TR_PLAN_STRUCTURE : G->ap_scatter ? TR_PLAN_DEFER : TR_PLAN_REUSE;
       const int cmode = G->mode == TR_PTAP_SCATTER_FIRST ? TR_PLAN_DEFER : TR_PLAN_STRUCTURE;
-      if ((err = tr_spgemm_plan_create_mode(wA, wP, &os, apmode, &G->ap_plan, &G->AP))) goto fail;
-      if ((err = tr_spgemm_plan_create_mode(G->Pt, G->AP, &os, cmode, &G->c_plan, &wC))) goto fail;
+      if ((err = tr_spgemm_plan_create_mode(wA, wP, &os, apmode | TR_PLAN_TILES_ONLY, &G->ap_plan, &G->AP))) goto fail;
+      if ((err = tr_spgemm_plan_create_mode(G->Pt, G->AP, &os, cmode | TR_PLAN_TILES_ONLY, &G->c_plan, &wC))) goto fail;
       G->ap_rows = G->ap_scatter && tr_ptap_use_rows(kernel, wA, wP, &G->ap_group);
       G->c_rows = tr_ptap_use_rows(kernel, G->Pt, G->AP, &G->c_group);
       if (cmode == TR_PLAN_STRUCTURE && !G->c_rows) { /* P^T was needed for C's structure only */
@@ -264,8 +272,10 @@ static int tr_ptap_plan_create_mode(const tilerap_tile_matrix *A, const tilerap_
   /* a one-shot plan is never re-run: nothing to check later */
   if (!one_shot && (err = tr_structure_record3(A, P, *C, &G->sa, &G->sp, &G->sc))) goto fail;
   G->info.engine = engine;
-  tilerap_spgemm_plan_info(G->ap_plan, &G->info.ap);
-  tilerap_spgemm_plan_info(G->c_plan, &G->info.ptap);
+  if (!G->csr) {
+    tilerap_spgemm_plan_info(G->ap_plan, &G->info.ap);
+    tilerap_spgemm_plan_info(G->c_plan, &G->info.ptap);
+  }
   *plan = G;
   return TILERAP_SUCCESS;
 fail:
@@ -289,6 +299,11 @@ int tilerap_ptap_numeric(tilerap_ptap_plan G, const tilerap_tile_matrix *A, cons
   if (G->dA) {
     if ((err = tr_tile_copy_values(A, G->dA)) || (err = tr_tile_copy_values(P, G->dP))) return err;
     wA = G->dA; wP = G->dP; wC = G->dC;
+  }
+  if (G->csr) {
+    if ((err = tr_csr_path_numeric(G->csr, wA, wP, wC))) return err;
+    G->runs++;
+    return wC != C ? tr_tile_copy_values(wC, C) : TILERAP_SUCCESS;
   }
   int ap_scatter = 0, c_scatter = 0; /* which halves by the first-value kernels this run */
 #ifdef TILERAP_HAVE_CUDA

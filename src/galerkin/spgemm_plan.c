@@ -5,6 +5,7 @@
  * values on numeric re-runs. */
 #include "spgemm_cpu.h"
 #include "engine_cuda.h"
+#include "csr_path.h"
 #include "tuning.h"
 
 struct tilerap_spgemm_plan_s {
@@ -17,6 +18,8 @@ struct tilerap_spgemm_plan_s {
   int record_first; /* RECORDED asked for: record on the first numeric run (AUTO: on the second) */
   int64_t cpu_runs; /* numeric runs so far */
   int at;         /* CPU engine: plan of A^T * B (tr_cpu_spgemm_plan_create_atb) */
+  int csr_chosen; /* the CSR path was chosen at creation */
+  tr_csr_path *csr; /* the CSR path (csr_path.c) instead of the tile steps */
 #ifdef TILERAP_HAVE_CUDA
   struct tr_cuda_spgemm *cuda;
   tilerap_tile_matrix *dA, *dB, *dC; /* device mirrors for host-resident use */
@@ -41,6 +44,7 @@ void tilerap_spgemm_plan_destroy(tilerap_spgemm_plan *plan)
   if (!plan || !*plan) return;
   tilerap_spgemm_plan P = *plan;
   tr_pairs_free(&P->pairs);
+  tr_csr_path_destroy(&P->csr);
   tr_structure_release(&P->sa); tr_structure_release(&P->sb); tr_structure_release(&P->sc);
 #ifdef TILERAP_HAVE_CUDA
   if (P->cuda) tr_cuda_spgemm_destroy(P->cuda);
@@ -208,6 +212,8 @@ int tr_cpu_spgemm_plan_create_atb(const tilerap_tile_matrix *A, const tilerap_ti
   }
   P->info.c_tiles = (*C)->num_tiles;
   P->info.c_nnz = (*C)->nnz;
+  P->info.a_fill = tr_tile_fill(A);
+  P->info.b_fill = tr_tile_fill(B);
   *plan = P;
   return TILERAP_SUCCESS;
 }
@@ -217,6 +223,15 @@ static int tr_plan_cuda(tilerap_spgemm_plan P, const tilerap_tile_matrix *A, con
                         const tilerap_options *opt, int one_shot, tilerap_tile_matrix **C)
 {
   int err;
+  if (P->csr_chosen) {
+    if (A->memtype == TILERAP_MEM_DEVICE)
+      return tr_csr_path_create(A, 0, B, TILERAP_ENGINE_CUDA, opt->stream, opt->plan_values, &P->csr, C, &P->info);
+    if ((err = tilerap_tile_copy(A, TILERAP_MEM_DEVICE, &P->dA)) || (err = tilerap_tile_copy(B, TILERAP_MEM_DEVICE, &P->dB)) ||
+        (err = tr_csr_path_create(P->dA, 0, P->dB, TILERAP_ENGINE_CUDA, opt->stream, opt->plan_values, &P->csr, &P->dC,
+                                  &P->info)))
+      return err;
+    return tilerap_tile_copy(P->dC, TILERAP_MEM_HOST, C);
+  }
   if (A->memtype == TILERAP_MEM_DEVICE) {
     if ((err = tr_cuda_spgemm_plan(A, B, opt, one_shot, &P->cuda, C, &P->info))) return err;
     return opt->plan_values ? tr_cuda_spgemm_numeric(P->cuda, A, B, *C) : TILERAP_SUCCESS;
@@ -262,7 +277,11 @@ int tr_spgemm_plan_create_mode(const tilerap_tile_matrix *A, const tilerap_tile_
   P->dense_threshold = opt->dense_threshold;
   P->stream = opt->stream;
   P->info.engine = engine;
-  if (engine == TILERAP_ENGINE_CPU) err = tr_plan_cpu(P, A, B, opt->cpu_kernel, opt->plan_values, C);
+  P->csr_chosen = !(one_shot & TR_PLAN_TILES_ONLY) && tr_csr_path_choose(A, B);
+  one_shot &= ~TR_PLAN_TILES_ONLY;
+  if (engine == TILERAP_ENGINE_CPU)
+    err = P->csr_chosen ? tr_csr_path_create(A, 0, B, engine, NULL, opt->plan_values, &P->csr, C, &P->info)
+                        : tr_plan_cpu(P, A, B, opt->cpu_kernel, opt->plan_values, C);
   else {
 #ifdef TILERAP_HAVE_CUDA
     err = tr_plan_cuda(P, A, B, opt, one_shot, C);
@@ -273,6 +292,8 @@ int tr_spgemm_plan_create_mode(const tilerap_tile_matrix *A, const tilerap_tile_
   if (err) { tilerap_spgemm_plan_destroy(&P); tilerap_tile_destroy(C); return err; }
   P->info.c_tiles = (*C)->num_tiles;
   P->info.c_nnz = (*C)->nnz;
+  P->info.a_fill = tr_tile_fill(A);
+  P->info.b_fill = tr_tile_fill(B);
   *plan = P;
   return TILERAP_SUCCESS;
 }
@@ -304,15 +325,18 @@ int tilerap_spgemm_numeric(tilerap_spgemm_plan P, const tilerap_tile_matrix *A, 
 int tr_spgemm_run(tilerap_spgemm_plan P, const tilerap_tile_matrix *A, const tilerap_tile_matrix *B,
                   tilerap_tile_matrix *C)
 {
+  if (P->csr && P->engine == TILERAP_ENGINE_CPU) return tr_csr_path_numeric(P->csr, A, B, C);
   if (P->engine == TILERAP_ENGINE_CPU) { /* an A^T*B plan takes A untransposed */
     tr_cpu_numeric(P, A, B, C);
     return TILERAP_SUCCESS;
   }
 #ifdef TILERAP_HAVE_CUDA
-  if (A->memtype == TILERAP_MEM_DEVICE) return tr_cuda_spgemm_numeric(P->cuda, A, B, C);
+  if (A->memtype == TILERAP_MEM_DEVICE)
+    return P->csr ? tr_csr_path_numeric(P->csr, A, B, C) : tr_cuda_spgemm_numeric(P->cuda, A, B, C);
   int err;
   if ((err = tr_tile_copy_values(A, P->dA)) || (err = tr_tile_copy_values(B, P->dB)) ||
-      (err = tr_cuda_spgemm_numeric(P->cuda, P->dA, P->dB, P->dC)))
+      (err = P->csr ? tr_csr_path_numeric(P->csr, P->dA, P->dB, P->dC)
+                    : tr_cuda_spgemm_numeric(P->cuda, P->dA, P->dB, P->dC)))
     return err;
   return tr_tile_copy_values(P->dC, C);
 #else

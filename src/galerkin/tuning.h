@@ -22,6 +22,7 @@ typedef enum {
   TR_KNOB_HYPRE,             /* flag: the hypre hook computes products (0: forwards all) */
   TR_KNOB_HYPRE_VERBOSE,     /* int 0..9: the hook's report at exit (2: a line per product) */
   TR_KNOB_HYPRE_ORDER,       /* choice hypre|sorted: row order of the hook's coarse operators */
+  TR_KNOB_PATH,              /* choice auto|tiles|csr: the path of a product (csr_path.c) */
   /* internal: tests force paths that the automatic choice takes only on
    * large products (doc/tuning.md says which) */
   TR_KNOB_STEP1_SORT,        /* choice auto|radix|rows|compact */
@@ -36,6 +37,7 @@ typedef enum {
   TR_KNOB_PTAP_SCATTER_MACS, /* real: AP multiply-adds up to which C is scattered on every run */
   TR_KNOB_PTAP_GATHER,       /* flag: re-runs gather P^T's values instead of reading P's */
   TR_KNOB_ROWS_GROUP,        /* choice auto|1|8: warps per tile row of the row products */
+  TR_KNOB_CSR_MACS_PER_PAIR, /* real: auto takes the CSR path below this many multiply-adds per tile pair */
   TR_KNOB_HYPRE_TEST_REFUSE_RANK,  /* int: that rank refuses every product */
   TR_KNOB_HYPRE_TEST_PARALLEL,     /* flag: the row-order pass's parallel paths at any size */
   TR_KNOB_HYPRE_TEST_ORDER_THREAD, /* flag: the row-order pass on its own thread on the CPU too */

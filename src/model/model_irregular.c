@@ -588,7 +588,8 @@ int tilerap_model_sa_prolongator(const tilerap_csr *A, double omega, tilerap_csr
   for (int32_t i = 0; i < n; i++) join[i] = agg[i] == i ? nc++ : -1;
   for (int32_t i = 0; i < n; i++) agg[i] = join[agg[i]];
 
-  /* P = (I - omega D^-1 A) T row by row: count, then fill */
+  /* P = (I - omega D^-1 A_F) T row by row (A_F: A without the couplings
+   * of dense nodes): count, then fill */
   mark = tilerap_host_alloc((size_t)nc + 1, sizeof *mark);
   acc = tilerap_host_alloc((size_t)nc + 1, sizeof *acc);
   int64_t *len = tilerap_host_calloc((size_t)n + 1, sizeof *len);
@@ -606,6 +607,10 @@ int tilerap_model_sa_prolongator(const tilerap_csr *A, double omega, tilerap_csr
       }
       int64_t k = 0;
       for (int64_t p = rp[i]; p <= rp[i + 1]; p++) {
+        /* couplings with dense nodes are filtered out of the smoothing (as
+         * AMG codes drop weak couplings): smoothing through a hub would
+         * spread its aggregate over every neighbour and fill C */
+        if (p < rp[i + 1] && ci[p] != i && (dense[i] || dense[ci[p]])) continue;
         int32_t g = p < rp[i + 1] ? agg[ci[p]] : agg[i];
         double v = p < rp[i + 1] ? -omega * A->val[p] / dii : 1.0; /* last: T's own entry */
         if (mark[g] != i) { mark[g] = i; acc[g] = 0.0; cols[k++] = g; }

@@ -113,4 +113,24 @@ void tr_cpu_step3_recorded(const tilerap_tile_matrix *A, const tilerap_tile_matr
 TILERAP_EXPORT int tr_cpu_spgemm_plan_create_atb(const tilerap_tile_matrix *A, const tilerap_tile_matrix *B,
                                                  const tilerap_options *opt, tilerap_spgemm_plan *plan,
                                                  tilerap_tile_matrix **C);
+
+/* The CSR path (csr_cpu.c): a CSR view of T (transpose: of T^T) with
+ * each entry's value position in T; sorted rows. */
+int tr_cpu_csr_view(const tilerap_tile_matrix *T, int transpose, int64_t **rp, int32_t **col, int64_t **vidx);
+/* Gustavson's product C = A*B on CSR views: create counts C's rows
+ * (C is m x n), fill writes C's columns (sorted in each row, or in no
+ * order: an intermediate product) and values into cval (NULL: none),
+ * numeric writes values at cval[cvidx[p]].  Values of an operand are
+ * val[vidx[e]] (vidx NULL: val[e]).  The arrays passed to create must
+ * outlive the product. */
+typedef struct tr_cpu_csr_product tr_cpu_csr_product;
+int tr_cpu_csr_product_create(int32_t m, int32_t n, const int64_t *arp, const int32_t *acol, const int64_t *brp,
+                              const int32_t *bcol, tr_cpu_csr_product **P, int64_t *cnnz, int64_t *macs);
+const int64_t *tr_cpu_csr_product_rowptr(const tr_cpu_csr_product *P);
+const int32_t *tr_cpu_csr_product_colidx(const tr_cpu_csr_product *P);
+int tr_cpu_csr_product_fill(tr_cpu_csr_product *P, const double *aval, const int64_t *avidx, const double *bval,
+                            const int64_t *bvidx, double *cval, int sorted);
+int tr_cpu_csr_product_numeric(tr_cpu_csr_product *P, const double *aval, const int64_t *avidx, const double *bval,
+                               const int64_t *bvidx, double *cval, const int64_t *cvidx);
+void tr_cpu_csr_product_destroy(tr_cpu_csr_product *P);
 #endif

@@ -94,6 +94,29 @@ int tr_cuda_tile_to_csr(const tilerap_tile_matrix *T, int64_t *rp64, int32_t *rp
                         tilerap_memtype csr_mem, int diag_first);
 int tr_cuda_tile_values_to_csr(const tilerap_tile_matrix *T, double *val, tilerap_memtype val_mem);
 int tr_cuda_tile_values_from_csr(tilerap_tile_matrix *T, const double *val, tilerap_memtype val_mem);
+/* The CSR path (csr_cuda_view.cu, csr_cuda_product.cu), as on the CPU
+ * (spgemm_cpu.h) except: view rows come in no order; C's position map is
+ * made apart (tr_cuda_csr_positions, for T's sorted CSR rp/col); create
+ * also gives the multiply-adds; fill and numeric are launches on the
+ * product's stream. */
+int tr_cuda_csr_view(const tilerap_tile_matrix *T, int transpose, void *stream, int64_t **rp, int32_t **col,
+                     int64_t **vidx);
+int tr_cuda_csr_positions(const tilerap_tile_matrix *T, const int64_t *rp, const int32_t *col, void *stream,
+                          int64_t **pos);
+typedef struct tr_cuda_csr_product tr_cuda_csr_product;
+int tr_cuda_csr_product_create(int32_t m, int32_t n, const int64_t *arp, const int32_t *acol, int64_t annz,
+                               const int64_t *brp, const int32_t *bcol, void *stream, tr_cuda_csr_product **P,
+                               int64_t *cnnz, int64_t *macs);
+const int64_t *tr_cuda_csr_product_rowptr(const tr_cuda_csr_product *P);
+const int32_t *tr_cuda_csr_product_colidx(const tr_cuda_csr_product *P);
+int tr_cuda_csr_product_fill(const tr_cuda_csr_product *P, const double *aval, const int64_t *avidx,
+                             const double *bval, const int64_t *bvidx, double *cval, int sorted);
+int tr_cuda_csr_product_numeric(const tr_cuda_csr_product *P, const double *aval, const int64_t *avidx,
+                                const double *bval, const int64_t *bvidx, double *cval, const int64_t *cvidx);
+void tr_cuda_csr_product_destroy(tr_cuda_csr_product *P);
+/* C from its own sorted device CSR (no validation: the product made it) */
+int tr_cuda_tile_from_own_csr(int32_t m, int32_t n, const int64_t *rp, const int32_t *colidx, const double *val,
+                              void *stream, tilerap_tile_matrix **T);
 TILERAP_EXPORT void tr_cuda_free(void *p); /* exported for the tests */
 int tr_cuda_malloc(size_t bytes, void **p);
 /* any direction; returns when dst holds the data (device_buffers.c) */

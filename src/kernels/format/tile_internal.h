@@ -121,6 +121,9 @@ int tr_require_host(const tilerap_tile_matrix *T, const char *name);
 #define TR_PLAN_ONE_SHOT 1
 #define TR_PLAN_STRUCTURE 2
 #define TR_PLAN_DEFER 3
+/* or'ed in by the Galerkin and A^T*B plans, which choose the path
+ * themselves: the tile steps, never the CSR path */
+#define TR_PLAN_TILES_ONLY 8
 int tr_spgemm_plan_create_mode(const tilerap_tile_matrix *A, const tilerap_tile_matrix *B, const tilerap_options *opt,
                                int one_shot, tilerap_spgemm_plan *plan, tilerap_tile_matrix **C);
 /* a deferred CUDA plan reads A's values through perm, where *taken says

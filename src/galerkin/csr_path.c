@@ -1,0 +1,279 @@
+/* The CSR path of the plans: products whose operands' tiles hold too few
+ * entries for the tile steps to pay.  The tile steps cost per pair of
+ * tiles; in an unordered mesh or a random or power-law graph most tiles
+ * hold one or two entries, so there are nearly as many tile pairs as
+ * multiply-adds, each far dearer than one.  This path multiplies row by
+ * row over CSR views of the tiles (each entry's column and the position
+ * of its value in the tile matrix, made once per plan), so it costs per
+ * multiply-add whatever the order.  Inputs and C stay tile matrices:
+ * products read the tiles' own values and write C's in place through a
+ * position map, so numeric runs move no value twice and allocate nothing.
+ *
+ * A*B: views of A and B, one product.  A^T*B: a transposed view of A.
+ * P^T A P: views of A, P and P^T; AP in CSR (its own values), then
+ * C = P^T (AP).  The engine's kernels: csr_cpu.c, csr_cuda_*.cu. */
+#include "csr_path.h"
+#include "engine_cuda.h"
+#include "spgemm_cpu.h"
+#include "tuning.h"
+
+typedef struct {
+  int64_t *rp, *vidx;
+  int32_t *col;
+} tr_csr_view_arrays;
+
+/* one product X = op(A) * B of CSR views */
+typedef struct {
+  tr_cpu_csr_product *cpu;
+#ifdef TILERAP_HAVE_CUDA
+  tr_cuda_csr_product *cuda;
+#endif
+} tr_product;
+
+struct tr_csr_path {
+  tilerap_engine engine;
+  void *stream;
+  int galerkin;             /* P^T A P: va = A, vb = P, vt = P^T */
+  tr_csr_view_arrays va, vb, vt;
+  tr_product ab, c;         /* A*B (or AP); the Galerkin plan's C = P^T (AP) */
+  double *apval;            /* AP's values (Galerkin) */
+  int64_t *cpos;            /* C's sorted CSR entry -> C's tile position */
+  int64_t macs_ab, macs_c;
+};
+
+double tr_tile_fill(const tilerap_tile_matrix *T)
+{
+  return T->num_tiles > 0 ? (double)T->nnz / (double)T->num_tiles : 0.0;
+}
+
+/* auto: the CSR path when a tile pair would carry fewer than
+ * TILERAP_CSR_MACS_PER_PAIR multiply-adds.  Tiles whose entries fall at
+ * random give a pair about fill(A) * fill(B) / 16 of them (16 inner
+ * indices per tile); clustered entries give more, so this errs towards
+ * the tiles where locality exists.  A dense row is not a reason: sending
+ * such an A here (a test of its longest tile row) did not pay when
+ * measured (BENCHMARKS.md, the irregular set). */
+int tr_csr_path_choose(const tilerap_tile_matrix *A, const tilerap_tile_matrix *B)
+{
+  const int knob = tr_knob_int(TR_KNOB_PATH); /* 0 auto, 1 tiles, 2 csr */
+  if (knob) return knob == 2;
+  if (!A->nnz || !B->nnz) return 0;
+  return tr_tile_fill(A) * tr_tile_fill(B) / 16.0 < tr_knob(TR_KNOB_CSR_MACS_PER_PAIR);
+}
+
+static void tr_free_engine(tilerap_engine e, void *p)
+{
+  if (!p) return;
+#ifdef TILERAP_HAVE_CUDA
+  if (e == TILERAP_ENGINE_CUDA) { tr_cuda_free(p); return; }
+#endif
+  (void)e;
+  free(p);
+}
+
+static void tr_view_free(tilerap_engine e, tr_csr_view_arrays *v)
+{
+  tr_free_engine(e, v->rp); tr_free_engine(e, v->col); tr_free_engine(e, v->vidx);
+  memset(v, 0, sizeof *v);
+}
+
+static int tr_view_make(tr_csr_path *X, const tilerap_tile_matrix *T, int transpose, tr_csr_view_arrays *v)
+{
+#ifdef TILERAP_HAVE_CUDA
+  if (X->engine == TILERAP_ENGINE_CUDA) return tr_cuda_csr_view(T, transpose, X->stream, &v->rp, &v->col, &v->vidx);
+#endif
+  return tr_cpu_csr_view(T, transpose, &v->rp, &v->col, &v->vidx);
+}
+
+static void tr_product_free(tr_product *p)
+{
+  tr_cpu_csr_product_destroy(p->cpu);
+  p->cpu = NULL;
+#ifdef TILERAP_HAVE_CUDA
+  tr_cuda_csr_product_destroy(p->cuda);
+  p->cuda = NULL;
+#endif
+}
+
+static int tr_product_make(tr_csr_path *X, int32_t m, int32_t n, const int64_t *arp, const int32_t *acol,
+                           int64_t annz, const int64_t *brp, const int32_t *bcol, tr_product *p, int64_t *cnnz,
+                           int64_t *macs)
+{
+#ifdef TILERAP_HAVE_CUDA
+  if (X->engine == TILERAP_ENGINE_CUDA)
+    return tr_cuda_csr_product_create(m, n, arp, acol, annz, brp, bcol, X->stream, &p->cuda, cnnz, macs);
+#endif
+  (void)annz;
+  return tr_cpu_csr_product_create(m, n, arp, acol, brp, bcol, &p->cpu, cnnz, macs);
+}
+
+static const int64_t *tr_product_rowptr(const tr_product *p)
+{
+#ifdef TILERAP_HAVE_CUDA
+  if (p->cuda) return tr_cuda_csr_product_rowptr(p->cuda);
+#endif
+  return tr_cpu_csr_product_rowptr(p->cpu);
+}
+static const int32_t *tr_product_colidx(const tr_product *p)
+{
+#ifdef TILERAP_HAVE_CUDA
+  if (p->cuda) return tr_cuda_csr_product_colidx(p->cuda);
+#endif
+  return tr_cpu_csr_product_colidx(p->cpu);
+}
+/* sorted: rows in column order (C, which becomes tiles); AP, which only
+ * feeds the next product, keeps the hash's order */
+static int tr_product_fill(tr_product *p, const double *aval, const int64_t *avidx, const double *bval,
+                           const int64_t *bvidx, double *cval, int sorted)
+{
+#ifdef TILERAP_HAVE_CUDA
+  if (p->cuda) return tr_cuda_csr_product_fill(p->cuda, aval, avidx, bval, bvidx, cval, sorted);
+#endif
+  return tr_cpu_csr_product_fill(p->cpu, aval, avidx, bval, bvidx, cval, sorted);
+}
+static int tr_product_numeric(tr_product *p, const double *aval, const int64_t *avidx, const double *bval,
+                              const int64_t *bvidx, double *cval, const int64_t *cvidx)
+{
+#ifdef TILERAP_HAVE_CUDA
+  if (p->cuda) return tr_cuda_csr_product_numeric(p->cuda, aval, avidx, bval, bvidx, cval, cvidx);
+#endif
+  return tr_cpu_csr_product_numeric(p->cpu, aval, avidx, bval, bvidx, cval, cvidx);
+}
+
+static int tr_alloc_engine(tr_csr_path *X, size_t bytes, void **p)
+{
+#ifdef TILERAP_HAVE_CUDA
+  if (X->engine == TILERAP_ENGINE_CUDA) return tr_cuda_malloc(bytes, p);
+#endif
+  *p = tilerap_host_alloc(bytes ? bytes : 1, 1);
+  return *p ? TILERAP_SUCCESS : TILERAP_ERR_NOMEM;
+}
+
+/* C (m x n) as a tile matrix from the last product's sorted CSR and its
+ * values cval (NULL: zeros), and C's position map */
+static int tr_make_c(tr_csr_path *X, int32_t m, int32_t n, const double *cval, tilerap_tile_matrix **C)
+{
+  const int64_t *rp = tr_product_rowptr(&X->c);
+  const int32_t *col = tr_product_colidx(&X->c);
+  int err;
+#ifdef TILERAP_HAVE_CUDA
+  if (X->engine == TILERAP_ENGINE_CUDA) {
+    if ((err = tr_cuda_tile_from_own_csr(m, n, rp, col, cval, X->stream, C))) return err;
+    return tr_cuda_csr_positions(*C, rp, col, X->stream, &X->cpos);
+  }
+#endif
+  if ((err = tilerap_tile_from_csr(m, n, rp, col, cval, C))) return err;
+  int64_t *vrp = NULL;
+  int32_t *vcol = NULL;
+  if ((err = tr_cpu_csr_view(*C, 0, &vrp, &vcol, &X->cpos))) return err;
+  free(vrp); free(vcol); /* the view of C is C's sorted CSR: its positions are the map */
+  return TILERAP_SUCCESS;
+}
+
+void tr_csr_path_destroy(tr_csr_path **px)
+{
+  if (!px || !*px) return;
+  tr_csr_path *X = *px;
+  tr_product_free(&X->ab); tr_product_free(&X->c);
+  tr_view_free(X->engine, &X->va); tr_view_free(X->engine, &X->vb); tr_view_free(X->engine, &X->vt);
+  tr_free_engine(X->engine, X->apval);
+  tr_free_engine(X->engine, X->cpos);
+  free(X);
+  *px = NULL;
+}
+
+static void tr_info(const tr_csr_path *X, const tilerap_tile_matrix *A, const tilerap_tile_matrix *B,
+                    const tilerap_tile_matrix *C, int64_t macs, tilerap_spgemm_info *info)
+{
+  memset(info, 0, sizeof *info);
+  info->engine = X->engine;
+  info->path = TILERAP_PATH_CSR;
+  info->a_fill = tr_tile_fill(A);
+  info->b_fill = B ? tr_tile_fill(B) : 0.0; /* P^T (AP): AP has no tiles */
+  if (C) { info->c_tiles = info->c_tiles_step1 = C->num_tiles; info->c_nnz = C->nnz; }
+  info->flops = 2 * macs;
+}
+
+/* A*B (at = 0) or A^T*B (at = 1) on the engine's memory; values: C's
+ * values now (else zeros until the first numeric run) */
+int tr_csr_path_create(const tilerap_tile_matrix *A, int at, const tilerap_tile_matrix *B, tilerap_engine engine,
+                       void *stream, int values, tr_csr_path **out, tilerap_tile_matrix **C, tilerap_spgemm_info *info)
+{
+  *out = NULL; *C = NULL;
+  tr_csr_path *X = tilerap_host_calloc(1, sizeof *X);
+  if (!X) return TILERAP_ERR_NOMEM;
+  X->engine = engine;
+  X->stream = stream;
+  const int32_t m = at ? A->n : A->m;
+  double *cval = NULL;
+  int64_t cnnz = 0;
+  int err;
+  if ((err = tr_view_make(X, A, at, &X->va)) || (err = tr_view_make(X, B, 0, &X->vb))) goto fail;
+  if ((err = tr_product_make(X, m, B->n, X->va.rp, X->va.col, A->nnz, X->vb.rp, X->vb.col, &X->c, &cnnz, &X->macs_c)))
+    goto fail;
+  if (values && (err = tr_alloc_engine(X, (size_t)cnnz * sizeof(double), (void **)&cval))) goto fail;
+  if ((err = tr_product_fill(&X->c, A->val, X->va.vidx, B->val, X->vb.vidx, cval, 1))) goto fail;
+  if ((err = tr_make_c(X, m, B->n, cval, C))) goto fail;
+  tr_free_engine(engine, cval);
+  if (info) tr_info(X, A, B, *C, X->macs_c, info);
+  *out = X;
+  return TILERAP_SUCCESS;
+fail:
+  tr_free_engine(engine, cval);
+  tilerap_tile_destroy(C);
+  tr_csr_path_destroy(&X);
+  return err;
+}
+
+int tr_csr_path_ptap_create(const tilerap_tile_matrix *A, const tilerap_tile_matrix *P, tilerap_engine engine,
+                            void *stream, int values, tr_csr_path **out, tilerap_tile_matrix **C,
+                            tilerap_spgemm_info *ap_info, tilerap_spgemm_info *c_info)
+{
+  *out = NULL; *C = NULL;
+  tr_csr_path *X = tilerap_host_calloc(1, sizeof *X);
+  if (!X) return TILERAP_ERR_NOMEM;
+  X->engine = engine;
+  X->stream = stream;
+  X->galerkin = 1;
+  double *cval = NULL;
+  int64_t apnnz = 0, cnnz = 0;
+  int err;
+  if ((err = tr_view_make(X, A, 0, &X->va)) || (err = tr_view_make(X, P, 0, &X->vb)) ||
+      (err = tr_view_make(X, P, 1, &X->vt)))
+    goto fail;
+  if ((err = tr_product_make(X, A->m, P->n, X->va.rp, X->va.col, A->nnz, X->vb.rp, X->vb.col, &X->ab, &apnnz,
+                             &X->macs_ab)) ||
+      (err = tr_alloc_engine(X, (size_t)apnnz * sizeof(double), (void **)&X->apval)) ||
+      (err = tr_product_fill(&X->ab, A->val, X->va.vidx, P->val, X->vb.vidx, X->apval, 0)))
+    goto fail;
+  if ((err = tr_product_make(X, P->n, P->n, X->vt.rp, X->vt.col, P->nnz, tr_product_rowptr(&X->ab),
+                             tr_product_colidx(&X->ab), &X->c, &cnnz, &X->macs_c)))
+    goto fail;
+  if (values && (err = tr_alloc_engine(X, (size_t)cnnz * sizeof(double), (void **)&cval))) goto fail;
+  if ((err = tr_product_fill(&X->c, P->val, X->vt.vidx, X->apval, NULL, cval, 1))) goto fail;
+  if ((err = tr_make_c(X, P->n, P->n, cval, C))) goto fail;
+  tr_free_engine(engine, cval);
+  if (ap_info) {
+    tr_info(X, A, P, NULL, X->macs_ab, ap_info);
+    ap_info->c_nnz = apnnz;
+  }
+  if (c_info) tr_info(X, P, NULL, *C, X->macs_c, c_info);
+  *out = X;
+  return TILERAP_SUCCESS;
+fail:
+  tr_free_engine(engine, cval);
+  tilerap_tile_destroy(C);
+  tr_csr_path_destroy(&X);
+  return err;
+}
+
+/* numeric run on the operands (the plan's structures, checked by the
+ * caller): C = op(A)*B, or P^T A P with B = P */
+int tr_csr_path_numeric(tr_csr_path *X, const tilerap_tile_matrix *A, const tilerap_tile_matrix *B,
+                        tilerap_tile_matrix *C)
+{
+  if (!X->galerkin) return tr_product_numeric(&X->c, A->val, X->va.vidx, B->val, X->vb.vidx, C->val, X->cpos);
+  int err = tr_product_numeric(&X->ab, A->val, X->va.vidx, B->val, X->vb.vidx, X->apval, NULL);
+  if (err) return err;
+  return tr_product_numeric(&X->c, B->val, X->vt.vidx, X->apval, NULL, C->val, X->cpos);
+}

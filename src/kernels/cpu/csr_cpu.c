@@ -1,0 +1,230 @@
+/* The CSR path on the CPU engine (csr_path.c): CSR views of host tile
+ * matrices and Gustavson's row-by-row product with a dense accumulator
+ * per thread.  Views list each row's entries with the positions of their
+ * values in the tiles, so products read the tiles' own values and write
+ * C's in place; a view of T (not transposed) comes out sorted, so it is
+ * also C's position map.  The accumulators are made once per product, so
+ * numeric runs allocate nothing. */
+#include "spgemm_cpu.h"
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+struct tr_cpu_csr_product {
+  int32_t m, n;
+  const int64_t *arp, *brp;
+  const int32_t *acol, *bcol;
+  int64_t *crp;
+  int32_t *ccol;
+  int64_t cnnz, macs;
+  int nthreads;
+  int32_t *mark; /* per thread: n stamps */
+  double *acc;   /* per thread: n values, zero between rows */
+  int32_t *list; /* per thread: n columns of the row being filled */
+};
+
+static int tr_threads(void)
+{
+#ifdef _OPENMP
+  return omp_get_max_threads();
+#else
+  return 1;
+#endif
+}
+static int tr_thread(void)
+{
+#ifdef _OPENMP
+  return omp_get_thread_num();
+#else
+  return 0;
+#endif
+}
+
+int tr_cpu_csr_view(const tilerap_tile_matrix *T, int transpose, int64_t **rp_out, int32_t **col_out,
+                    int64_t **vidx_out)
+{
+  const int32_t rows = transpose ? T->n : T->m;
+  int64_t *rp = tilerap_host_calloc((size_t)rows + 1, sizeof(int64_t));
+  int32_t *col = tilerap_host_alloc((size_t)T->nnz + 1, sizeof(int32_t));
+  int64_t *vidx = tilerap_host_alloc((size_t)T->nnz + 1, sizeof(int64_t));
+  *rp_out = NULL; *col_out = NULL; *vidx_out = NULL;
+  if (!rp || !col || !vidx) { free(rp); free(col); free(vidx); return TILERAP_ERR_NOMEM; }
+  if (!transpose) {
+    /* rows of a tile row: entries of tile row I start at tile_off[tile_ptr[I]] in both formats */
+#pragma omp parallel for schedule(dynamic, 64) if (T->tile_rows > 256)
+    for (int32_t I = 0; I < T->tile_rows; I++) {
+      const int64_t t0 = T->tile_ptr[I], t1 = T->tile_ptr[I + 1];
+      int64_t k = T->tile_off[t0];
+      for (int r = 0; r < 16 && 16 * I + r < T->m; r++) {
+        rp[16 * I + r] = k;
+        for (int64_t t = t0; t < t1; t++) {
+          unsigned mask = T->row_mask[16 * t + r];
+          const int64_t q = T->tile_off[t] + T->row_ptr[16 * t + r];
+          for (int e = 0; mask; e++, mask &= mask - 1, k++) {
+            col[k] = 16 * T->tile_col[t] + __builtin_ctz(mask);
+            vidx[k] = q + e;
+          }
+        }
+      }
+    }
+    rp[rows] = T->nnz;
+  } else {
+    /* column counts, then entries in T's row order: each row of T^T sorted */
+    for (int64_t t = 0; t < T->num_tiles; t++)
+      for (int r = 0; r < 16; r++)
+        for (unsigned mask = T->row_mask[16 * t + r]; mask; mask &= mask - 1)
+          rp[16 * T->tile_col[t] + __builtin_ctz(mask) + 1]++;
+    for (int32_t j = 0; j < rows; j++) rp[j + 1] += rp[j];
+    int64_t *cur = tilerap_host_alloc((size_t)rows + 1, sizeof(int64_t));
+    if (!cur) { free(rp); free(col); free(vidx); return TILERAP_ERR_NOMEM; }
+    memcpy(cur, rp, ((size_t)rows + 1) * sizeof(int64_t));
+    for (int32_t I = 0; I < T->tile_rows; I++)
+      for (int r = 0; r < 16; r++)
+        for (int64_t t = T->tile_ptr[I]; t < T->tile_ptr[I + 1]; t++) {
+          unsigned mask = T->row_mask[16 * t + r];
+          const int64_t q = T->tile_off[t] + T->row_ptr[16 * t + r];
+          for (int e = 0; mask; e++, mask &= mask - 1) {
+            const int64_t at = cur[16 * T->tile_col[t] + __builtin_ctz(mask)]++;
+            col[at] = 16 * I + r;
+            vidx[at] = q + e;
+          }
+        }
+    free(cur);
+  }
+  *rp_out = rp; *col_out = col; *vidx_out = vidx;
+  return TILERAP_SUCCESS;
+}
+
+void tr_cpu_csr_product_destroy(tr_cpu_csr_product *P)
+{
+  if (!P) return;
+  free(P->crp); free(P->ccol); free(P->mark); free(P->acc); free(P->list);
+  free(P);
+}
+
+int tr_cpu_csr_product_create(int32_t m, int32_t n, const int64_t *arp, const int32_t *acol, const int64_t *brp,
+                              const int32_t *bcol, tr_cpu_csr_product **out, int64_t *cnnz, int64_t *macs)
+{
+  *out = NULL;
+  tr_cpu_csr_product *P = tilerap_host_calloc(1, sizeof *P);
+  if (!P) return TILERAP_ERR_NOMEM;
+  P->m = m; P->n = n; P->arp = arp; P->acol = acol; P->brp = brp; P->bcol = bcol;
+  P->nthreads = tr_threads();
+  const size_t w = (size_t)(n > 0 ? n : 1), nt = (size_t)P->nthreads;
+  P->crp = tilerap_host_calloc((size_t)m + 1, sizeof(int64_t));
+  P->mark = tilerap_host_alloc(w * nt, sizeof(int32_t));
+  P->acc = tilerap_host_calloc(w * nt, sizeof(double));
+  P->list = tilerap_host_alloc(w * nt, sizeof(int32_t));
+  if (!P->crp || !P->mark || !P->acc || !P->list) { tr_cpu_csr_product_destroy(P); return TILERAP_ERR_NOMEM; }
+  for (size_t i = 0; i < w * nt; i++) P->mark[i] = -1;
+  int64_t total_macs = 0;
+#pragma omp parallel num_threads(P->nthreads) reduction(+ : total_macs)
+  {
+    int32_t *mark = P->mark + (size_t)tr_thread() * w;
+#pragma omp for schedule(dynamic, 256)
+    for (int32_t i = 0; i < m; i++) {
+      int64_t cnt = 0;
+      for (int64_t e = arp[i]; e < arp[i + 1]; e++) {
+        const int32_t k = acol[e];
+        total_macs += brp[k + 1] - brp[k];
+        for (int64_t f = brp[k]; f < brp[k + 1]; f++)
+          if (mark[bcol[f]] != i) { mark[bcol[f]] = i; cnt++; }
+      }
+      P->crp[i + 1] = cnt;
+    }
+  }
+  for (int32_t i = 0; i < m; i++) P->crp[i + 1] += P->crp[i];
+  P->cnnz = P->crp[m];
+  P->macs = total_macs;
+  if (!(P->ccol = tilerap_host_alloc((size_t)P->cnnz + 1, sizeof(int32_t)))) {
+    tr_cpu_csr_product_destroy(P);
+    return TILERAP_ERR_NOMEM;
+  }
+  *out = P;
+  *cnnz = P->cnnz;
+  *macs = P->macs;
+  return TILERAP_SUCCESS;
+}
+
+const int64_t *tr_cpu_csr_product_rowptr(const tr_cpu_csr_product *P) { return P->crp; }
+const int32_t *tr_cpu_csr_product_colidx(const tr_cpu_csr_product *P) { return P->ccol; }
+
+static int tr_cmp_i32(const void *a, const void *b)
+{
+  const int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+  return (x > y) - (x < y);
+}
+static void tr_sort_i32(int32_t *v, int64_t n)
+{
+  if (n > 32) { qsort(v, (size_t)n, sizeof *v, tr_cmp_i32); return; }
+  for (int64_t i = 1; i < n; i++) {
+    const int32_t x = v[i];
+    int64_t j = i;
+    for (; j > 0 && v[j - 1] > x; j--) v[j] = v[j - 1];
+    v[j] = x;
+  }
+}
+
+#define TR_VAL(val, vidx, e) ((val)[(vidx) ? (vidx)[e] : (e)])
+
+/* C's columns (sorted unless an intermediate product), and its values
+ * into cval (NULL: structure only).
+ * The marks of the count pass stay valid: row i's stamp is i, so this
+ * pass stamps -2 - i. */
+int tr_cpu_csr_product_fill(tr_cpu_csr_product *P, const double *aval, const int64_t *avidx, const double *bval,
+                            const int64_t *bvidx, double *cval, int sorted)
+{
+  const size_t w = (size_t)(P->n > 0 ? P->n : 1);
+#pragma omp parallel num_threads(P->nthreads)
+  {
+    const size_t th = (size_t)tr_thread();
+    int32_t *mark = P->mark + th * w, *list = P->list + th * w;
+    double *acc = P->acc + th * w;
+#pragma omp for schedule(dynamic, 256)
+    for (int32_t i = 0; i < P->m; i++) {
+      int64_t len = 0;
+      const int32_t stamp = -2 - i;
+      for (int64_t e = P->arp[i]; e < P->arp[i + 1]; e++) {
+        const int32_t k = P->acol[e];
+        const double av = cval ? TR_VAL(aval, avidx, e) : 0.0;
+        for (int64_t f = P->brp[k]; f < P->brp[k + 1]; f++) {
+          const int32_t c = P->bcol[f];
+          if (mark[c] != stamp) { mark[c] = stamp; list[len++] = c; }
+          if (cval) acc[c] += av * TR_VAL(bval, bvidx, f);
+        }
+      }
+      if (sorted) tr_sort_i32(list, len);
+      const int64_t c0 = P->crp[i];
+      for (int64_t j = 0; j < len; j++) {
+        P->ccol[c0 + j] = list[j];
+        if (cval) { cval[c0 + j] = acc[list[j]]; acc[list[j]] = 0.0; }
+      }
+    }
+  }
+  return TILERAP_SUCCESS;
+}
+
+/* C's values at cval[cvidx[p]] (cvidx NULL: cval[p]) */
+int tr_cpu_csr_product_numeric(tr_cpu_csr_product *P, const double *aval, const int64_t *avidx, const double *bval,
+                               const int64_t *bvidx, double *cval, const int64_t *cvidx)
+{
+  const size_t w = (size_t)(P->n > 0 ? P->n : 1);
+#pragma omp parallel num_threads(P->nthreads)
+  {
+    double *acc = P->acc + (size_t)tr_thread() * w;
+#pragma omp for schedule(dynamic, 256)
+    for (int32_t i = 0; i < P->m; i++) {
+      for (int64_t e = P->arp[i]; e < P->arp[i + 1]; e++) {
+        const int32_t k = P->acol[e];
+        const double av = TR_VAL(aval, avidx, e);
+        for (int64_t f = P->brp[k]; f < P->brp[k + 1]; f++) acc[P->bcol[f]] += av * TR_VAL(bval, bvidx, f);
+      }
+      for (int64_t p = P->crp[i]; p < P->crp[i + 1]; p++) {
+        const int32_t c = P->ccol[p];
+        cval[cvidx ? cvidx[p] : p] = acc[c];
+        acc[c] = 0.0;
+      }
+    }
+  }
+  return TILERAP_SUCCESS;
+}

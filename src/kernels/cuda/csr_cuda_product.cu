@@ -1,0 +1,561 @@
+/* Row-wise hash SpGEMM C = A*B on device CSR: the CSR path's product
+ * (csr_path.c), for operands whose tiles hold too few entries for the
+ * tile engine to pay.
+ *
+ * Each row's upper bound (the B entries its A entries reach) is summed by
+ * an entry-parallel kernel, so a dense row costs its entries, not a
+ * thread's serial loop.  Rows are binned by that bound; a bin's rows go
+ * to groups of G threads, each with a hash table of S slots in shared
+ * memory (linear probing, S at least 1.5 times the bound), or, beyond the
+ * largest table (2048 slots), to a block with a dense accumulator as wide
+ * as B in global memory.  Three modes run the same insertion: COUNT (distinct
+ * columns, for C's row pointers), FILL (the row's columns sorted, values
+ * too when given: a plan's first product) and NUMERIC (values looked up
+ * at C's known columns: re-runs, no sort).  A operand values are read as
+ * aval[avidx[e]] when avidx is given (a tile matrix's own values through
+ * its CSR view), likewise B; C's values go to cval[cvidx[p]].
+ * Sums use shared or global atomics: results agree with the tile engine
+ * to rounding, not bit for bit. */
+#include "spgemm_cuda.cuh"
+#include <cub/cub.cuh>
+#include <limits.h>
+
+#define TR_CSR_COUNT 0
+#define TR_CSR_FILL 1
+#define TR_CSR_NUMERIC 2
+#define TR_CSR_EMPTY INT_MAX
+#define TR_CSR_BINS 7 /* 0: empty rows, 1-5: shared tables, 6: dense accumulator */
+#define TR_DENSE_THREADS 512
+
+struct tr_cuda_csr_product {
+  cudaStream_t s;
+  int32_t m, n;
+  const int64_t *arp, *brp;
+  const int32_t *acol, *bcol;
+  int64_t *crp;
+  int32_t *ccol;
+  int64_t cnnz;
+  int32_t *rows;                   /* row numbers grouped by bin */
+  int64_t bin_start[TR_CSR_BINS + 1];
+  void *dense;                     /* per block: n int32 flags, then n doubles */
+  int dense_blocks;
+  int64_t macs;
+};
+
+struct tr_operand {
+  const int64_t *rp;
+  const int32_t *col;
+  const double *val;
+  const int64_t *vidx;
+};
+static __device__ __forceinline__ double tr_val(const tr_operand &X, int64_t e)
+{
+  return X.val ? X.val[X.vidx ? X.vidx[e] : e] : 0.0;
+}
+
+/* ---------------------------------------------------------- row bounds */
+/* Each thread sums the B row lengths of 8 consecutive A entries and adds
+ * them to their rows; a warp whose entries all lie in one row adds once. */
+#define TR_BOUND_ITEMS 8
+static __global__ void k_row_bound(int32_t m, int64_t annz, const int64_t *__restrict__ arp,
+                                   const int32_t *__restrict__ acol, const int64_t *__restrict__ brp,
+                                   unsigned long long *ub)
+{
+  const int64_t e0 = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) * TR_BOUND_ITEMS;
+  const int lane = threadIdx.x & 31;
+  int32_t row = -1;
+  unsigned long long sum = 0;
+  int32_t first = INT_MAX, last = -1;
+  if (e0 < annz) {
+    int32_t lo = 0, hi = m; /* last row with arp[row] <= e0 */
+    while (hi - lo > 1) {
+      const int32_t mid = (lo + hi) >> 1;
+      if (arp[mid] <= e0) lo = mid;
+      else hi = mid;
+    }
+    row = lo;
+    first = row;
+    const int64_t e1 = min(e0 + TR_BOUND_ITEMS, annz);
+    for (int64_t e = e0; e < e1; e++) {
+      while (arp[row + 1] <= e) {
+        if (sum) atomicAdd(&ub[row], sum);
+        sum = 0;
+        row++;
+      }
+      const int32_t k = acol[e];
+      sum += (unsigned long long)(brp[k + 1] - brp[k]);
+    }
+    last = row;
+  }
+  /* one row for the whole warp (a long row): one atomic */
+  const int32_t r0 = __shfl_sync(0xffffffffu, first, 0);
+  const bool one = __all_sync(0xffffffffu, first == r0 && last == r0);
+  if (one) {
+    for (int d = 16; d > 0; d >>= 1) sum += __shfl_down_sync(0xffffffffu, sum, d);
+    if (lane == 0 && sum) atomicAdd(&ub[r0], sum);
+  } else if (row >= 0 && sum) atomicAdd(&ub[row], sum);
+}
+
+/* A row's bin: its table size S (at least 1.5 times the entries it can
+ * hold: the row's length c, or its bound while lengths are unknown) and
+ * its group of G lanes, which follows the work (the bound ub): a short
+ * row with a long bound (P^T's rows reach many AP entries that sum into
+ * few) gets a small table and a wide group.
+ *   bin  G    S     rows
+ *   1    8    32    c <= 21, ub <= 64
+ *   2    32   32    c <= 21, ub > 64
+ *   3    32   128   c <= 85
+ *   4    32   512   c <= 341
+ *   5    256  2048  c <= 1365
+ *   6    a block over a dense accumulator (global memory) */
+static __device__ __forceinline__ int tr_bin_of(unsigned long long c, unsigned long long ub)
+{
+  if (c == 0) return 0;
+  if (c <= 21) return ub <= 64 ? 1 : 2;
+  if (c <= 85) return 3;
+  if (c <= 341) return 4;
+  if (c <= 1365) return 5;
+  return 6;
+}
+
+/* A row's bin: by its bound alone for the count (count_pass), by its
+ * length and bound once C's row pointers exist (fill and numeric runs,
+ * whose tables then fit the row, not the bound, which can be far larger) */
+static __device__ __forceinline__ int tr_bin_row(int count_pass, const unsigned long long *ub, const int64_t *crp,
+                                                 int32_t i)
+{
+  return count_pass ? tr_bin_of(ub[i], ub[i]) : tr_bin_of((unsigned long long)(crp[i + 1] - crp[i]), ub[i]);
+}
+
+/* pass 0: bin sizes; pass 1: rows placed through the bin cursors.  Both
+ * count in shared memory first: one global atomic per bin and block */
+static __global__ void k_bin(int pass, int count_pass, int32_t m, const unsigned long long *__restrict__ ub,
+                             const int64_t *__restrict__ crp, unsigned long long *cursor, int32_t *rows)
+{
+  __shared__ unsigned int cnt[TR_CSR_BINS];
+  __shared__ unsigned long long base[TR_CSR_BINS];
+  if (threadIdx.x < TR_CSR_BINS) cnt[threadIdx.x] = 0;
+  __syncthreads();
+  const int32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+  int b = -1;
+  unsigned int rank = 0;
+  if (i < m) {
+    b = tr_bin_row(count_pass, ub, crp, i);
+    rank = atomicAdd(&cnt[b], 1u);
+  }
+  __syncthreads();
+  if (threadIdx.x < TR_CSR_BINS && cnt[threadIdx.x])
+    base[threadIdx.x] = atomicAdd(&cursor[threadIdx.x], (unsigned long long)cnt[threadIdx.x]);
+  if (pass == 0) return;
+  __syncthreads();
+  if (b >= 0) rows[base[b] + rank] = i;
+}
+
+/* Bins the rows (for the count, or by length once crp exists): sizes read
+ * back, then the row lists; P->bin_start set */
+static int tr_bin_rows(tr_cuda_csr_product *P, int count_pass, const unsigned long long *ub, unsigned long long *cursor,
+                       unsigned long long *hb)
+{
+  const cudaStream_t s = P->s;
+  const int32_t m = P->m;
+  TR_RET_CU(cudaMemsetAsync(cursor, 0, TR_CSR_BINS * sizeof(*cursor), s), "CSR path bins");
+  if (m > 0) {
+    k_bin<<<tr_blocks(m, 256), 256, 0, s>>>(0, count_pass, m, ub, P->crp, cursor, NULL);
+    TR_RET(tr_cuda_check_launch("CSR path bins"));
+  }
+  TR_RET(tr_readback(hb, cursor, TR_CSR_BINS * sizeof(*hb), s, "CSR path bins"));
+  unsigned long long start[TR_CSR_BINS];
+  P->bin_start[0] = 0;
+  for (int b = 0; b < TR_CSR_BINS; b++) {
+    start[b] = (unsigned long long)P->bin_start[b];
+    P->bin_start[b + 1] = P->bin_start[b] + (int64_t)hb[b];
+  }
+  TR_RET_CU(cudaMemcpyAsync(cursor, start, sizeof start, cudaMemcpyHostToDevice, s), "CSR path bins");
+  if (m > 0) {
+    k_bin<<<tr_blocks(m, 256), 256, 0, s>>>(1, count_pass, m, ub, P->crp, cursor, P->rows);
+    TR_RET(tr_cuda_check_launch("CSR path bins"));
+  }
+  /* start[] is read by the copy above before the host reuses it */
+  TR_RET_CU(cudaStreamSynchronize(s), "CSR path bins");
+  return TILERAP_SUCCESS;
+}
+
+/* ------------------------------------------------- shared-table groups */
+template <int G>
+static __device__ __forceinline__ void tr_group_sync()
+{
+  if (G <= 32) __syncwarp();
+  else __syncthreads();
+}
+
+template <int S>
+static __device__ __forceinline__ int tr_slot(int32_t c)
+{
+  return (int)(((uint32_t)c * 2654435761u) >> 7) & (S - 1);
+}
+
+/* the slot of column c, inserted if new (*fresh: it was) */
+template <int S>
+static __device__ __forceinline__ int tr_insert(int32_t *key, int32_t c, bool *fresh)
+{
+  int h = tr_slot<S>(c);
+  for (;;) {
+    const int32_t k = key[h];
+    if (k == c) { *fresh = false; return h; }
+    if (k == TR_CSR_EMPTY) {
+      const int32_t old = atomicCAS(&key[h], TR_CSR_EMPTY, c);
+      if (old == TR_CSR_EMPTY) { *fresh = true; return h; }
+      if (old == c) { *fresh = false; return h; }
+    }
+    h = (h + 1) & (S - 1);
+  }
+}
+
+template <int S>
+static __device__ __forceinline__ int tr_lookup(const int32_t *key, int32_t c)
+{
+  int h = tr_slot<S>(c);
+  while (key[h] != c) h = (h + 1) & (S - 1);
+  return h;
+}
+
+/* exclusive scan of x over the G lanes of a group (G <= 32: shuffles in
+ * the group; G > 32: the whole block is the group, tmp >= G/32 ints) */
+template <int G>
+static __device__ __forceinline__ int tr_group_scan(int x, int lane, int *tmp)
+{
+  int incl = x;
+  if constexpr (G <= 32) {
+    for (int d = 1; d < G; d <<= 1) {
+      const int y = __shfl_up_sync(0xffffffffu, incl, d, G);
+      if (lane >= d) incl += y;
+    }
+    return incl - x;
+  } else {
+  for (int d = 1; d < 32; d <<= 1) {
+    const int y = __shfl_up_sync(0xffffffffu, incl, d);
+    if ((lane & 31) >= d) incl += y;
+  }
+  if ((lane & 31) == 31) tmp[lane >> 5] = incl;
+  __syncthreads();
+  if (lane < 32) {
+    int t = lane < G / 32 ? tmp[lane] : 0;
+    for (int d = 1; d < 32; d <<= 1) {
+      const int y = __shfl_up_sync(0xffffffffu, t, d);
+      if (lane >= d) t += y;
+    }
+    if (lane < G / 32) tmp[lane] = t;
+  }
+  __syncthreads();
+  return (lane >= 32 ? tmp[(lane >> 5) - 1] : 0) + incl - x;
+  }
+}
+
+template <int G, int S, int BLOCK>
+static __global__ void __launch_bounds__(BLOCK)
+    k_hash_rows(int mode, int sorted, const int32_t *__restrict__ rows, int64_t nrows, tr_operand A, tr_operand B,
+                int64_t *crp, int32_t *ccol, double *cval, const int64_t *__restrict__ cvidx)
+{
+  constexpr int PER = S / G; /* table slots per lane in FILL */
+  __shared__ int scan_tmp[G > 32 ? G / 32 : 1];
+  constexpr int R = BLOCK / G;
+  __shared__ int32_t skey[R][S];
+  __shared__ double sval[R][S];
+  __shared__ int scount[R];
+  const int g = threadIdx.x / G, lane = threadIdx.x % G;
+  const int64_t slot = (int64_t)blockIdx.x * R + g;
+  const bool active = slot < nrows;
+  const int32_t i = active ? rows[slot] : 0;
+  int32_t *key = skey[g];
+  double *val = sval[g];
+  for (int h = lane; h < S; h += G) { key[h] = TR_CSR_EMPTY; val[h] = 0.0; }
+  if (lane == 0) scount[g] = 0;
+  tr_group_sync<G>();
+  if (active) {
+    const int64_t a1 = A.rp[i + 1];
+    int fresh_n = 0;
+    for (int64_t e = A.rp[i] + lane; e < a1; e += G) {
+      const int32_t k = A.col[e];
+      const double av = mode == TR_CSR_COUNT ? 0.0 : tr_val(A, e);
+      const int64_t b1 = B.rp[k + 1];
+      for (int64_t f = B.rp[k]; f < b1; f++) {
+        bool fresh;
+        const int h = tr_insert<S>(key, B.col[f], &fresh);
+        if (mode == TR_CSR_COUNT) fresh_n += fresh;
+        else if (A.val) atomicAdd(&val[h], av * tr_val(B, f));
+      }
+    }
+    if (mode == TR_CSR_COUNT && fresh_n) atomicAdd(&scount[g], fresh_n);
+  }
+  tr_group_sync<G>();
+  if (mode == TR_CSR_COUNT) {
+    if (active && lane == 0) crp[i] = scount[g]; /* the row's count */
+    return;
+  }
+  if (mode == TR_CSR_FILL) {
+    /* each lane takes a run of PER slots into registers; a scan of the
+     * lanes' occupied counts places them: unsorted rows (an intermediate
+     * product) are written at once; sorted ones are packed at the
+     * table's front and sorted there, on the next power of two above the
+     * row's length, not on the whole table */
+    int32_t k[PER];
+    double v[PER];
+    int mine = 0;
+#pragma unroll
+    for (int j = 0; j < PER; j++) {
+      k[j] = key[lane * PER + j];
+      v[j] = val[lane * PER + j];
+      mine += k[j] != TR_CSR_EMPTY;
+    }
+    const int base = tr_group_scan<G>(mine, lane, scan_tmp);
+    const int64_t c0 = active ? crp[i] : 0;
+    if (!sorted) {
+      if (!active) return;
+      int at = base;
+#pragma unroll
+      for (int j = 0; j < PER; j++)
+        if (k[j] != TR_CSR_EMPTY) {
+          ccol[c0 + at] = k[j];
+          if (cval) cval[c0 + at] = v[j];
+          at++;
+        }
+      return;
+    }
+    const int len = active ? (int)(crp[i + 1] - c0) : 0;
+    tr_group_sync<G>(); /* the whole table is in registers */
+    int at = base;
+#pragma unroll
+    for (int j = 0; j < PER; j++)
+      if (k[j] != TR_CSR_EMPTY) { key[at] = k[j]; val[at] = v[j]; at++; }
+    int n2 = 1;
+    while (n2 < len) n2 <<= 1;
+    if (G < 32) n2 = __reduce_max_sync(0xffffffffu, n2); /* the groups of a warp sort alike */
+    for (int h = len + lane; h < n2; h += G) key[h] = TR_CSR_EMPTY;
+    tr_group_sync<G>();
+    for (int size = 2; size <= n2; size <<= 1)
+      for (int stride = size >> 1; stride > 0; stride >>= 1) {
+        for (int t = lane; t < n2 / 2; t += G) {
+          const int x = 2 * t - (t & (stride - 1)), y = x + stride;
+          const int32_t kx = key[x], ky = key[y];
+          if ((kx > ky) == ((x & size) == 0)) {
+            key[x] = ky; key[y] = kx;
+            const double w = val[x]; val[x] = val[y]; val[y] = w;
+          }
+        }
+        tr_group_sync<G>();
+      }
+    for (int j = lane; j < len; j += G) {
+      ccol[c0 + j] = key[j];
+      if (cval) cval[c0 + j] = val[j];
+    }
+    return;
+  }
+  if (!active) return;
+  const int64_t c1 = crp[i + 1];
+  for (int64_t p = crp[i] + lane; p < c1; p += G) cval[cvidx ? cvidx[p] : p] = val[tr_lookup<S>(key, ccol[p])];
+}
+
+/* -------------------------------------------------- dense accumulator */
+/* A block per row (rows taken in turn by the grid), an accumulator of
+ * n flags and n values per block in global memory.  Flags carry a stamp
+ * per row and mode (never cleared); values are zeroed as they are read. */
+static __global__ void __launch_bounds__(TR_DENSE_THREADS)
+    k_dense_rows(int mode, const int32_t *__restrict__ rows, int64_t nrows, int32_t n, tr_operand A, tr_operand B,
+                 int64_t *crp, int32_t *ccol, double *cval, const int64_t *__restrict__ cvidx, void *ws)
+{
+  typedef cub::BlockReduce<long long, TR_DENSE_THREADS> Reduce;
+  typedef cub::BlockScan<long long, TR_DENSE_THREADS> Scan;
+  __shared__ union {
+    typename Reduce::TempStorage r;
+    typename Scan::TempStorage s;
+  } tmp;
+  const size_t width = ((size_t)n * sizeof(int32_t) + 255) / 256 * 256 + (size_t)n * sizeof(double);
+  int32_t *flag = (int32_t *)((char *)ws + blockIdx.x * width);
+  double *acc = (double *)((char *)flag + ((size_t)n * sizeof(int32_t) + 255) / 256 * 256);
+  for (int64_t slot = blockIdx.x; slot < nrows; slot += gridDim.x) {
+    const int32_t i = rows[slot];
+    const int32_t stamp = mode == TR_CSR_COUNT ? i + 1 : -(i + 1);
+    const int64_t a1 = A.rp[i + 1];
+    long long fresh_n = 0;
+    for (int64_t e = A.rp[i] + threadIdx.x; e < a1; e += TR_DENSE_THREADS) {
+      const int32_t k = A.col[e];
+      const double av = tr_val(A, e);
+      const int64_t b1 = B.rp[k + 1];
+      for (int64_t f = B.rp[k]; f < b1; f++) {
+        const int32_t c = B.col[f];
+        if (mode == TR_CSR_COUNT) {
+          if (flag[c] != stamp && atomicExch(&flag[c], stamp) != stamp) fresh_n++;
+        } else {
+          if (mode == TR_CSR_FILL) flag[c] = stamp;
+          if (A.val) atomicAdd(&acc[c], av * tr_val(B, f));
+        }
+      }
+    }
+    if (mode == TR_CSR_COUNT) {
+      const long long total = Reduce(tmp.r).Sum(fresh_n);
+      if (threadIdx.x == 0) crp[i] = total; /* the row's count */
+      __syncthreads();
+      continue;
+    }
+    __syncthreads();
+    if (mode == TR_CSR_FILL) { /* each thread a run of columns, in order */
+      const int32_t run = (n + TR_DENSE_THREADS - 1) / TR_DENSE_THREADS;
+      const int32_t lo = min(n, (int32_t)threadIdx.x * run), hi = min(n, lo + run);
+      long long mine = 0, before;
+      for (int32_t c = lo; c < hi; c++) mine += flag[c] == stamp;
+      Scan(tmp.s).ExclusiveSum(mine, before);
+      int64_t p = crp[i] + before;
+      for (int32_t c = lo; c < hi; c++)
+        if (flag[c] == stamp) {
+          ccol[p] = c;
+          if (cval) cval[p] = acc[c];
+          acc[c] = 0.0;
+          p++;
+        }
+    } else {
+      const int64_t c1 = crp[i + 1];
+      for (int64_t p = crp[i] + threadIdx.x; p < c1; p += TR_DENSE_THREADS) {
+        const int32_t c = ccol[p];
+        cval[cvidx ? cvidx[p] : p] = acc[c];
+        acc[c] = 0.0;
+      }
+    }
+    __syncthreads();
+  }
+}
+
+/* ------------------------------------------------------------ driver */
+/* COUNT writes each row's count to cnt[row] */
+static int tr_launch(const tr_cuda_csr_product *P, int mode, const tr_operand &A, const tr_operand &B, double *cval,
+                     const int64_t *cvidx, int64_t *cnt = NULL, int sorted = 0)
+{
+  int64_t *crp = mode == TR_CSR_COUNT ? cnt : P->crp;
+  const cudaStream_t s = P->s;
+  for (int b = 1; b < TR_CSR_BINS; b++) {
+    const int64_t nr = P->bin_start[b + 1] - P->bin_start[b];
+    if (!nr) continue;
+    const int32_t *rows = P->rows + P->bin_start[b];
+    switch (b) {
+    case 1: k_hash_rows<8, 32, 256><<<tr_blocks(nr, 32), 256, 0, s>>>(mode, sorted, rows, nr, A, B, crp, P->ccol, cval, cvidx); break;
+    case 2: k_hash_rows<32, 32, 256><<<tr_blocks(nr, 8), 256, 0, s>>>(mode, sorted, rows, nr, A, B, crp, P->ccol, cval, cvidx); break;
+    case 3: k_hash_rows<32, 128, 256><<<tr_blocks(nr, 8), 256, 0, s>>>(mode, sorted, rows, nr, A, B, crp, P->ccol, cval, cvidx); break;
+    case 4: k_hash_rows<32, 512, 128><<<tr_blocks(nr, 4), 128, 0, s>>>(mode, sorted, rows, nr, A, B, crp, P->ccol, cval, cvidx); break;
+    case 5: k_hash_rows<256, 2048, 256><<<(unsigned)nr, 256, 0, s>>>(mode, sorted, rows, nr, A, B, crp, P->ccol, cval, cvidx); break;
+    default:
+      k_dense_rows<<<(unsigned)(nr < P->dense_blocks ? nr : P->dense_blocks), TR_DENSE_THREADS, 0, s>>>(
+          mode, rows, nr, P->n, A, B, crp, P->ccol, cval, cvidx, P->dense);
+    }
+    int err = tr_cuda_check_launch("CSR path product");
+    if (err) return err;
+  }
+  return TILERAP_SUCCESS;
+}
+
+extern "C" void tr_cuda_csr_product_destroy(tr_cuda_csr_product *P)
+{
+  if (!P) return;
+  tr_dfree(P->crp, P->s); tr_dfree(P->ccol, P->s); tr_dfree(P->rows, P->s); tr_dfree(P->dense, P->s);
+  free(P);
+}
+
+/* Symbolic phase: C's row pointers (and the bins, the dense accumulators).
+ * C's columns are allocated, filled by tr_cuda_csr_product_fill. */
+extern "C" int tr_cuda_csr_product_create(int32_t m, int32_t n, const int64_t *arp, const int32_t *acol, int64_t annz,
+                                          const int64_t *brp, const int32_t *bcol, void *stream,
+                                          tr_cuda_csr_product **out, int64_t *cnnz, int64_t *macs)
+{
+  const cudaStream_t s = (cudaStream_t)stream;
+  tr_cuda_csr_product *P = (tr_cuda_csr_product *)calloc(1, sizeof *P);
+  if (!P) return TILERAP_ERR_NOMEM;
+  P->s = s; P->m = m; P->n = n; P->arp = arp; P->acol = acol; P->brp = brp; P->bcol = bcol;
+  unsigned long long *ub = NULL, *cursor = NULL;
+  int64_t *cnt = NULL;
+  unsigned long long hb[2 * TR_CSR_BINS + 1];
+  void *scan = NULL;
+  size_t scan_bytes = 0;
+  int err = TILERAP_SUCCESS;
+  *out = NULL;
+  const size_t nr1 = (size_t)m + 1;
+  TR_TRY(tr_dalloc((void **)&ub, nr1 * sizeof(*ub), s, "CSR path row bounds"));
+  TR_TRY(tr_dalloc((void **)&cnt, nr1 * sizeof(*cnt), s, "CSR path row counts"));
+  TR_TRY(tr_dalloc((void **)&cursor, (2 * TR_CSR_BINS + 1) * sizeof(*cursor), s, "CSR path bins"));
+  TR_TRY(tr_dalloc((void **)&P->rows, (size_t)(m > 0 ? m : 1) * sizeof(int32_t), s, "CSR path rows"));
+  TR_TRY(tr_dalloc((void **)&P->crp, nr1 * sizeof(int64_t), s, "CSR path row pointers"));
+  TR_TRY_CU(cudaMemsetAsync(ub, 0, nr1 * sizeof(*ub), s), "CSR path");
+  TR_TRY_CU(cudaMemsetAsync(cursor, 0, (2 * TR_CSR_BINS + 1) * sizeof(*cursor), s), "CSR path");
+  if (annz > 0) {
+    k_row_bound<<<tr_blocks((annz + TR_BOUND_ITEMS - 1) / TR_BOUND_ITEMS, 256), 256, 0, s>>>(m, annz, arp, acol, brp, ub);
+    TR_TRY(tr_cuda_check_launch("CSR path row bounds"));
+  }
+  /* the multiply-adds (the bounds' sum) */
+  TR_TRY_CU(cub::DeviceReduce::Sum(NULL, scan_bytes, ub, cursor + 2 * TR_CSR_BINS, m, s), "CSR path sum");
+  TR_TRY(tr_dalloc(&scan, scan_bytes, s, "scan storage"));
+  TR_TRY_CU(cub::DeviceReduce::Sum(scan, scan_bytes, ub, cursor + 2 * TR_CSR_BINS, m, s), "CSR path sum");
+  TR_TRY(tr_bin_rows(P, 1, ub, cursor, hb));
+  tr_dfree(scan, s); scan = NULL;
+  TR_TRY(tr_readback(&hb[2 * TR_CSR_BINS], cursor + 2 * TR_CSR_BINS, sizeof hb[0], s, "CSR path sum"));
+  P->macs = (int64_t)hb[2 * TR_CSR_BINS];
+  {
+    const int64_t ndense = P->bin_start[TR_CSR_BINS] - P->bin_start[TR_CSR_BINS - 1];
+    if (ndense > 0) { /* at most 2 blocks per SM, and at most 512 MB */
+      int dev = 0, sms = 1;
+      cudaGetDevice(&dev);
+      cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+      const size_t width = ((size_t)n * sizeof(int32_t) + 255) / 256 * 256 + (size_t)n * sizeof(double);
+      int64_t nb = ndense < 2 * sms ? ndense : 2 * sms;
+      const int64_t cap = (int64_t)(((size_t)512 << 20) / (width ? width : 1));
+      if (nb > cap) nb = cap > 0 ? cap : 1;
+      P->dense_blocks = (int)nb;
+      TR_TRY(tr_dalloc(&P->dense, (size_t)nb * width, s, "CSR path dense accumulators"));
+      TR_TRY_CU(cudaMemsetAsync(P->dense, 0, (size_t)nb * width, s), "CSR path dense accumulators");
+    }
+  }
+  {
+    tr_operand A = {arp, acol, NULL, NULL}, B = {brp, bcol, NULL, NULL};
+    /* counts (rows of bin 0 keep their 0, as does cnt[m]) */
+    TR_TRY_CU(cudaMemsetAsync(cnt, 0, nr1 * sizeof(int64_t), s), "CSR path");
+    TR_TRY(tr_launch(P, TR_CSR_COUNT, A, B, NULL, NULL, cnt));
+  }
+  TR_TRY_CU(cub::DeviceScan::ExclusiveSum(NULL, scan_bytes, cnt, P->crp, m + 1, s), "CSR path scan");
+  TR_TRY(tr_dalloc(&scan, scan_bytes, s, "scan storage"));
+  TR_TRY_CU(cub::DeviceScan::ExclusiveSum(scan, scan_bytes, cnt, P->crp, m + 1, s), "CSR path scan");
+  TR_TRY(tr_readback(&P->cnnz, P->crp + m, sizeof(int64_t), s, "CSR path size"));
+  /* fill and numeric runs: bins by C's row lengths */
+  TR_TRY(tr_bin_rows(P, 0, ub, cursor, hb));
+  TR_TRY(tr_dalloc((void **)&P->ccol, (size_t)P->cnnz * sizeof(int32_t), s, "CSR path columns"));
+  *cnnz = P->cnnz;
+  *macs = P->macs;
+  *out = P;
+  P = NULL;
+cleanup:
+  tr_dfree(ub, s); tr_dfree(cnt, s); tr_dfree(cursor, s); tr_dfree(scan, s);
+  tr_cuda_csr_product_destroy(P);
+  return err;
+}
+
+extern "C" const int64_t *tr_cuda_csr_product_rowptr(const tr_cuda_csr_product *P) { return P->crp; }
+extern "C" const int32_t *tr_cuda_csr_product_colidx(const tr_cuda_csr_product *P) { return P->ccol; }
+
+/* C's columns (sorted in each row, or in no order), and its values into
+ * cval (NULL: structure only) */
+extern "C" int tr_cuda_csr_product_fill(const tr_cuda_csr_product *P, const double *aval, const int64_t *avidx,
+                                        const double *bval, const int64_t *bvidx, double *cval, int sorted)
+{
+  tr_operand A = {P->arp, P->acol, cval ? aval : NULL, avidx}, B = {P->brp, P->bcol, bval, bvidx};
+  TR_RET(tr_order_after_legacy(P->s)); /* operands made on the legacy stream */
+  TR_RET(tr_launch(P, TR_CSR_FILL, A, B, cval, NULL, NULL, sorted));
+  return tr_order_legacy_after(P->s);
+}
+
+/* C's values at cval[cvidx[p]] (cvidx NULL: cval[p]); launches only */
+extern "C" int tr_cuda_csr_product_numeric(const tr_cuda_csr_product *P, const double *aval, const int64_t *avidx,
+                                           const double *bval, const int64_t *bvidx, double *cval,
+                                           const int64_t *cvidx)
+{
+  tr_operand A = {P->arp, P->acol, aval, avidx}, B = {P->brp, P->bcol, bval, bvidx};
+  /* values moved on the legacy stream (host-resident use) come before,
+   * and C's go after: events, no wait on the host */
+  TR_RET(tr_order_after_legacy(P->s));
+  TR_RET(tr_launch(P, TR_CSR_NUMERIC, A, B, cval, cvidx));
+  return tr_order_legacy_after(P->s);
+}

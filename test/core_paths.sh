@@ -1,0 +1,31 @@
+#!/bin/sh
+# The core product tests (TAP), and the PETSc product and GAMG tests in a
+# PETSc build, with each path of the plans forced
+# (TILERAP_PATH=tiles|csr): the automatic choice takes the CSR path only
+# where tiles are nearly empty, so this is where each path meets every
+# case of the other.  One TAP line per program and path; a failing
+# program's own "not ok" lines are shown.
+b=${top_builddir:-.}/test
+n=0; fail=0
+for path in tiles csr; do
+  # the PETSc product and GAMG tests too where PETSc was found
+  for t in test_spgemm test_atb test_ptap test_irregular petsc_seqtile_product petsc_gamg; do
+    [ -x "$b/$t" ] || continue
+    n=$((n + 1))
+    out=test/core_paths.$t.$path.out
+    TILERAP_PATH=$path "$b/$t" --quick >"$out" 2>&1
+    rc=$?
+    bad=$(grep -c '^not ok' "$out")
+    good=$(grep -c '^ok' "$out")
+    if [ $rc -eq 0 ] && [ "$bad" -eq 0 ] && [ "$good" -gt 0 ]; then
+      echo "ok $n - $t with TILERAP_PATH=$path ($good checks)"
+    else
+      echo "not ok $n - $t with TILERAP_PATH=$path (rc $rc, $bad of $((good + bad)) checks failed)"
+      grep '^not ok' "$out" | head -20 | sed 's/^/# /'
+      tail -5 "$out" | sed 's/^/# /'
+      fail=1
+    fi
+  done
+done
+echo "1..$n"
+exit $fail
