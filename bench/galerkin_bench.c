@@ -7,7 +7,9 @@
  *
  *   galerkin-bench [-reps N] [-engine cpu|cuda|auto] [-cpu-kernel auto|tiles|recorded]
  *                  [-plan-values 0|1] [-no-petsc] [case ...]
- *   case = p2d5:N | p2d9:N | p3d7:N | p3d27:N   (default: p3d7:64 p3d7:101)
+ *   case = p2d5:N | p2d9:N | p3d7:N | p3d27:N   (default: p3d7:64 p3d7:101),
+ *          or an irregular matrix of tilerap_model.h (mesh2d:N[:sfc], powerlaw:N, ...)
+ *          with graph-aggregation prolongators
  *
  * Columns: tr_first = a fresh plan with its first values: one call with
  * plan_values = 1 (the default; -plan-values 0: plan, then numeric, the
@@ -96,7 +98,8 @@ static int run_case(const char *spec, int reps, tilerap_engine engine, int with_
   name[colon - spec] = 0;
   n = atoi(colon + 1);
   tilerap_stencil s;
-  if (tilerap_stencil_parse(name, &s)) { fprintf(stderr, "%s\n", tilerap_last_error()); return 1; }
+  int irregular = 0;
+  if (tilerap_stencil_parse(name, &s)) irregular = 1; /* tilerap_model_irregular's names */
   tilerap_options opt;
   tilerap_options_default(&opt);
   opt.engine = engine;
@@ -107,9 +110,13 @@ static int run_case(const char *spec, int reps, tilerap_engine engine, int with_
   tilerap_csr *Al[5] = {0}, *Pl[4] = {0};
   int32_t dims[3], cd[3];
   int nd, L = 0;
-  if (tilerap_model_poisson(s, n, &Al[0], dims, &nd)) { fprintf(stderr, "%s\n", tilerap_last_error()); return 1; }
+  if (irregular ? tilerap_model_irregular(spec, 1, &Al[0]) : tilerap_model_poisson(s, n, &Al[0], dims, &nd)) {
+    fprintf(stderr, "%s\n", tilerap_last_error());
+    return 1;
+  }
   for (; L < 4 && Al[L]->m >= 500; L++) {
-    tilerap_model_prolongator(Al[L], nd, dims, 2.0 / 3.0, &Pl[L], cd);
+    if (irregular) tilerap_model_sa_prolongator(Al[L], 2.0 / 3.0, &Pl[L]);
+    else tilerap_model_prolongator(Al[L], nd, dims, 2.0 / 3.0, &Pl[L], cd);
     Al[L + 1] = ref_ptap(Al[L], Pl[L]);
     memcpy(dims, cd, sizeof cd);
   }

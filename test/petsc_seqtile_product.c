@@ -247,6 +247,34 @@ static PetscErrorCode regression_checks(MPI_Comm comm)
     PetscCall(MatDestroy(&A2));
     PetscCall(MatDestroy(&A2a));
   }
+  /* -mat_view ::ascii_info of a product's C says which path its plan took
+   * and by what (the operands' entries per tile) */
+  {
+    Mat         A3, P3, C;
+    PetscViewer sv;
+    char        buf[4096] = "";
+    PetscCall(tu_random_mat(comm, MATSEQTILE, 3 * n, 3 * n, 5, PETSC_TRUE, 1, 1, 911, &A3));
+    PetscCall(tu_random_mat(comm, MATSEQTILE, 3 * n, n, 2, PETSC_FALSE, 1, 1, 912, &P3));
+    PetscCall(MatPtAP(A3, P3, MAT_INITIAL_MATRIX, 2.0, &C));
+    const char *path = "petsc_seqtile_product.view.out";
+    PetscCall(PetscViewerASCIIOpen(comm, path, &sv));
+    PetscCall(PetscViewerPushFormat(sv, PETSC_VIEWER_ASCII_INFO));
+    PetscCall(MatView(C, sv));
+    PetscCall(PetscViewerPopFormat(sv));
+    PetscCall(PetscViewerDestroy(&sv));
+    {
+      FILE  *f = fopen(path, "r");
+      size_t got = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
+      buf[got] = 0;
+      if (f) fclose(f);
+      remove(path);
+    }
+    tap_ok(strstr(buf, "tilerap path ") && strstr(buf, "mean entries per tile"), "-mat_view ::ascii_info of a PtAP product names its path (%s)",
+           strstr(buf, "tilerap path ") ? strstr(buf, "tilerap path ") : buf);
+    PetscCall(MatDestroy(&C));
+    PetscCall(MatDestroy(&P3));
+    PetscCall(MatDestroy(&A3));
+  }
 
   /* R*A*P (MatMatMatMult, ex111): every mix of tile and AIJ operands;
    * a tile matrix in the middle recursed until the stack overflowed */

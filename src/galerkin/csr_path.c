@@ -194,35 +194,47 @@ static void tr_info(const tr_csr_path *X, const tilerap_tile_matrix *A, const ti
   info->flops = 2 * macs;
 }
 
-/* A*B (at = 0) or A^T*B (at = 1) on the engine's memory; values: C's
- * values now (else zeros until the first numeric run) */
+static tr_csr_path *tr_path_new(tilerap_engine engine, void *stream)
+{
+  tr_csr_path *X = tilerap_host_calloc(1, sizeof *X);
+  if (X) { X->engine = engine; X->stream = stream; }
+  return X;
+}
+
+/* the last product (X->c, cnnz entries, m x n) filled, sorted, and made C's
+ * tiles; with values, C's values too (else zeros until the first numeric
+ * run) */
+static int tr_finish_c(tr_csr_path *X, const double *aval, const int64_t *avidx, const double *bval,
+                       const int64_t *bvidx, int32_t m, int32_t n, int64_t cnnz, int values, tilerap_tile_matrix **C)
+{
+  double *cval = NULL;
+  int err = values ? tr_alloc_engine(X, (size_t)cnnz * sizeof(double), (void **)&cval) : TILERAP_SUCCESS;
+  if (!err) err = tr_product_fill(&X->c, aval, avidx, bval, bvidx, cval, 1);
+  if (!err) err = tr_make_c(X, m, n, cval, C);
+  tr_free_engine(X->engine, cval);
+  return err;
+}
+
+/* A*B (at = 0) or A^T*B (at = 1) on the engine's memory */
 int tr_csr_path_create(const tilerap_tile_matrix *A, int at, const tilerap_tile_matrix *B, tilerap_engine engine,
                        void *stream, int values, tr_csr_path **out, tilerap_tile_matrix **C, tilerap_spgemm_info *info)
 {
   *out = NULL; *C = NULL;
-  tr_csr_path *X = tilerap_host_calloc(1, sizeof *X);
+  tr_csr_path *X = tr_path_new(engine, stream);
   if (!X) return TILERAP_ERR_NOMEM;
-  X->engine = engine;
-  X->stream = stream;
   const int32_t m = at ? A->n : A->m;
-  double *cval = NULL;
   int64_t cnnz = 0;
   int err;
-  if ((err = tr_view_make(X, A, at, &X->va)) || (err = tr_view_make(X, B, 0, &X->vb))) goto fail;
-  if ((err = tr_product_make(X, m, B->n, X->va.rp, X->va.col, A->nnz, X->vb.rp, X->vb.col, &X->c, &cnnz, &X->macs_c)))
-    goto fail;
-  if (values && (err = tr_alloc_engine(X, (size_t)cnnz * sizeof(double), (void **)&cval))) goto fail;
-  if ((err = tr_product_fill(&X->c, A->val, X->va.vidx, B->val, X->vb.vidx, cval, 1))) goto fail;
-  if ((err = tr_make_c(X, m, B->n, cval, C))) goto fail;
-  tr_free_engine(engine, cval);
+  if ((err = tr_view_make(X, A, at, &X->va)) || (err = tr_view_make(X, B, 0, &X->vb)) ||
+      (err = tr_product_make(X, m, B->n, X->va.rp, X->va.col, A->nnz, X->vb.rp, X->vb.col, &X->c, &cnnz, &X->macs_c)) ||
+      (err = tr_finish_c(X, A->val, X->va.vidx, B->val, X->vb.vidx, m, B->n, cnnz, values, C))) {
+    tilerap_tile_destroy(C);
+    tr_csr_path_destroy(&X);
+    return err;
+  }
   if (info) tr_info(X, A, B, *C, X->macs_c, info);
   *out = X;
   return TILERAP_SUCCESS;
-fail:
-  tr_free_engine(engine, cval);
-  tilerap_tile_destroy(C);
-  tr_csr_path_destroy(&X);
-  return err;
 }
 
 int tr_csr_path_ptap_create(const tilerap_tile_matrix *A, const tilerap_tile_matrix *P, tilerap_engine engine,
@@ -230,29 +242,24 @@ int tr_csr_path_ptap_create(const tilerap_tile_matrix *A, const tilerap_tile_mat
                             tilerap_spgemm_info *ap_info, tilerap_spgemm_info *c_info)
 {
   *out = NULL; *C = NULL;
-  tr_csr_path *X = tilerap_host_calloc(1, sizeof *X);
+  tr_csr_path *X = tr_path_new(engine, stream);
   if (!X) return TILERAP_ERR_NOMEM;
-  X->engine = engine;
-  X->stream = stream;
   X->galerkin = 1;
-  double *cval = NULL;
   int64_t apnnz = 0, cnnz = 0;
   int err;
   if ((err = tr_view_make(X, A, 0, &X->va)) || (err = tr_view_make(X, P, 0, &X->vb)) ||
-      (err = tr_view_make(X, P, 1, &X->vt)))
-    goto fail;
-  if ((err = tr_product_make(X, A->m, P->n, X->va.rp, X->va.col, A->nnz, X->vb.rp, X->vb.col, &X->ab, &apnnz,
+      (err = tr_view_make(X, P, 1, &X->vt)) ||
+      (err = tr_product_make(X, A->m, P->n, X->va.rp, X->va.col, A->nnz, X->vb.rp, X->vb.col, &X->ab, &apnnz,
                              &X->macs_ab)) ||
       (err = tr_alloc_engine(X, (size_t)apnnz * sizeof(double), (void **)&X->apval)) ||
-      (err = tr_product_fill(&X->ab, A->val, X->va.vidx, P->val, X->vb.vidx, X->apval, 0)))
-    goto fail;
-  if ((err = tr_product_make(X, P->n, P->n, X->vt.rp, X->vt.col, P->nnz, tr_product_rowptr(&X->ab),
-                             tr_product_colidx(&X->ab), &X->c, &cnnz, &X->macs_c)))
-    goto fail;
-  if (values && (err = tr_alloc_engine(X, (size_t)cnnz * sizeof(double), (void **)&cval))) goto fail;
-  if ((err = tr_product_fill(&X->c, P->val, X->vt.vidx, X->apval, NULL, cval, 1))) goto fail;
-  if ((err = tr_make_c(X, P->n, P->n, cval, C))) goto fail;
-  tr_free_engine(engine, cval);
+      (err = tr_product_fill(&X->ab, A->val, X->va.vidx, P->val, X->vb.vidx, X->apval, 0)) ||
+      (err = tr_product_make(X, P->n, P->n, X->vt.rp, X->vt.col, P->nnz, tr_product_rowptr(&X->ab),
+                             tr_product_colidx(&X->ab), &X->c, &cnnz, &X->macs_c)) ||
+      (err = tr_finish_c(X, P->val, X->vt.vidx, X->apval, NULL, P->n, P->n, cnnz, values, C))) {
+    tilerap_tile_destroy(C);
+    tr_csr_path_destroy(&X);
+    return err;
+  }
   if (ap_info) {
     tr_info(X, A, P, NULL, X->macs_ab, ap_info);
     ap_info->c_nnz = apnnz;
@@ -260,11 +267,6 @@ int tr_csr_path_ptap_create(const tilerap_tile_matrix *A, const tilerap_tile_mat
   if (c_info) tr_info(X, P, NULL, *C, X->macs_c, c_info);
   *out = X;
   return TILERAP_SUCCESS;
-fail:
-  tr_free_engine(engine, cval);
-  tilerap_tile_destroy(C);
-  tr_csr_path_destroy(&X);
-  return err;
 }
 
 /* numeric run on the operands (the plan's structures, checked by the

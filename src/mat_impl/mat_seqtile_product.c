@@ -82,6 +82,14 @@ static PetscErrorCode TileProductView(Mat C, PetscViewer viewer)
   if (iascii && pd) {
     PetscCall(PetscViewerASCIIPrintf(viewer, "tilerap %s product, engine %s: %" PetscInt_FMT " plan(s), %" PetscInt_FMT " numeric phase(s), %" PetscInt_FMT " first product(s) made by the plan\n", MatProductTypes[pd->type],
                                      tilerap_engine_name(tilerap_engine_resolve(pd->opt.engine)), pd->nplans, pd->nnumeric, pd->nfresh));
+    /* which path the plan took and what it chose by (TILERAP_PATH) */
+    tilerap_spgemm_info i;
+    tilerap_ptap_info   g;
+    int                 have = 0;
+    if (pd->ptap && !tilerap_ptap_plan_info(pd->ptap, &g)) { i = g.ap; have = 1; }
+    else if (pd->ab && !tilerap_spgemm_plan_info(pd->ab, &i)) have = 1;
+    if (have)
+      PetscCall(PetscViewerASCIIPrintf(viewer, "tilerap path %s (operands' mean entries per tile %.2f and %.2f; -mat_tile_path)\n", tilerap_path_name(i.path), i.a_fill, i.b_fill));
   }
   PetscFunctionReturn(PETSC_SUCCESS);
 }
