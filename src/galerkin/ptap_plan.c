@@ -305,8 +305,8 @@ int tilerap_ptap_numeric(tilerap_ptap_plan G, const tilerap_tile_matrix *A, cons
     G->runs++;
     return wC != C ? tr_tile_copy_values(wC, C) : TILERAP_SUCCESS;
   }
-  int ap_scatter = 0, c_scatter = 0; /* which halves by the first-value kernels this run */
 #ifdef TILERAP_HAVE_CUDA
+  int ap_scatter = 0, c_scatter = 0; /* which halves by the first-value kernels this run */
   if (G->engine == TILERAP_ENGINE_CUDA) {
     c_scatter = G->runs == 0 || G->mode == TR_PTAP_SCATTER_ALL || G->mode == TR_PTAP_SCATTER_C;
     ap_scatter = G->ap_scatter && (G->runs == 0 || G->mode == TR_PTAP_SCATTER_ALL);
@@ -343,6 +343,17 @@ int tilerap_ptap_plan_info(tilerap_ptap_plan plan, tilerap_ptap_info *info)
 {
   if (!plan || !info) return tilerap_set_error(TILERAP_ERR_NULL, "tilerap_ptap_plan_info: NULL argument");
   *info = plan->info;
+  return TILERAP_SUCCESS;
+}
+
+int tilerap_ptap_path(const tilerap_tile_matrix *A, const tilerap_tile_matrix *P, tilerap_path *path, double *a_fill,
+                      double *p_fill)
+{
+  int err = tr_ptap_check(A, P, "tilerap_ptap_path");
+  if (err || (err = tr_tuning_check())) return err;
+  if (path) *path = tr_csr_path_choose(A, P) ? TILERAP_PATH_CSR : TILERAP_PATH_TILES;
+  if (a_fill) *a_fill = tr_tile_fill(A);
+  if (p_fill) *p_fill = tr_tile_fill(P);
   return TILERAP_SUCCESS;
 }
 

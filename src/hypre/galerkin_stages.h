@@ -127,6 +127,8 @@ typedef struct {
 
   int failed, reason;
   double tp, ph_local[TR_PH_N];
+  tilerap_path path;           /* the Galerkin product's path (verbose report) */
+  double a_fill, p_fill;       /* ... and what it was chosen by */
 } tr_galerkin;
 
 /* ---- galerkin.c */
