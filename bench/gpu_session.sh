@@ -10,6 +10,7 @@
 # steps (in the order given):
 # tests     the GPU set of `make check-gpu` plus the core tests with the
 #           CUDA engine chosen automatically (TAP counts per program)
+# irregular bench/irregular.sh full: the irregular set (BENCHMARKS.md section 9)
 # paths     test/gpu_paths.sh: the GPU tests with each large-product path
 #           forced on small products (as make check-gpu)
 # sanitize  test/gpu_sanitize.sh: compute-sanitizer on --quick runs (as make
@@ -78,12 +79,16 @@ for what in "$@"; do
   case $what in
   tests)
     for t in test_gpu_spgemm test_gpu_ptap test_gpu_tc test_gpu_errors test_gpu_order test_gpu_convert test_atb \
-      test_spgemm test_ptap test_tile_format test_errors; do
+      test_spgemm test_ptap test_tile_format test_errors test_misuse test_irregular; do
       tap "$t" "$B/test/$t"
     done
     ;;
   paths)
     tap "forced paths (test/gpu_paths.sh)" sh "$(dirname "$0")/../test/gpu_paths.sh" "$B"
+    ;;
+  irregular)
+    sh "$(dirname "$0")/irregular.sh" "$B" full --reps 5 >"$out/irregular.log" 2>&1 || note "irregular: exit $?"
+    grep ' all ' "$out/irregular.log" | sed 's/^/irregular: /' | tee -a "$summary"
     ;;
   sanitize)
     tap "sanitizers (test/gpu_sanitize.sh)" sh "$(dirname "$0")/../test/gpu_sanitize.sh" "$B"
