@@ -370,11 +370,12 @@ typedef struct {
   tilerap_spgemm_info ptap; /* C = P^T*(AP)  */
 } tilerap_ptap_info;
 TILERAP_EXPORT int tilerap_ptap_plan_info(tilerap_ptap_plan plan, tilerap_ptap_info *info);
-/* The path a Galerkin plan (or tilerap_ptap) of A and P would take now
- * (TILERAP_PATH and the operands' entries per tile), and those fills (any
- * output may be NULL): what the hypre hook reports per product. */
-TILERAP_EXPORT int tilerap_ptap_path(const tilerap_tile_matrix *A, const tilerap_tile_matrix *P, tilerap_path *path,
-                                     double *a_fill, double *p_fill);
+/* The path a Galerkin plan (or tilerap_ptap) of A and P with options opt
+ * (NULL: defaults) would take now (TILERAP_PATH, the engine and the
+ * operands' entries per tile), and those fills (any output may be NULL):
+ * what the hypre hook reports per product. */
+TILERAP_EXPORT int tilerap_ptap_path(const tilerap_tile_matrix *A, const tilerap_tile_matrix *P,
+                                     const tilerap_options *opt, tilerap_path *path, double *a_fill, double *p_fill);
 
 #ifdef __cplusplus
 }

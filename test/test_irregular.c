@@ -128,6 +128,22 @@ static void check_ptap_plan(const char *spec, const tilerap_csr *A, const tilera
   double e = err ? INFINITY : compare(tC, R);
   tap_ok(e <= 1e-14, "%s: P^T A P plan + numeric, relerr %.2e%s%s", spec, e, err ? ": " : "", err ? tilerap_last_error() : "");
   tilerap_csr_destroy(&R);
+  /* the path the plan took is the one tilerap_ptap_path names; a mesh in
+   * random order (nearly empty tiles) takes the CSR path unless forced */
+  {
+    tilerap_ptap_info info;
+    tilerap_path said = TILERAP_PATH_TILES;
+    double fa = 0, fp = 0;
+    int e2 = err ? err : tilerap_ptap_plan_info(plan, &info);
+    if (!e2) e2 = tilerap_ptap_path(tA, tP, &g_opt, &said, &fa, &fp);
+    tap_ok(!e2 && said == info.ap.path && said == info.ptap.path && fa == info.ap.a_fill && fp == info.ap.b_fill,
+           "%s: tilerap_ptap_path says %s (fills %.2f, %.2f), the plan took %s", spec, tilerap_path_name(said), fa, fp,
+           e2 ? "?" : tilerap_path_name(info.ap.path));
+    const char *forced = getenv("TILERAP_PATH");
+    if (!strncmp(spec, "mesh2d:", 7) && !strstr(spec, "sfc"))
+      tap_ok(said == (forced && !strcmp(forced, "tiles") ? TILERAP_PATH_TILES : TILERAP_PATH_CSR),
+             "%s: random order takes the %s path", spec, tilerap_path_name(said));
+  }
   tilerap_csr *A2 = ref_copy(A), *P2 = ref_copy(P);
   ref_randomize_values(A2, seed);
   ref_randomize_values(P2, seed);

@@ -65,7 +65,7 @@ int tilerap_atb_plan_create(const tilerap_tile_matrix *A, const tilerap_tile_mat
   if (!G) return TILERAP_ERR_NOMEM;
   G->engine = engine;
   G->stream = o.stream;
-  const int csr = tr_csr_path_choose(A, B);
+  const int csr = tr_csr_path_choose(A, B, engine);
   if (engine == TILERAP_ENGINE_CPU) {
     err = csr ? tr_csr_path_create(A, 1, B, engine, NULL, o.plan_values, &G->csr, C, NULL)
               : tr_cpu_spgemm_plan_create_atb(A, B, &o, &G->plan, C);

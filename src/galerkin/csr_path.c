@@ -52,12 +52,19 @@ double tr_tile_fill(const tilerap_tile_matrix *T)
  * indices per tile); clustered entries give more, so this errs towards
  * the tiles where locality exists.  A dense row is not a reason: sending
  * such an A here (a test of its longest tile row) did not pay when
- * measured (BENCHMARKS.md, the irregular set). */
-int tr_csr_path_choose(const tilerap_tile_matrix *A, const tilerap_tile_matrix *B)
+ * measured (BENCHMARKS.md, the irregular set).
+ * The CPU engine's tile kernel also walks each of A's entries in every
+ * pair, which its B tile rows mostly miss when B's tiles are sparse:
+ * about pairs * fill(A) steps against the multiply-adds, i.e. 16 / fill(B)
+ * steps per multiply-add; below TR_CPU_TILES_MIN_B_FILL entries per tile
+ * of B the CPU engine takes the CSR path as well. */
+#define TR_CPU_TILES_MIN_B_FILL 8.0
+int tr_csr_path_choose(const tilerap_tile_matrix *A, const tilerap_tile_matrix *B, tilerap_engine engine)
 {
   const int knob = tr_knob_int(TR_KNOB_PATH); /* 0 auto, 1 tiles, 2 csr */
   if (knob) return knob == 2;
   if (!A->nnz || !B->nnz) return 0;
+  if (engine == TILERAP_ENGINE_CPU && tr_tile_fill(B) < TR_CPU_TILES_MIN_B_FILL) return 1;
   return tr_tile_fill(A) * tr_tile_fill(B) / 16.0 < tr_knob(TR_KNOB_CSR_MACS_PER_PAIR);
 }
 

@@ -8,9 +8,10 @@ typedef struct tr_csr_path tr_csr_path;
 
 /* mean entries per stored tile (0 without tiles) */
 double tr_tile_fill(const tilerap_tile_matrix *T);
-/* 1: the product A*B (or P^T A P with B = P) takes the CSR path
- * (TILERAP_PATH, else the fills against TILERAP_CSR_MACS_PER_PAIR) */
-int tr_csr_path_choose(const tilerap_tile_matrix *A, const tilerap_tile_matrix *B);
+/* 1: the product A*B (or P^T A P with B = P) on the engine takes the CSR
+ * path (TILERAP_PATH, else the fills against TILERAP_CSR_MACS_PER_PAIR;
+ * the CPU engine also where B's tiles are sparse) */
+int tr_csr_path_choose(const tilerap_tile_matrix *A, const tilerap_tile_matrix *B, tilerap_engine engine);
 /* C = A*B (at = 0) or A^T*B (at = 1); operands in the engine's memory;
  * values: C's values now, else zeros until the first numeric run */
 int tr_csr_path_create(const tilerap_tile_matrix *A, int at, const tilerap_tile_matrix *B, tilerap_engine engine,

@@ -207,7 +207,7 @@ static int tr_ptap_plan_create_mode(const tilerap_tile_matrix *A, const tilerap_
       goto fail;
     wA = G->dA; wP = G->dP;
   }
-  if (tr_csr_path_choose(wA, wP)) {
+  if (tr_csr_path_choose(wA, wP, engine)) {
     if ((err = tr_csr_path_ptap_create(wA, wP, engine, o.stream, o.plan_values, &G->csr, &wC, &G->info.ap,
                                        &G->info.ptap)))
       goto fail;
@@ -346,12 +346,15 @@ int tilerap_ptap_plan_info(tilerap_ptap_plan plan, tilerap_ptap_info *info)
   return TILERAP_SUCCESS;
 }
 
-int tilerap_ptap_path(const tilerap_tile_matrix *A, const tilerap_tile_matrix *P, tilerap_path *path, double *a_fill,
-                      double *p_fill)
+int tilerap_ptap_path(const tilerap_tile_matrix *A, const tilerap_tile_matrix *P, const tilerap_options *opt,
+                      tilerap_path *path, double *a_fill, double *p_fill)
 {
+  tilerap_options defaults;
+  if (!opt) { tilerap_options_default(&defaults); opt = &defaults; }
+  tilerap_engine engine;
   int err = tr_ptap_check(A, P, "tilerap_ptap_path");
-  if (err || (err = tr_tuning_check())) return err;
-  if (path) *path = tr_csr_path_choose(A, P) ? TILERAP_PATH_CSR : TILERAP_PATH_TILES;
+  if (err || (err = tr_plan_engine(opt, A, "tilerap_ptap_path", &engine))) return err;
+  if (path) *path = tr_csr_path_choose(A, P, engine) ? TILERAP_PATH_CSR : TILERAP_PATH_TILES;
   if (a_fill) *a_fill = tr_tile_fill(A);
   if (p_fill) *p_fill = tr_tile_fill(P);
   return TILERAP_SUCCESS;

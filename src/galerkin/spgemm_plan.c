@@ -277,7 +277,7 @@ int tr_spgemm_plan_create_mode(const tilerap_tile_matrix *A, const tilerap_tile_
   P->dense_threshold = opt->dense_threshold;
   P->stream = opt->stream;
   P->info.engine = engine;
-  P->csr_chosen = !(one_shot & TR_PLAN_TILES_ONLY) && tr_csr_path_choose(A, B);
+  P->csr_chosen = !(one_shot & TR_PLAN_TILES_ONLY) && tr_csr_path_choose(A, B, engine);
   one_shot &= ~TR_PLAN_TILES_ONLY;
   if (engine == TILERAP_ENGINE_CPU)
     err = P->csr_chosen ? tr_csr_path_create(A, 0, B, engine, NULL, opt->plan_values, &P->csr, C, &P->info)

@@ -199,7 +199,7 @@ static int products(tr_galerkin *g, int *stale)
   tilerap_tile_matrix **wC = dev ? &g->dC : &g->Call;
   int err;
   if (g->galerkin) {
-    if ((err = tilerap_ptap_path(wA, wP, &g->path, &g->a_fill, &g->p_fill)) ||
+    if ((err = tilerap_ptap_path(wA, wP, &g->opt, &g->path, &g->a_fill, &g->p_fill)) ||
         (err = tilerap_ptap(wA, wP, &g->opt, wC)))
       return tr_galerkin_engine_failed(g, err);
   } else if ((err = tilerap_tile_transpose(wR, &g->Rt, NULL)) || (err = tilerap_spgemm(wA, wP, &g->opt, &g->AP)) ||
