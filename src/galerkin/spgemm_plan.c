@@ -18,7 +18,6 @@ struct tilerap_spgemm_plan_s {
   int record_first; /* RECORDED asked for: record on the first numeric run (AUTO: on the second) */
   int64_t cpu_runs; /* numeric runs so far */
   int at;         /* CPU engine: plan of A^T * B (tr_cpu_spgemm_plan_create_atb) */
-  int csr_chosen; /* the CSR path was chosen at creation */
   tr_csr_path *csr; /* the CSR path (csr_path.c) instead of the tile steps */
 #ifdef TILERAP_HAVE_CUDA
   struct tr_cuda_spgemm *cuda;
@@ -219,11 +218,12 @@ int tr_cpu_spgemm_plan_create_atb(const tilerap_tile_matrix *A, const tilerap_ti
 }
 
 #ifdef TILERAP_HAVE_CUDA
+/* csr: the CSR path (csr_path.c) instead of the tile steps */
 static int tr_plan_cuda(tilerap_spgemm_plan P, const tilerap_tile_matrix *A, const tilerap_tile_matrix *B,
-                        const tilerap_options *opt, int one_shot, tilerap_tile_matrix **C)
+                        const tilerap_options *opt, int one_shot, int csr, tilerap_tile_matrix **C)
 {
   int err;
-  if (P->csr_chosen) {
+  if (csr) {
     if (A->memtype == TILERAP_MEM_DEVICE)
       return tr_csr_path_create(A, 0, B, TILERAP_ENGINE_CUDA, opt->stream, opt->plan_values, &P->csr, C, &P->info);
     if ((err = tilerap_tile_copy(A, TILERAP_MEM_DEVICE, &P->dA)) || (err = tilerap_tile_copy(B, TILERAP_MEM_DEVICE, &P->dB)) ||
@@ -277,14 +277,14 @@ int tr_spgemm_plan_create_mode(const tilerap_tile_matrix *A, const tilerap_tile_
   P->dense_threshold = opt->dense_threshold;
   P->stream = opt->stream;
   P->info.engine = engine;
-  P->csr_chosen = !(one_shot & TR_PLAN_TILES_ONLY) && tr_csr_path_choose(A, B, engine);
+  const int csr = !(one_shot & TR_PLAN_TILES_ONLY) && tr_csr_path_choose(A, B, engine);
   one_shot &= ~TR_PLAN_TILES_ONLY;
   if (engine == TILERAP_ENGINE_CPU)
-    err = P->csr_chosen ? tr_csr_path_create(A, 0, B, engine, NULL, opt->plan_values, &P->csr, C, &P->info)
-                        : tr_plan_cpu(P, A, B, opt->cpu_kernel, opt->plan_values, C);
+    err = csr ? tr_csr_path_create(A, 0, B, engine, NULL, opt->plan_values, &P->csr, C, &P->info)
+               : tr_plan_cpu(P, A, B, opt->cpu_kernel, opt->plan_values, C);
   else {
 #ifdef TILERAP_HAVE_CUDA
-    err = tr_plan_cuda(P, A, B, opt, one_shot, C);
+    err = tr_plan_cuda(P, A, B, opt, one_shot, csr, C);
 #else
     err = tilerap_set_error(TILERAP_ERR_ENGINE, "built without CUDA");
 #endif

@@ -67,13 +67,7 @@ static __global__ void k_row_bound(int32_t m, int64_t annz, const int64_t *__res
   unsigned long long sum = 0;
   int32_t first = INT_MAX, last = -1;
   if (e0 < annz) {
-    int32_t lo = 0, hi = m; /* last row with arp[row] <= e0 */
-    while (hi - lo > 1) {
-      const int32_t mid = (lo + hi) >> 1;
-      if (arp[mid] <= e0) lo = mid;
-      else hi = mid;
-    }
-    row = lo;
+    row = (int32_t)tr_tile_of_entry(arp, 0, m, e0); /* last row with arp[row] <= e0 */
     first = row;
     const int64_t e1 = min(e0 + TR_BOUND_ITEMS, annz);
     for (int64_t e = e0; e < e1; e++) {

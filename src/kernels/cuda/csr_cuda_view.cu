@@ -8,18 +8,6 @@
 #include "spgemm_cuda.cuh"
 #include <cub/cub.cuh>
 
-/* tile row of tile t: last I with tile_ptr[I] <= t */
-static __device__ __forceinline__ int32_t tr_tile_row(const int64_t *__restrict__ tile_ptr, int32_t TR, int64_t t)
-{
-  int32_t lo = 0, hi = TR; /* tile_ptr[lo] <= t < tile_ptr[hi] */
-  while (hi - lo > 1) {
-    const int32_t mid = (lo + hi) >> 1;
-    if (tile_ptr[mid] <= t) lo = mid;
-    else hi = mid;
-  }
-  return lo;
-}
-
 /* pass 0: row lengths (atomics into len); pass 1: entries placed through
  * the row cursors.  A thread per tile (one search for its tile row, then
  * its 16 rows); a warp-aggregated variant (one atomic per row and warp)
@@ -30,7 +18,7 @@ static __global__ void k_view(int pass, int transpose, int32_t TR, int64_t ntile
 {
   const int64_t t = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
   if (t >= ntiles) return;
-  const int32_t I = tr_tile_row(T.tile_ptr, TR, t), J = T.tile_col[t];
+  const int32_t I = (int32_t)tr_tile_of_entry(T.tile_ptr, 0, TR, t), J = T.tile_col[t]; /* t's tile row */
   const int64_t off = T.tile_off[t];
   for (int r = 0; r < 16; r++) {
     unsigned mask = T.row_mask[16 * t + r];
@@ -99,13 +87,8 @@ static __global__ void k_positions(int32_t m, int64_t nnz, const int64_t *__rest
 {
   const int64_t p = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
   if (p >= nnz) return;
-  int32_t lo = 0, hi = m; /* row: last i with rp[i] <= p (empty rows share their pointer) */
-  while (hi - lo > 1) {
-    const int32_t mid = (lo + hi) >> 1;
-    if (rp[mid] <= p) lo = mid;
-    else hi = mid;
-  }
-  const int32_t i = lo, c = col[p];
+  /* row: last i with rp[i] <= p (empty rows share their pointer) */
+  const int32_t i = (int32_t)tr_tile_of_entry(rp, 0, m, p), c = col[p];
   const int64_t t = tr_find_tile(T.tile_ptr, T.tile_col, i >> 4, c >> 4);
   const int64_t w = 16 * t + (i & 15);
   pos[p] = T.tile_off[t] + T.row_ptr[w] + __popc(T.row_mask[w] & ((1u << (c & 15)) - 1u));

@@ -427,7 +427,9 @@ static __device__ __forceinline__ int64_t tr_find_tile(const int64_t *__restrict
 }
 
 /* last tile p in [lo, hi) with tile_off[p] <= q (tiles are never empty,
- * but equal offsets would still give the tile that holds q) */
+ * but equal offsets would still give the tile that holds q); the same
+ * search finds the row of an entry in row pointers, or the tile row of a
+ * tile in tile_ptr */
 static __device__ __forceinline__ int64_t tr_tile_of_entry(const int64_t *__restrict__ tile_off, int64_t lo, int64_t hi,
                                                            int64_t q)
 {
