@@ -22,13 +22,32 @@ int bench_cusparse_pool(void)
   }
   return on;
 }
+/* live allocations and their sizes, for the memory columns */
+#define BENCH_LIVE_MAX 256
+static struct { void *p; size_t bytes; } live[BENCH_LIVE_MAX];
+static size_t dmem_now, dmem_peak;
+size_t bench_dmem_in_use(void) { return dmem_now; }
+size_t bench_dmem_peak(void) { return dmem_peak; }
+void bench_dmem_reset_peak(void) { dmem_peak = dmem_now; }
+
 cudaError_t bench_dmalloc(void **p, size_t bytes)
 {
-  return bench_cusparse_pool() ? cudaMallocAsync(p, bytes, 0) : cudaMalloc(p, bytes);
+  cudaError_t e = bench_cusparse_pool() ? cudaMallocAsync(p, bytes, 0) : cudaMalloc(p, bytes);
+  if (e != cudaSuccess) return e;
+  int i = 0;
+  while (i < BENCH_LIVE_MAX && live[i].p) i++;
+  if (i == BENCH_LIVE_MAX) { fprintf(stderr, "bench_dmalloc: more than %d live allocations\n", BENCH_LIVE_MAX); exit(2); }
+  live[i].p = *p;
+  live[i].bytes = bytes;
+  dmem_now += bytes;
+  if (dmem_now > dmem_peak) dmem_peak = dmem_now;
+  return e;
 }
 void bench_dfree(void *p)
 {
   if (!p) return;
+  for (int i = 0; i < BENCH_LIVE_MAX; i++)
+    if (live[i].p == p) { dmem_now -= live[i].bytes; live[i].p = NULL; break; }
   if (bench_cusparse_pool()) cudaFreeAsync(p, 0);
   else cudaFree(p);
 }

@@ -32,6 +32,11 @@
 cudaError_t bench_dmalloc(void **p, size_t bytes);
 void bench_dfree(void *p);
 int bench_cusparse_pool(void);
+/* Bytes those allocations hold now and at most since the last
+ * bench_dmem_reset_peak (cuSPARSE's workspaces, the CSR arrays) */
+size_t bench_dmem_in_use(void);
+size_t bench_dmem_peak(void);
+void bench_dmem_reset_peak(void);
 
 /* Device CSR with 32-bit indices and its cuSPARSE descriptor. */
 typedef struct {

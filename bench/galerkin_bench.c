@@ -18,9 +18,6 @@
  * products); tr_num = steady re-runs of one plan, interleaved with
  * PETSc's MAT_REUSE_MATRIX (petsc_re); x* = PETSc time / tilerap time.
  */
-#ifdef HAVE_CONFIG_H
-#include "tilerap_config.h"
-#endif
 #include "tilerap.h"
 #include "tilerap_model.h"
 #include "../test/ref_gustavson.h"
@@ -32,7 +29,7 @@
 #ifdef _OPENMP
 #include <omp.h>
 #endif
-#ifdef TILERAP_HAVE_PETSC
+#ifdef BENCH_WITH_PETSC
 #include <petscmat.h>
 #endif
 
@@ -45,7 +42,7 @@ typedef struct {
   double conv, first, rerun1, numeric, petsc_first, petsc_reuse, relerr, petsc_relerr;
 } level_times;
 
-#ifdef TILERAP_HAVE_PETSC
+#ifdef BENCH_WITH_PETSC
 /* SEQAIJ copy of a CSR (PETSc keeps its own arrays). */
 static Mat petsc_from_csr(const tilerap_csr *A)
 {
@@ -142,7 +139,7 @@ static int run_case(const char *spec, int reps, tilerap_engine engine, int with_
      * repetition, so that both see the same machine load */
     tilerap_ptap_plan plan = NULL;
     double tf[MAXREPS], tn[MAXREPS], pf[MAXREPS], pn[MAXREPS];
-#ifdef TILERAP_HAVE_PETSC
+#ifdef BENCH_WITH_PETSC
     Mat pA = NULL, pP = NULL, pC = NULL;
     if (with_petsc) { pA = petsc_from_csr(Al[l]); pP = petsc_from_csr(Pl[l]); }
 #endif
@@ -164,7 +161,7 @@ static int run_case(const char *spec, int reps, tilerap_engine engine, int with_
       tilerap_ptap_numeric(plan, tA, tP, tC);
       double t3 = bench_now();
       if (r) { tf[r - 1] = t1 - t0; t1r[r - 1] = t3 - t2; }
-#ifdef TILERAP_HAVE_PETSC
+#ifdef BENCH_WITH_PETSC
       if (with_petsc) {
         if (pC) MatDestroy(&pC);
         t0 = bench_now();
@@ -180,7 +177,7 @@ static int run_case(const char *spec, int reps, tilerap_engine engine, int with_
       tilerap_ptap_numeric(plan, tA, tP, tC);
       double t1 = bench_now();
       if (r) tn[r - 1] = t1 - t0;
-#ifdef TILERAP_HAVE_PETSC
+#ifdef BENCH_WITH_PETSC
       if (with_petsc) {
         t0 = bench_now();
         MatPtAP(pA, pP, MAT_REUSE_MATRIX, 2.0, &pC);
@@ -195,7 +192,7 @@ static int run_case(const char *spec, int reps, tilerap_engine engine, int with_
     if (!(bench_tile_relerr(tC, Al[l + 1]) <= 1e-14)) { fprintf(stderr, "level %d: WRONG RESULT after re-run\n", l); bad = 1; }
     tilerap_ptap_info info;
     tilerap_ptap_plan_info(plan, &info);
-#ifdef TILERAP_HAVE_PETSC
+#ifdef BENCH_WITH_PETSC
     if (with_petsc) {
       t.petsc_first = bench_median(pf, reps);
       t.petsc_reuse = bench_median(pn, reps);
@@ -234,7 +231,7 @@ int main(int argc, char **argv)
   int reps = 7, with_petsc = 0, ncases = 0;
   tilerap_engine engine = TILERAP_ENGINE_CPU;
   const char *cases[32];
-#ifdef TILERAP_HAVE_PETSC
+#ifdef BENCH_WITH_PETSC
   with_petsc = 1;
 #endif
   for (int i = 1; i < argc; i++) {
@@ -253,7 +250,7 @@ int main(int argc, char **argv)
   }
   if (reps < 1 || reps > MAXREPS - 1) reps = 7;
   if (!ncases) { cases[0] = "p3d7:64"; cases[1] = "p3d7:101"; ncases = 2; }
-#ifdef TILERAP_HAVE_PETSC
+#ifdef BENCH_WITH_PETSC
   int pargc = 1;
   char **pargv = argv;
   if (with_petsc) PetscInitialize(&pargc, &pargv, NULL, NULL);
@@ -272,7 +269,7 @@ int main(int argc, char **argv)
   printf(" %8s\n", "relerr");
   int bad = 0;
   for (int c = 0; c < ncases; c++) bad |= run_case(cases[c], reps, engine, with_petsc);
-#ifdef TILERAP_HAVE_PETSC
+#ifdef BENCH_WITH_PETSC
   if (with_petsc) PetscFinalize();
 #endif
   return bad;

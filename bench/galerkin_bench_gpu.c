@@ -17,8 +17,10 @@
  * case = p2d5:1024 etc., or an irregular matrix of tilerap_model.h
  * (mesh2d:500000, mesh2d:500000:sfc, powerlaw:300000, ...) with
  * graph-aggregation prolongators, checked against the Gustavson product.
- * Each row ends with the path the plan took and the operands' mean
- * entries per tile (what it chose by).
+ * Each row ends with the path the plan took, the operands' mean entries
+ * per tile (what it chose by) and the first product's peak device memory
+ * above A and P, in MB, for tilerap (its pool's high-water mark: plan,
+ * temporaries and C) and for cuSPARSE (its workspaces, P^T, AP and C).
  *
  * --tc T1,T2,...  tensor-core mode instead of cuSPARSE: per level, the
  *   numeric re-run with tensor cores off and with tc_threshold T1, T2, ...
@@ -39,6 +41,7 @@
  *   stream synchronisation, and a stream-ordered 4 KB allocation and free
  *   from a memory pool (host wall clock, median of 9 batches of 200). */
 #include "tilerap.h"
+#include "tilerap_device.h"
 #include "tilerap_model.h"
 #include "../test/ref_gustavson.h"
 #include "bench_common.h"
@@ -108,7 +111,7 @@ static void run_case(const char *spec, double bw, cusparseHandle_t h)
   tilerap_options ocpu, ogpu;
   tilerap_options_default(&ocpu); ocpu.engine = TILERAP_ENGINE_CPU;
   tilerap_options_default(&ogpu); ogpu.engine = TILERAP_ENGINE_CUDA;
-  double tot[4] = {0}, totf = 0;
+  double tot[4] = {0}, totf = 0, mem_max[2] = {0, 0};
   int all_ok = 1;
   for (int lvl = 0; lvl < 4 && A->m >= 500; lvl++) {
     tilerap_csr *P = NULL;
@@ -131,6 +134,9 @@ static void run_case(const char *spec, double bw, cusparseHandle_t h)
     tilerap_ptap_plan plan = NULL;
     tilerap_options ofirst = ogpu;
     ofirst.plan_values = plan_values;
+    size_t tl_base = 0, tl_peak = 0;
+    TR(tilerap_device_memory(&tl_base, NULL)); /* A and P */
+    TR(tilerap_device_memory_reset_peak());
     for (int r = -1; r < reps; r++) {
       gpu_tic();
       TR(tilerap_ptap_plan_create(dA, dP, &ofirst, &plan, &dC));
@@ -140,6 +146,7 @@ static void run_case(const char *spec, double bw, cusparseHandle_t h)
       if (r < reps - 1) { tilerap_ptap_plan_destroy(&plan); tilerap_tile_destroy(&dC); }
     }
     med[0] = bench_median(t, reps);
+    TR(tilerap_device_memory(NULL, &tl_peak));
     err[0] = bench_tile_relerr(dC, R);
     for (int r = -1; r < reps; r++) {
       gpu_tic();
@@ -161,6 +168,8 @@ static void run_case(const char *spec, double bw, cusparseHandle_t h)
     dcsr_upload(A, &cA); dcsr_upload(P, &cP);
     void *tbuf = NULL;
     size_t tbsz = 0;
+    const size_t cs_base = bench_dmem_in_use(); /* A and P */
+    bench_dmem_reset_peak();
     for (int r = -1; r < reps; r++) {
       gpu_tic();
       cs_spgemm(h, &cA, &cP, &cAP);
@@ -173,6 +182,7 @@ static void run_case(const char *spec, double bw, cusparseHandle_t h)
       if (r < reps - 1) { dcsr_free(&cAP); dcsr_free(&cT); dcsr_free(&cC); bench_dfree(tbuf); tbuf = NULL; tbsz = 0; }
     }
     med[2] = bench_median(t, reps);
+    const size_t cs_peak = bench_dmem_peak();
     tilerap_csr *X = dcsr_download(&cC);
     err[2] = bench_csr_relerr(X, R);
     tilerap_csr_destroy(&X);
@@ -201,11 +211,13 @@ static void run_case(const char *spec, double bw, cusparseHandle_t h)
     int ok = 1;
     for (int i = 0; i < 4; i++) ok &= err[i] <= 1e-12;
     all_ok &= ok;
+    const double tl_mb = 1e-6 * (double)(tl_peak - tl_base), cs_mb = 1e-6 * (double)(cs_peak - cs_base);
     printf("%s:%-6d %3d %9d %10lld %10lld %10lld  %8.3f %8.3f %8.3f %8.3f %8.4f  %6.1fx %6.1fx %6.1f  %.1e %.1e %.1e %.1e %s"
-           "  %s %.2f %.2f\n",
+           "  %s %.2f %.2f  MB %.1f %.1f\n",
            name, n, lvl, A->m, (long long)A->nnz, (long long)P->nnz, (long long)R->nnz, med[0], med[1], med[2], med[3],
            floor_ms, med[2] / med[0], med[3] / med[1], med[1] / floor_ms, err[0], err[1], err[2], err[3],
-           ok ? "ok" : "FAIL", tilerap_path_name(pinfo.ap.path), pinfo.ap.a_fill, pinfo.ap.b_fill);
+           ok ? "ok" : "FAIL", tilerap_path_name(pinfo.ap.path), pinfo.ap.a_fill, pinfo.ap.b_fill, tl_mb, cs_mb);
+    for (int i = 0; i < 2; i++) mem_max[i] = fmax(mem_max[i], i ? cs_mb : tl_mb);
     fflush(stdout);
     for (int i = 0; i < 4; i++) tot[i] += med[i];
     totf += floor_ms;
@@ -216,8 +228,9 @@ static void run_case(const char *spec, double bw, cusparseHandle_t h)
     dims[0] = cd[0]; dims[1] = cd[1]; dims[2] = cd[2];
   }
   printf("%s:%-6d all  tilerap first %.3f ms, numeric %.3f ms | cuSPARSE first %.3f ms, reuse %.3f ms | floor %.3f ms"
-         " | speedup first %.1fx, numeric %.1fx %s\n",
-         name, n, tot[0], tot[1], tot[2], tot[3], totf, tot[2] / tot[0], tot[3] / tot[1], all_ok ? "ok" : "FAIL");
+         " | speedup first %.1fx, numeric %.1fx | peak MB tilerap %.1f cuSPARSE %.1f %s\n",
+         name, n, tot[0], tot[1], tot[2], tot[3], totf, tot[2] / tot[0], tot[3] / tot[1], mem_max[0], mem_max[1],
+         all_ok ? "ok" : "FAIL");
   fflush(stdout);
   tilerap_csr_destroy(&A);
 }
@@ -433,7 +446,8 @@ int main(int argc, char **argv)
          prop.name, bw / 1e12, reps, bench_cusparse_pool() ? "stream-ordered pool" : "cudaMalloc",
          plan_values ? "plan with values" : "plan, then numeric");
   printf("# case     lvl         n       nnzA       nnzP       nnzC  tl_first   tl_num cs_first   cs_num    floor"
-         "  sp_first sp_num num/floor  err: tl_first tl_num cs_first cs_num  check  path fill(A) fill(P)\n");
+         "  sp_first sp_num num/floor  err: tl_first tl_num cs_first cs_num  check  path fill(A) fill(P)"
+         "  MB: tilerap cuSPARSE (first product's peak device memory above A and P)\n");
   for (int i = 0; i < nc; i++) run_case(cases[i], bw, h);
   cusparseDestroy(h);
   return 0;

@@ -23,6 +23,17 @@
 # trace     TILERAP_TRACE host marks of plan creation on two levels
 # envab     this build with and without the environment setting $AB_ENV
 #           (e.g. AB_ENV=TILERAP_ROWS_MAX=0), alternating twice
+# convert   convert-bench-gpu -n 100 (BENCHMARKS.md section 4): 1 and 16 host
+#           threads, and the device path without pinned staging
+# tc        galerkin-bench-gpu --tc sweep on dense-tile and model cases (section 5)
+# spgemm    spgemm-bench A*A and A*A^T on model grids and the irregular set (section 8)
+# petsc     PETSc GAMG, examples/poisson aij against seqtile at 100^3 (section 2)
+# hypre     BoomerAMG, examples/poisson-boomeramg with and without the hook (section 3)
+# precision GAMG iterations with every tile pair on tensor cores in each
+#           precision (section 5)
+#           (petsc, hypre and precision take poisson / poisson-boomeramg from
+#           PATH: a runtime packed with ../shared/device/pack-runtime)
+# tables    bench irregular tc convert spgemm petsc hypre: one run of every table
 # ncu       kernel durations of galerkin-bench-gpu --reps 1 on $NCU_CASES (ncu.csv)
 # ncuab     the same, tilerap's kernels only, this build and $BASE_BENCH
 #           (ncu_new.csv, ncu_base.csv)
@@ -74,7 +85,11 @@ bench_run() {
 }
 
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | sed 's/^/# device: /' | tee -a "$summary"
+steps=()
 for what in "$@"; do
+  if [ "$what" = tables ]; then steps+=(bench irregular tc convert spgemm petsc hypre); else steps+=("$what"); fi
+done
+for what in "${steps[@]}"; do
   t0=$(date +%s)
   case $what in
   tests)
@@ -135,6 +150,52 @@ for what in "$@"; do
       TILERAP_TRACE=1 "$B/bench/galerkin-bench-gpu" --reps 3 $c >>"$out/trace.log" 2>&1
       grep 'tilerap trace' "$out/trace.log" | tail -4 | sed "s/^/$c /" | tee -a "$summary"
     done
+    ;;
+  convert)
+    c=$B/bench/convert-bench-gpu
+    for t in 1 16; do
+      echo "== OMP_NUM_THREADS=$t" >>"$out/convert.log"
+      OMP_NUM_THREADS=$t "$c" -n 100 -reps 7 >>"$out/convert.log" 2>&1 || note "convert $t: exit $?"
+    done
+    echo "== TILERAP_PINNED=0 OMP_NUM_THREADS=16" >>"$out/convert.log"
+    TILERAP_PINNED=0 OMP_NUM_THREADS=16 "$c" -n 100 -reps 7 >>"$out/convert.log" 2>&1 || note "convert pinned 0: exit $?"
+    note "convert: $(grep -c . "$out/convert.log") lines"
+    ;;
+  tc)
+    "$B/bench/galerkin-bench-gpu" --reps 7 --tc 64,128,256,512,1024,2048 blk:4096 blk:8192:0.01 blk:2048:0.1 \
+      p3d27:64 p3d7:100 p2d9:512 wide:48 elast:192000 s125:110000 >"$out/tc.log" 2>&1 || note "tc: exit $?"
+    note "tc: $(grep -c ' ok$' "$out/tc.log") levels ok, $(grep -c FAIL "$out/tc.log") FAIL"
+    ;;
+  spgemm)
+    "$B/bench/spgemm-bench" --gen p3d7:101 --gen p3d27:64 --gen p2d5:1024 --gen mesh2d:500000 --gen mesh3d:150000 \
+      --gen powerlaw:30000 --gen random:200000 >"$out/spgemm.log" 2>&1 || note "spgemm: exit $?"
+    grep '^# .* products' "$out/spgemm.log" | sed 's/^/spgemm: /' | tee -a "$summary"
+    ;;
+  petsc)
+    for mt in aij seqtile; do
+      poisson -dim 3 -n 100 -stencil 7 -dm_mat_type $mt -resetups 2 >>"$out/petsc.log" 2>&1 || note "petsc $mt: exit $?"
+    done
+    grep -E 'PCSetUp' "$out/petsc.log" | tail -6 | sed 's/^/petsc: /' | tee -a "$summary"
+    ;;
+  hypre)
+    for h in 0 1; do
+      TILERAP_HYPRE_VERBOSE=1 poisson-boomeramg -dim 3 -n 100 -tilerap $h -repeat 5 >>"$out/hypre.log" 2>&1 ||
+        note "hypre $h: exit $?"
+    done
+    grep -E 'Galerkin products|iterations' "$out/hypre.log" | tail -4 | sed 's/^/hypre: /' | tee -a "$summary"
+    ;;
+  precision)
+    for prob in "-n 100 -stencil 7" "-n 64 -stencil 27" "-n 64 -stencil 7 -wide 20"; do
+      # shellcheck disable=SC2086
+      poisson -dim 3 $prob -dm_mat_type aij >>"$out/precision.log" 2>&1
+      for p in fp64 tf32 bf16 fp16; do
+        echo "== $prob $p" >>"$out/precision.log"
+        # shellcheck disable=SC2086
+        poisson -dim 3 $prob -dm_mat_type seqtile -mat_tile_engine cuda -mat_tile_tc_threshold 0 -mat_tile_precision $p \
+          >>"$out/precision.log" 2>&1 || note "precision $prob $p: exit $?"
+      done
+    done
+    note "precision: $(grep -c 'iterations' "$out/precision.log") solves"
     ;;
   bench | phases)
     flag=

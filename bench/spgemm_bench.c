@@ -16,15 +16,12 @@
  * <= 1e-12); a column whose check fails prints WRONG instead of a time,
  * and the result is checked once more after the timed runs.
  * Exit status: 0 all results right, 1 a wrong result, 2 bad input/usage. */
-#ifdef HAVE_CONFIG_H
-#include "tilerap_config.h"
-#endif
 #include "tilerap.h"
 #include "tilerap_model.h"
 #include "../test/ref_gustavson.h"
 #include "bench_common.h"
 #include "bench_mtx.h"
-#ifdef TILERAP_HAVE_CUDA
+#ifdef BENCH_WITH_CUSPARSE
 #include "bench_cusparse.h"
 #endif
 #include <math.h>
@@ -60,7 +57,7 @@ static const char *usage =
 static double wall_t0;
 static void tic(const bench_cfg *c)
 {
-#ifdef TILERAP_HAVE_CUDA
+#ifdef BENCH_WITH_CUSPARSE
   if (c->gpu) { gpu_tic(); return; }
 #endif
   (void)c;
@@ -68,7 +65,7 @@ static void tic(const bench_cfg *c)
 }
 static double toc(const bench_cfg *c)
 {
-#ifdef TILERAP_HAVE_CUDA
+#ifdef BENCH_WITH_CUSPARSE
   if (c->gpu) return gpu_toc();
 #endif
   (void)c;
@@ -153,7 +150,7 @@ static void tile_columns(const tilerap_csr *A, int trans, const tilerap_csr *R, 
 }
 
 /* ---------------------------------------------------------------- cuSPARSE */
-#ifdef TILERAP_HAVE_CUDA
+#ifdef BENCH_WITH_CUSPARSE
 typedef struct {
   cusparseHandle_t h;
   const tilerap_csr *R;
@@ -261,7 +258,7 @@ static int run_matrix(const char *name, const tilerap_csr *A, const bench_cfg *c
     column col[4];
     memset(col, 0, sizeof col);
     tile_columns(A, trans, R, c, col);
-#ifdef TILERAP_HAVE_CUDA
+#ifdef BENCH_WITH_CUSPARSE
     if (c->cusparse) {
       if (R->nnz > INT32_MAX || A->nnz > INT32_MAX)
         printf("# %s: beyond cuSPARSE's 32-bit indices here: cuSPARSE skipped\n", name);
@@ -291,6 +288,8 @@ static int run_matrix(const char *name, const tilerap_csr *A, const bench_cfg *c
   return wrong;
 }
 
+/* a model grid (p3d7:N ...) or a matrix of the irregular set
+ * (mesh2d:N[:sfc], powerlaw:N, random:N, denserow:N, ...; seed 1) */
 static int gen_matrix(const char *spec, tilerap_csr **A)
 {
   char name[32];
@@ -299,15 +298,13 @@ static int gen_matrix(const char *spec, tilerap_csr **A)
   int32_t dims[3];
   int nd;
   char extra;
-  if (sscanf(spec, "%31[^:]:%d%c", name, &n, &extra) != 2 || n < 1 || tilerap_stencil_parse(name, &st)) {
-    fprintf(stderr, "spgemm-bench: --gen %s: expected p2d5:N, p2d9:N, p3d7:N or p3d27:N with N >= 1\n", spec);
-    return -1;
-  }
-  if (tilerap_model_poisson(st, n, A, dims, &nd)) {
-    fprintf(stderr, "spgemm-bench: --gen %s: %s\n", spec, tilerap_last_error());
-    return -1;
-  }
-  return 0;
+  if (sscanf(spec, "%31[^:]:%d%c", name, &n, &extra) == 2 && n >= 1 && !tilerap_stencil_parse(name, &st)) {
+    if (!tilerap_model_poisson(st, n, A, dims, &nd)) return 0;
+  } else if (!tilerap_model_irregular(spec, 1, A))
+    return 0;
+  fprintf(stderr, "spgemm-bench: --gen %s: %s (expected p2d5:N, p2d9:N, p3d7:N, p3d27:N or an irregular matrix of"
+                  " tilerap_model.h)\n", spec, tilerap_last_error());
+  return -1;
 }
 
 static const char *base_name(const char *path, char *buf, size_t len)
@@ -383,7 +380,7 @@ static int bench_main(int argc, char **argv, const char **inputs, int *is_gen)
   c.gpu = c.engine == TILERAP_ENGINE_CUDA;
   void *cs_handle = NULL;
   char where[400] = "";
-#ifdef TILERAP_HAVE_CUDA
+#ifdef BENCH_WITH_CUSPARSE
   cusparseHandle_t h = NULL;
   if (c.gpu) {
     int dev = 0;
@@ -429,7 +426,7 @@ static int bench_main(int argc, char **argv, const char **inputs, int *is_gen)
     wrong += run_matrix(name, A, &c, cs_handle);
     tilerap_csr_destroy(&A);
   }
-#ifdef TILERAP_HAVE_CUDA
+#ifdef BENCH_WITH_CUSPARSE
   if (h) cusparseDestroy(h);
 #endif
   printf("# %d products: %d right, %d WRONG%s\n", products, products - wrong, wrong, bad_input ? "; some inputs not read" : "");

@@ -82,6 +82,13 @@ TILERAP_EXPORT int tilerap_device_malloc(size_t bytes, void **p);
 TILERAP_EXPORT void tilerap_device_free(void *p);
 TILERAP_EXPORT int tilerap_memcpy(void *dst, tilerap_memtype dst_mem, const void *src, tilerap_memtype src_mem,
                    size_t bytes);
+/* Bytes of the current device's memory that tilerap's allocations (its
+ * pool: tile matrices, plans, temporaries) hold now, and the most they
+ * held since the last tilerap_device_memory_reset_peak (or since the
+ * start); either pointer may be NULL.  TILERAP_ERR_ENGINE without CUDA, a
+ * visible GPU or stream-ordered memory pools. */
+TILERAP_EXPORT int tilerap_device_memory(size_t *in_use, size_t *peak);
+TILERAP_EXPORT int tilerap_device_memory_reset_peak(void);
 
 #ifdef __cplusplus
 }

@@ -119,6 +119,21 @@ if [ $rc -eq 0 ] && [ "$(awk '$1 == "skew" && $2 == "AA" {print $5, $6}' "$out")
 else
   tap fail "skew-symmetric file (rc=$rc)" "$out"
 fi
+"$bin" $quick --gen powerlaw:3000 --gen mesh2d:2000 --gen denserow:2000 >"$out" 2>&1
+rc=$?
+if [ $rc -eq 0 ] && grep -q '^# 6 products: 6 right, 0 WRONG$' "$out" &&
+   [ -n "$(awk '$1 == "mesh2d:2000" && $2 == "AAt" && $NF == "ok"' "$out")" ]; then
+  tap ok "--gen on the irregular set (power-law, mesh, dense row): 6 products right"
+else
+  tap fail "--gen on the irregular set (rc=$rc)" "$out"
+fi
+"$bin" $quick --gen mesh9d:100 >"$out" 2>&1
+rc=$?
+if [ $rc -eq 2 ] && grep -q 'expected p2d5:N' "$out"; then
+  tap ok "--gen with an unknown matrix: exit 2 with a message"
+else
+  tap fail "--gen mesh9d:100 (rc=$rc)" "$out"
+fi
 
 # ---------------------------------------------------------------- CUDA engine request
 "$bin" --engine cuda --ops aa --reps 1 --warmup 0 "$data/pattern_sq.mtx" >"$out" 2>"$WORK/cuda.err"

@@ -31,13 +31,12 @@
 #include "engine_cuda.h"
 #include "spgemm_cpu.h"
 #include "csr_path.h"
+#include "plan_core.h"
 #include "tuning.h"
 #include <stdio.h>
 
 struct tilerap_ptap_plan_s {
-  tilerap_engine engine;
-  void *stream;
-  tr_structure sa, sp, sc;  /* the operands' structures (tr_structure_check) */
+  tr_plan_core core;        /* engine, recorded structures, device mirrors of A, P and C */
   tilerap_tile_matrix *Pt;  /* P^T, in the engine's memory (CUDA engine only) */
   int64_t *perm;            /* Pt->val[q] = P->val[perm[q]], same memory */
   tilerap_tile_matrix *AP;  /* intermediate, engine's memory */
@@ -53,8 +52,6 @@ struct tilerap_ptap_plan_s {
 #endif
   int64_t runs;             /* C's values made so far (plan with values included) */
   tilerap_ptap_info info;
-  /* host-resident use of the CUDA engine: device mirrors */
-  tilerap_tile_matrix *dA, *dP, *dC;
 };
 
 static void tr_free_in(int64_t *p, tilerap_memtype mem)
@@ -76,11 +73,10 @@ void tilerap_ptap_plan_destroy(tilerap_ptap_plan *plan)
 #ifdef TILERAP_HAVE_CUDA
   tr_cuda_scatter_destroy(G->scatter);
 #endif
-  tr_structure_release(&G->sa); tr_structure_release(&G->sp); tr_structure_release(&G->sc);
   if (G->Pt) tr_free_in(G->perm, G->Pt->memtype);
   tilerap_tile_destroy(&G->Pt);
   tilerap_tile_destroy(&G->AP);
-  tilerap_tile_destroy(&G->dA); tilerap_tile_destroy(&G->dP); tilerap_tile_destroy(&G->dC);
+  tr_plan_core_release(&G->core);
   free(G);
   *plan = NULL;
 }
@@ -99,7 +95,7 @@ static int tr_ptap_check(const tilerap_tile_matrix *A, const tilerap_tile_matrix
 /* Refreshes Pt's values from P's through the permutation (a gather). */
 static int tr_refresh_pt(tilerap_ptap_plan G, const tilerap_tile_matrix *P)
 {
-  return tr_cuda_gather_values(P->val, G->perm, G->Pt->nnz, G->Pt->val, G->stream);
+  return tr_cuda_gather_values(P->val, G->perm, G->Pt->nnz, G->Pt->val, G->core.stream);
 }
 
 /* How the CUDA engine makes C's values (TILERAP_PTAP) */
@@ -155,14 +151,14 @@ static int tr_ptap_use_rows(int kernel, const tilerap_tile_matrix *X, const tile
 /* AP's values by the first-value kernels */
 static int tr_ptap_kernel_ap(tilerap_ptap_plan G, const tilerap_tile_matrix *A, const tilerap_tile_matrix *P)
 {
-  if (G->ap_rows) return tr_cuda_rows_product(A, A->val, NULL, P, G->AP, G->ap_group, G->stream);
+  if (G->ap_rows) return tr_cuda_rows_product(A, A->val, NULL, P, G->AP, G->ap_group, G->core.stream);
   return tr_cuda_scatter_ap(G->scatter, A, P, G->AP);
 }
 /* C's values by the first-value kernels: the rows of P^T's structure take
  * P's values through the transpose's permutation */
 static int tr_ptap_kernel_c(tilerap_ptap_plan G, const tilerap_tile_matrix *P, tilerap_tile_matrix *C)
 {
-  if (G->c_rows) return tr_cuda_rows_product(G->Pt, P->val, G->perm, G->AP, C, G->c_group, G->stream);
+  if (G->c_rows) return tr_cuda_rows_product(G->Pt, P->val, G->perm, G->AP, C, G->c_group, G->core.stream);
   return tr_cuda_scatter_run(G->scatter, P, G->AP, C);
 }
 static int tr_ptap_auto_mode(const tilerap_tile_matrix *A, const tilerap_tile_matrix *P)
@@ -171,56 +167,38 @@ static int tr_ptap_auto_mode(const tilerap_tile_matrix *A, const tilerap_tile_ma
 }
 #endif
 
-static int tr_ptap_plan_create_mode(const tilerap_tile_matrix *A, const tilerap_tile_matrix *P,
-                                    const tilerap_options *opt, int one_shot, tilerap_ptap_plan *plan,
-                                    tilerap_tile_matrix **C);
-
-int tilerap_ptap_plan_create(const tilerap_tile_matrix *A, const tilerap_tile_matrix *P, const tilerap_options *opt,
-                             tilerap_ptap_plan *plan, tilerap_tile_matrix **C)
+/* runs: TR_RUNS_ONCE for a plan that serves one numeric run (tilerap_ptap),
+ * else TR_RUNS_REPEATED */
+static int tr_ptap_plan_new(const tilerap_tile_matrix *A, const tilerap_tile_matrix *P, const tilerap_options *opt,
+                            tr_plan_runs runs, tilerap_ptap_plan *plan, tilerap_tile_matrix **C)
 {
-  return tr_ptap_plan_create_mode(A, P, opt, 0, plan, C);
-}
-
-/* one_shot: the plan serves one numeric run (tilerap_ptap) */
-static int tr_ptap_plan_create_mode(const tilerap_tile_matrix *A, const tilerap_tile_matrix *P,
-                                    const tilerap_options *opt, int one_shot, tilerap_ptap_plan *plan,
-                                    tilerap_tile_matrix **C)
-{
-  if (!plan || !C) return tilerap_set_error(TILERAP_ERR_NULL, "tilerap_ptap_plan_create: NULL output");
+  static const char who[] = "tilerap_ptap_plan_create";
+  if (!plan || !C) return tilerap_set_error(TILERAP_ERR_NULL, "%s: NULL output", who);
   *plan = NULL; *C = NULL;
-  int err = tr_ptap_check(A, P, "tilerap_ptap_plan_create");
+  int err = tr_ptap_check(A, P, who);
   if (err) return err;
-  tilerap_options o;
-  if (opt) o = *opt;
-  else tilerap_options_default(&o);
-  tilerap_engine engine;
-  if ((err = tr_plan_engine(&o, A, "tilerap_ptap_plan_create", &engine))) return err;
-  o.engine = engine;
   tilerap_ptap_plan G = tilerap_host_calloc(1, sizeof *G);
   if (!G) return TILERAP_ERR_NOMEM;
-  G->engine = engine;
-  G->stream = o.stream;
-  const tilerap_tile_matrix *wA = A, *wP = P;
+  tilerap_options o;
+  const tilerap_tile_matrix *wA, *wP;
   tilerap_tile_matrix *wC = NULL;
-  if (engine == TILERAP_ENGINE_CUDA && A->memtype == TILERAP_MEM_HOST) {
-    if ((err = tilerap_tile_copy(A, TILERAP_MEM_DEVICE, &G->dA)) || (err = tilerap_tile_copy(P, TILERAP_MEM_DEVICE, &G->dP)))
-      goto fail;
-    wA = G->dA; wP = G->dP;
-  }
+  if ((err = tr_plan_core_begin(&G->core, opt, A, who, &o)) || (err = tr_plan_core_mirror(&G->core, A, P, &wA, &wP)))
+    goto fail;
+  const tilerap_engine engine = o.engine;
   if (tr_csr_path_choose(wA, wP, engine)) {
     if ((err = tr_csr_path_ptap_create(wA, wP, engine, o.stream, o.plan_values, &G->csr, &wC, &G->info.ap,
                                        &G->info.ptap)))
       goto fail;
     if (o.plan_values) G->runs = 1;
   } else if (engine == TILERAP_ENGINE_CPU) {
-    if ((err = tr_spgemm_plan_create_mode(wA, wP, &o, TR_PLAN_REUSE | TR_PLAN_TILES_ONLY, &G->ap_plan, &G->AP))) goto fail;
+    if ((err = tr_spgemm_plan_tiles(wA, wP, &o, TR_RUNS_REPEATED, &G->ap_plan, &G->AP))) goto fail;
     if ((err = tr_cpu_spgemm_plan_create_atb(wP, G->AP, &o, &G->c_plan, &wC))) goto fail;
   } else {
 #ifdef TILERAP_HAVE_CUDA
     const int kernel = tr_knob_int(TR_KNOB_PTAP_KERNEL); /* TR_KERNEL_*: the knob's index */
     G->mode = tr_ptap_cuda_mode();
     /* a one-shot product has no re-runs for hit records to serve */
-    if (one_shot) G->mode = TR_PTAP_SCATTER_ALL;
+    if (runs == TR_RUNS_ONCE) G->mode = TR_PTAP_SCATTER_ALL;
     if (G->mode == TR_PTAP_AUTO) G->mode = tr_ptap_auto_mode(wA, wP);
     if ((err = tilerap_tile_transpose(wP, &G->Pt, &G->perm))) goto fail;
     {
@@ -230,17 +208,19 @@ static int tr_ptap_plan_create_mode(const tilerap_tile_matrix *A, const tilerap_
       tilerap_options os = o;
       os.plan_values = 0;
       G->ap_scatter = G->mode != TR_PTAP_SCATTER_C || tr_ptap_ap_macs(wA, wP) >= TR_PTAP_AP_SCATTER_MACS;
-      const int apmode = G->mode == TR_PTAP_SCATTER_ALL ? TR_PLAN_STRUCTURE : G->ap_scatter ? TR_PLAN_DEFER : TR_PLAN_REUSE;
-      const int cmode = G->mode == TR_PTAP_SCATTER_FIRST ? TR_PLAN_DEFER : TR_PLAN_STRUCTURE;
-      if ((err = tr_spgemm_plan_create_mode(wA, wP, &os, apmode | TR_PLAN_TILES_ONLY, &G->ap_plan, &G->AP))) goto fail;
-      if ((err = tr_spgemm_plan_create_mode(G->Pt, G->AP, &os, cmode | TR_PLAN_TILES_ONLY, &G->c_plan, &wC))) goto fail;
+      const tr_plan_runs apruns = G->mode == TR_PTAP_SCATTER_ALL ? TR_RUNS_NEVER
+                                  : G->ap_scatter                ? TR_RUNS_AFTER_FIRST
+                                                                 : TR_RUNS_REPEATED;
+      const tr_plan_runs cruns = G->mode == TR_PTAP_SCATTER_FIRST ? TR_RUNS_AFTER_FIRST : TR_RUNS_NEVER;
+      if ((err = tr_spgemm_plan_tiles(wA, wP, &os, apruns, &G->ap_plan, &G->AP))) goto fail;
+      if ((err = tr_spgemm_plan_tiles(G->Pt, G->AP, &os, cruns, &G->c_plan, &wC))) goto fail;
       G->ap_rows = G->ap_scatter && tr_ptap_use_rows(kernel, wA, wP, &G->ap_group);
       G->c_rows = tr_ptap_use_rows(kernel, G->Pt, G->AP, &G->c_group);
-      if (cmode == TR_PLAN_STRUCTURE && !G->c_rows) { /* P^T was needed for C's structure only */
+      if (cruns == TR_RUNS_NEVER && !G->c_rows) { /* P^T was needed for C's structure only */
         tr_free_in(G->perm, G->Pt->memtype);
         G->perm = NULL;
         tilerap_tile_destroy(&G->Pt);
-      } else if (cmode == TR_PLAN_DEFER && !tr_knob_int(TR_KNOB_PTAP_GATHER)) {
+      } else if (cruns == TR_RUNS_AFTER_FIRST && !tr_knob_int(TR_KNOB_PTAP_GATHER)) {
         /* C's hit records take P's value indices (through perm) when they
          * are made, so re-runs read P itself: no gather of P^T's values
          * (unless tensor-core pairs, which read P^T's tiles, keep them) */
@@ -257,20 +237,14 @@ static int tr_ptap_plan_create_mode(const tilerap_tile_matrix *A, const tilerap_
       }
     }
 #else
+    (void)runs;
     err = tilerap_set_error(TILERAP_ERR_ENGINE, "built without CUDA");
     goto fail;
 #endif
   }
-  if (wA != A) { /* host-resident: keep the device C, hand out a host copy */
-    G->dC = wC;
-    wC = NULL;
-    if ((err = tilerap_tile_copy(G->dC, TILERAP_MEM_HOST, C))) goto fail;
-  } else {
-    *C = wC;
-    wC = NULL;
-  }
+  if ((err = tr_plan_core_hand_out(&G->core, &wC, C))) goto fail;
   /* a one-shot plan is never re-run: nothing to check later */
-  if (!one_shot && (err = tr_structure_record3(A, P, *C, &G->sa, &G->sp, &G->sc))) goto fail;
+  if (runs != TR_RUNS_ONCE && (err = tr_plan_core_record(&G->core, A, P, *C))) goto fail;
   G->info.engine = engine;
   if (!G->csr) {
     tilerap_spgemm_plan_info(G->ap_plan, &G->info.ap);
@@ -285,29 +259,29 @@ fail:
   return err;
 }
 
+int tilerap_ptap_plan_create(const tilerap_tile_matrix *A, const tilerap_tile_matrix *P, const tilerap_options *opt,
+                             tilerap_ptap_plan *plan, tilerap_tile_matrix **C)
+{
+  return tr_ptap_plan_new(A, P, opt, TR_RUNS_REPEATED, plan, C);
+}
+
 int tilerap_ptap_numeric(tilerap_ptap_plan G, const tilerap_tile_matrix *A, const tilerap_tile_matrix *P,
                          tilerap_tile_matrix *C)
 {
   static const char who[] = "tilerap_ptap_numeric";
   if (!G || !C) return tilerap_set_error(TILERAP_ERR_NULL, "%s: NULL plan or C", who);
+  const tilerap_tile_matrix *wA, *wP;
+  tilerap_tile_matrix *wC;
   int err = tr_ptap_check(A, P, who);
-  if (err || (err = tr_structure_check(&G->sa, A, who, "A")) || (err = tr_structure_check(&G->sp, P, who, "P")) ||
-      (err = tr_structure_check(&G->sc, C, who, "C")))
-    return err;
-  const tilerap_tile_matrix *wA = A, *wP = P;
-  tilerap_tile_matrix *wC = C;
-  if (G->dA) {
-    if ((err = tr_tile_copy_values(A, G->dA)) || (err = tr_tile_copy_values(P, G->dP))) return err;
-    wA = G->dA; wP = G->dP; wC = G->dC;
-  }
+  if (err || (err = tr_plan_core_numeric_in(&G->core, A, P, C, who, "A", "P", &wA, &wP, &wC))) return err;
   if (G->csr) {
     if ((err = tr_csr_path_numeric(G->csr, wA, wP, wC))) return err;
     G->runs++;
-    return wC != C ? tr_tile_copy_values(wC, C) : TILERAP_SUCCESS;
+    return tr_plan_core_numeric_out(&G->core, wC, C);
   }
 #ifdef TILERAP_HAVE_CUDA
   int ap_scatter = 0, c_scatter = 0; /* which halves by the first-value kernels this run */
-  if (G->engine == TILERAP_ENGINE_CUDA) {
+  if (G->core.engine == TILERAP_ENGINE_CUDA) {
     c_scatter = G->runs == 0 || G->mode == TR_PTAP_SCATTER_ALL || G->mode == TR_PTAP_SCATTER_C;
     ap_scatter = G->ap_scatter && (G->runs == 0 || G->mode == TR_PTAP_SCATTER_ALL);
   }
@@ -335,8 +309,7 @@ int tilerap_ptap_numeric(tilerap_ptap_plan G, const tilerap_tile_matrix *A, cons
   }
   if (err) return err;
   G->runs++;
-  if (wC != C) return tr_tile_copy_values(wC, C);
-  return TILERAP_SUCCESS;
+  return tr_plan_core_numeric_out(&G->core, wC, C);
 }
 
 int tilerap_ptap_plan_info(tilerap_ptap_plan plan, tilerap_ptap_info *info)
@@ -365,13 +338,8 @@ int tilerap_ptap(const tilerap_tile_matrix *A, const tilerap_tile_matrix *P, con
 {
   tilerap_ptap_plan G = NULL;
   tilerap_options o;
-  if (opt) o = *opt;
-  else tilerap_options_default(&o);
-  int err = tr_options_check(&o, "tilerap_ptap"); /* before plan_values is set below */
-  if (err) return err;
-  o.plan_values = 1; /* plan and values together */
-  err = tr_ptap_plan_create_mode(A, P, &o, 1, &G, C);
-  if (err) tilerap_tile_destroy(C);
+  int err = tr_one_shot_options(opt, "tilerap_ptap", &o);
+  if (!err) err = tr_ptap_plan_new(A, P, &o, TR_RUNS_ONCE, &G, C);
   tilerap_ptap_plan_destroy(&G);
   return err;
 }

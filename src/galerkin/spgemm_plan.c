@@ -6,13 +6,12 @@
 #include "spgemm_cpu.h"
 #include "engine_cuda.h"
 #include "csr_path.h"
+#include "plan_core.h"
 #include "tuning.h"
 
 struct tilerap_spgemm_plan_s {
-  tilerap_engine engine;
+  tr_plan_core core;  /* engine, recorded structures, device mirrors */
   int dense_threshold;
-  void *stream;
-  tr_structure sa, sb, sc; /* the operands' structures (tr_structure_check) */
   tilerap_spgemm_info info;
   tr_pairs pairs; /* CPU engine (with the RECORDED kernel's records) */
   int record_first; /* RECORDED asked for: record on the first numeric run (AUTO: on the second) */
@@ -21,7 +20,6 @@ struct tilerap_spgemm_plan_s {
   tr_csr_path *csr; /* the CSR path (csr_path.c) instead of the tile steps */
 #ifdef TILERAP_HAVE_CUDA
   struct tr_cuda_spgemm *cuda;
-  tilerap_tile_matrix *dA, *dB, *dC; /* device mirrors for host-resident use */
 #endif
 };
 
@@ -44,11 +42,10 @@ void tilerap_spgemm_plan_destroy(tilerap_spgemm_plan *plan)
   tilerap_spgemm_plan P = *plan;
   tr_pairs_free(&P->pairs);
   tr_csr_path_destroy(&P->csr);
-  tr_structure_release(&P->sa); tr_structure_release(&P->sb); tr_structure_release(&P->sc);
 #ifdef TILERAP_HAVE_CUDA
   if (P->cuda) tr_cuda_spgemm_destroy(P->cuda);
-  tilerap_tile_destroy(&P->dA); tilerap_tile_destroy(&P->dB); tilerap_tile_destroy(&P->dC);
 #endif
+  tr_plan_core_release(&P->core);
   free(P);
   *plan = NULL;
 }
@@ -197,14 +194,14 @@ int tr_cpu_spgemm_plan_create_atb(const tilerap_tile_matrix *A, const tilerap_ti
   if (err) return err;
   tilerap_spgemm_plan P = tilerap_host_calloc(1, sizeof *P);
   if (!P) return TILERAP_ERR_NOMEM;
-  P->engine = TILERAP_ENGINE_CPU;
+  P->core.engine = TILERAP_ENGINE_CPU;
   P->at = 1;
   P->dense_threshold = opt->dense_threshold;
   P->info.engine = TILERAP_ENGINE_CPU;
   /* recorded as by tilerap_spgemm_plan_create (host hashes are cheap): the
    * tests run this plan through tilerap_spgemm_numeric */
   if ((err = tr_plan_cpu(P, A, B, opt->cpu_kernel, opt->plan_values, C)) ||
-      (err = tr_structure_record3(A, B, *C, &P->sa, &P->sb, &P->sc))) {
+      (err = tr_plan_core_record(&P->core, A, B, *C))) {
     tilerap_spgemm_plan_destroy(&P);
     tilerap_tile_destroy(C);
     return err;
@@ -217,34 +214,52 @@ int tr_cpu_spgemm_plan_create_atb(const tilerap_tile_matrix *A, const tilerap_ti
   return TILERAP_SUCCESS;
 }
 
-#ifdef TILERAP_HAVE_CUDA
-/* csr: the CSR path (csr_path.c) instead of the tile steps */
-static int tr_plan_cuda(tilerap_spgemm_plan P, const tilerap_tile_matrix *A, const tilerap_tile_matrix *B,
-                        const tilerap_options *opt, int one_shot, int csr, tilerap_tile_matrix **C)
+/* A plan on the engine's matrices (device mirrors made by the core where
+ * host matrices meet the CUDA engine); csr: the CSR path (csr_path.c)
+ * instead of the tile steps */
+static int tr_spgemm_plan_new(const tilerap_tile_matrix *A, const tilerap_tile_matrix *B, const tilerap_options *opt,
+                              tr_plan_runs runs, int csr_allowed, tilerap_spgemm_plan *plan, tilerap_tile_matrix **C)
 {
-  int err;
-  if (csr) {
-    if (A->memtype == TILERAP_MEM_DEVICE)
-      return tr_csr_path_create(A, 0, B, TILERAP_ENGINE_CUDA, opt->stream, opt->plan_values, &P->csr, C, &P->info);
-    if ((err = tilerap_tile_copy(A, TILERAP_MEM_DEVICE, &P->dA)) || (err = tilerap_tile_copy(B, TILERAP_MEM_DEVICE, &P->dB)) ||
-        (err = tr_csr_path_create(P->dA, 0, P->dB, TILERAP_ENGINE_CUDA, opt->stream, opt->plan_values, &P->csr, &P->dC,
-                                  &P->info)))
-      return err;
-    return tilerap_tile_copy(P->dC, TILERAP_MEM_HOST, C);
-  }
-  if (A->memtype == TILERAP_MEM_DEVICE) {
-    if ((err = tr_cuda_spgemm_plan(A, B, opt, one_shot, &P->cuda, C, &P->info))) return err;
-    return opt->plan_values ? tr_cuda_spgemm_numeric(P->cuda, A, B, *C) : TILERAP_SUCCESS;
-  }
-  /* host-resident interface: mirror on the device, bring C back (with its
-   * values when they are asked for: one download either way) */
-  if ((err = tilerap_tile_copy(A, TILERAP_MEM_DEVICE, &P->dA))) return err;
-  if ((err = tilerap_tile_copy(B, TILERAP_MEM_DEVICE, &P->dB))) return err;
-  if ((err = tr_cuda_spgemm_plan(P->dA, P->dB, opt, one_shot, &P->cuda, &P->dC, &P->info))) return err;
-  if (opt->plan_values && (err = tr_cuda_spgemm_numeric(P->cuda, P->dA, P->dB, P->dC))) return err;
-  return tilerap_tile_copy(P->dC, TILERAP_MEM_HOST, C);
-}
+  static const char who[] = "tilerap_spgemm_plan_create";
+  if (!plan || !C) return tilerap_set_error(TILERAP_ERR_NULL, "%s: NULL output", who);
+  *plan = NULL; *C = NULL;
+  int err = tr_check_operands(A, B, who);
+  if (err) return err;
+  tilerap_spgemm_plan P = tilerap_host_calloc(1, sizeof *P);
+  if (!P) return TILERAP_ERR_NOMEM;
+  tilerap_options o;
+  const tilerap_tile_matrix *wA, *wB;
+  tilerap_tile_matrix *wC = NULL;
+  if ((err = tr_plan_core_begin(&P->core, opt, A, who, &o)) || (err = tr_plan_core_mirror(&P->core, A, B, &wA, &wB)))
+    goto fail;
+  P->dense_threshold = o.dense_threshold;
+  P->info.engine = o.engine;
+  if (csr_allowed && tr_csr_path_choose(A, B, o.engine))
+    err = tr_csr_path_create(wA, 0, wB, o.engine, o.stream, o.plan_values, &P->csr, &wC, &P->info);
+  else if (o.engine == TILERAP_ENGINE_CPU)
+    err = tr_plan_cpu(P, wA, wB, o.cpu_kernel, o.plan_values, &wC);
+  else {
+#ifdef TILERAP_HAVE_CUDA
+    if (!(err = tr_cuda_spgemm_plan(wA, wB, &o, runs, &P->cuda, &wC, &P->info)) && o.plan_values)
+      err = tr_cuda_spgemm_numeric(P->cuda, wA, wB, wC);
+#else
+    (void)runs;
+    err = tilerap_set_error(TILERAP_ERR_ENGINE, "built without CUDA");
 #endif
+  }
+  if (err || (err = tr_plan_core_hand_out(&P->core, &wC, C))) goto fail;
+  P->info.c_tiles = (*C)->num_tiles;
+  P->info.c_nnz = (*C)->nnz;
+  P->info.a_fill = tr_tile_fill(A);
+  P->info.b_fill = tr_tile_fill(B);
+  *plan = P;
+  return TILERAP_SUCCESS;
+fail:
+  tilerap_tile_destroy(&wC);
+  tilerap_tile_destroy(C);
+  tilerap_spgemm_plan_destroy(&P);
+  return err;
+}
 
 /* Only plans that the caller re-runs record their operands' structures:
  * the plans inside A^T B and P^T A P plans run through tr_spgemm_run on
@@ -252,50 +267,18 @@ static int tr_plan_cuda(tilerap_spgemm_plan P, const tilerap_tile_matrix *A, con
 int tilerap_spgemm_plan_create(const tilerap_tile_matrix *A, const tilerap_tile_matrix *B, const tilerap_options *opt,
                                tilerap_spgemm_plan *plan, tilerap_tile_matrix **C)
 {
-  int err = tr_spgemm_plan_create_mode(A, B, opt, TR_PLAN_REUSE, plan, C);
-  if (!err && (err = tr_structure_record3(A, B, *C, &(*plan)->sa, &(*plan)->sb, &(*plan)->sc))) {
+  int err = tr_spgemm_plan_new(A, B, opt, TR_RUNS_REPEATED, 1, plan, C);
+  if (!err && (err = tr_plan_core_record(&(*plan)->core, A, B, *C))) {
     tilerap_spgemm_plan_destroy(plan);
     tilerap_tile_destroy(C);
   }
   return err;
 }
 
-int tr_spgemm_plan_create_mode(const tilerap_tile_matrix *A, const tilerap_tile_matrix *B, const tilerap_options *opt,
-                               int one_shot, tilerap_spgemm_plan *plan, tilerap_tile_matrix **C)
+int tr_spgemm_plan_tiles(const tilerap_tile_matrix *A, const tilerap_tile_matrix *B, const tilerap_options *opt,
+                         tr_plan_runs runs, tilerap_spgemm_plan *plan, tilerap_tile_matrix **C)
 {
-  if (!plan || !C) return tilerap_set_error(TILERAP_ERR_NULL, "tilerap_spgemm_plan_create: NULL output");
-  *plan = NULL; *C = NULL;
-  int err = tr_check_operands(A, B, "tilerap_spgemm_plan_create");
-  if (err) return err;
-  tilerap_options defaults;
-  if (!opt) { tilerap_options_default(&defaults); opt = &defaults; }
-  tilerap_engine engine;
-  if ((err = tr_plan_engine(opt, A, "tilerap_spgemm_plan_create", &engine))) return err;
-  tilerap_spgemm_plan P = tilerap_host_calloc(1, sizeof *P);
-  if (!P) return TILERAP_ERR_NOMEM;
-  P->engine = engine;
-  P->dense_threshold = opt->dense_threshold;
-  P->stream = opt->stream;
-  P->info.engine = engine;
-  const int csr = !(one_shot & TR_PLAN_TILES_ONLY) && tr_csr_path_choose(A, B, engine);
-  one_shot &= ~TR_PLAN_TILES_ONLY;
-  if (engine == TILERAP_ENGINE_CPU)
-    err = csr ? tr_csr_path_create(A, 0, B, engine, NULL, opt->plan_values, &P->csr, C, &P->info)
-               : tr_plan_cpu(P, A, B, opt->cpu_kernel, opt->plan_values, C);
-  else {
-#ifdef TILERAP_HAVE_CUDA
-    err = tr_plan_cuda(P, A, B, opt, one_shot, csr, C);
-#else
-    err = tilerap_set_error(TILERAP_ERR_ENGINE, "built without CUDA");
-#endif
-  }
-  if (err) { tilerap_spgemm_plan_destroy(&P); tilerap_tile_destroy(C); return err; }
-  P->info.c_tiles = (*C)->num_tiles;
-  P->info.c_nnz = (*C)->nnz;
-  P->info.a_fill = tr_tile_fill(A);
-  P->info.b_fill = tr_tile_fill(B);
-  *plan = P;
-  return TILERAP_SUCCESS;
+  return tr_spgemm_plan_new(A, B, opt, runs, 0, plan, C);
 }
 
 static void tr_cpu_numeric(tilerap_spgemm_plan P, const tilerap_tile_matrix *A, const tilerap_tile_matrix *B,
@@ -316,29 +299,25 @@ int tilerap_spgemm_numeric(tilerap_spgemm_plan P, const tilerap_tile_matrix *A, 
   if (!P || !C) return tilerap_set_error(TILERAP_ERR_NULL, "%s: NULL plan or C", who);
   int err = P->at ? (!A || !B ? tilerap_set_error(TILERAP_ERR_NULL, "%s: NULL matrix", who) : TILERAP_SUCCESS)
                   : tr_check_operands(A, B, who);
-  if (err || (err = tr_structure_check(&P->sa, A, who, "A")) || (err = tr_structure_check(&P->sb, B, who, "B")) ||
-      (err = tr_structure_check(&P->sc, C, who, "C")))
+  const tilerap_tile_matrix *wA, *wB;
+  tilerap_tile_matrix *wC;
+  if (err || (err = tr_plan_core_numeric_in(&P->core, A, B, C, who, "A", "B", &wA, &wB, &wC)) ||
+      (err = tr_spgemm_run(P, wA, wB, wC)))
     return err;
-  return tr_spgemm_run(P, A, B, C);
+  return tr_plan_core_numeric_out(&P->core, wC, C);
 }
 
+/* on the engine's matrices */
 int tr_spgemm_run(tilerap_spgemm_plan P, const tilerap_tile_matrix *A, const tilerap_tile_matrix *B,
                   tilerap_tile_matrix *C)
 {
-  if (P->csr && P->engine == TILERAP_ENGINE_CPU) return tr_csr_path_numeric(P->csr, A, B, C);
-  if (P->engine == TILERAP_ENGINE_CPU) { /* an A^T*B plan takes A untransposed */
+  if (P->csr) return tr_csr_path_numeric(P->csr, A, B, C);
+  if (P->core.engine == TILERAP_ENGINE_CPU) { /* an A^T*B plan takes A untransposed */
     tr_cpu_numeric(P, A, B, C);
     return TILERAP_SUCCESS;
   }
 #ifdef TILERAP_HAVE_CUDA
-  if (A->memtype == TILERAP_MEM_DEVICE)
-    return P->csr ? tr_csr_path_numeric(P->csr, A, B, C) : tr_cuda_spgemm_numeric(P->cuda, A, B, C);
-  int err;
-  if ((err = tr_tile_copy_values(A, P->dA)) || (err = tr_tile_copy_values(B, P->dB)) ||
-      (err = P->csr ? tr_csr_path_numeric(P->csr, P->dA, P->dB, P->dC)
-                    : tr_cuda_spgemm_numeric(P->cuda, P->dA, P->dB, P->dC)))
-    return err;
-  return tr_tile_copy_values(P->dC, C);
+  return tr_cuda_spgemm_numeric(P->cuda, A, B, C);
 #else
   return tilerap_set_error(TILERAP_ERR_ENGINE, "built without CUDA");
 #endif
@@ -348,7 +327,7 @@ int tr_spgemm_plan_read_a_through(tilerap_spgemm_plan plan, const int64_t *perm,
 {
   *taken = 0;
 #ifdef TILERAP_HAVE_CUDA
-  if (plan && plan->cuda && !plan->dA) return tr_cuda_spgemm_read_a_through(plan->cuda, perm, taken);
+  if (plan && plan->cuda && !plan->core.dx) return tr_cuda_spgemm_read_a_through(plan->cuda, perm, taken);
 #endif
   (void)perm;
   return tilerap_set_error(TILERAP_ERR_INVALID, "reading A through a permutation: CUDA plans on device matrices only");
@@ -366,13 +345,8 @@ int tilerap_spgemm(const tilerap_tile_matrix *A, const tilerap_tile_matrix *B, c
 {
   tilerap_spgemm_plan P = NULL;
   tilerap_options o;
-  if (opt) o = *opt;
-  else tilerap_options_default(&o);
-  int err = tr_options_check(&o, "tilerap_spgemm"); /* before plan_values is set below */
-  if (err) return err;
-  o.plan_values = 1; /* plan and values together */
-  err = tr_spgemm_plan_create_mode(A, B, &o, 1, &P, C);
-  if (err) tilerap_tile_destroy(C);
+  int err = tr_one_shot_options(opt, "tilerap_spgemm", &o);
+  if (!err) err = tr_spgemm_plan_new(A, B, &o, TR_RUNS_ONCE, 1, &P, C);
   tilerap_spgemm_plan_destroy(&P);
   return err;
 }

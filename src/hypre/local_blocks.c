@@ -11,6 +11,7 @@
  * rows with a repeated column (which hypre's blocks do not have) take the
  * slow path: rows sorted, duplicates summed, then tilerap_tile_from_csr. */
 #include "hook_internal.h"
+#include "tile_internal.h" /* tr_tile_row_counts */
 
 #include <stdlib.h>
 #include <string.h>
@@ -127,6 +128,35 @@ static int cmp_i32(const void *a, const void *b)
   return (x > y) - (x < y);
 }
 
+typedef struct { int32_t m, n; int nseg; const tr_segment *seg; } tr_segments;
+
+/* distinct tile columns and entries of tile row I; TILERAP_ERR_RANGE for
+ * a column outside [0, n) */
+static int tr_segments_count_row(int32_t I, int32_t *mark, int64_t *count, void *ctx)
+{
+  const tr_segments *g = ctx;
+  int64_t nt = 0, ne = 0;
+  int status = 0;
+  for (int32_t i = 16 * I; i < g->m && (int64_t)i < 16 * (int64_t)I + 16; i++) {
+    int32_t r;
+    const tr_segment *S = seg_of(g->nseg, g->seg, i, &r);
+    if (!S) continue;
+    for (int b = 0; b < S->nblocks; b++) {
+      const tr_block *B = &S->b[b];
+      for (HYPRE_Int k = B->i[r]; k < B->i[r + 1]; k++) {
+        int64_t j = blk_col(B, k);
+        if (j < 0 || j >= g->n) { status = TILERAP_ERR_RANGE; continue; }
+        int32_t J = (int32_t)(j >> 4);
+        if (mark[J] != I) { mark[J] = I; nt++; }
+        ne++;
+      }
+    }
+  }
+  count[0] = nt;
+  count[1] = ne;
+  return status;
+}
+
 int tr_tiles_from_segments(int32_t m, int32_t n, int nseg, const tr_segment *seg,
                            tilerap_tile_matrix **T)
 {
@@ -134,50 +164,19 @@ int tr_tiles_from_segments(int32_t m, int32_t n, int nseg, const tr_segment *seg
   const int32_t TR = (m + 15) / 16, TC = (n + 15) / 16;
   int64_t *tiles_in = calloc((size_t)TR + 1, sizeof *tiles_in);
   int64_t *ents_in = calloc((size_t)TR + 1, sizeof *ents_in);
-  int failed = 0, range = 0, dup = 0;
+  int failed = 0, dup = 0;
   if (!tiles_in || !ents_in) { free(tiles_in); free(ents_in); return TILERAP_ERR_NOMEM; }
 
   /* pass 1: distinct tile columns and entries of every tile row */
-#pragma omp parallel reduction(| : failed, range) if (m > TR_PAR_ROWS)
-  {
-    int32_t *stamp = malloc(((size_t)TC + 1) * sizeof *stamp);
-    if (!stamp) failed = 1;
-    else {
-      for (int32_t J = 0; J <= TC; J++) stamp[J] = -1;
-#pragma omp for schedule(dynamic, 64)
-      for (int32_t I = 0; I < TR; I++) {
-        int64_t nt = 0, ne = 0;
-        for (int32_t i = 16 * I; i < m && (int64_t)i < 16 * (int64_t)I + 16; i++) {
-          int32_t r;
-          const tr_segment *S = seg_of(nseg, seg, i, &r);
-          if (!S) continue;
-          for (int b = 0; b < S->nblocks; b++) {
-            const tr_block *B = &S->b[b];
-            for (HYPRE_Int k = B->i[r]; k < B->i[r + 1]; k++) {
-              int64_t j = blk_col(B, k);
-              if (j < 0 || j >= n) { range = 1; continue; }
-              int32_t J = (int32_t)(j >> 4);
-              if (stamp[J] != I) { stamp[J] = I; nt++; }
-              ne++;
-            }
-          }
-        }
-        tiles_in[I + 1] = nt;
-        ents_in[I + 1] = ne;
-      }
-      free(stamp);
-    }
-  }
-  if (failed || range) {
+  tr_segments segs = {m, n, nseg, seg};
+  int64_t *const counts[2] = {tiles_in, ents_in};
+  int err = tr_tile_row_counts(TR, TC, m > TR_PAR_ROWS, 2, counts, tr_segments_count_row, &segs);
+  if (err) {
     free(tiles_in); free(ents_in);
-    return failed ? TILERAP_ERR_NOMEM : TILERAP_ERR_RANGE;
-  }
-  for (int32_t I = 0; I < TR; I++) {
-    tiles_in[I + 1] += tiles_in[I];
-    ents_in[I + 1] += ents_in[I];
+    return err;
   }
   tilerap_tile_matrix *M = NULL;
-  int err = tilerap_tile_create(m, n, tiles_in[TR], ents_in[TR], TILERAP_MEM_HOST, &M);
+  err = tilerap_tile_create(m, n, tiles_in[TR], ents_in[TR], TILERAP_MEM_HOST, &M);
   if (err) { free(tiles_in); free(ents_in); return err; }
   memcpy(M->tile_ptr, tiles_in, ((size_t)TR + 1) * sizeof *tiles_in);
 

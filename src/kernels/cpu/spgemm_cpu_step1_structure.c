@@ -29,6 +29,26 @@ static void tr_sort_cols(int32_t *c, int64_t n)
   }
 }
 
+typedef struct { const tilerap_tile_matrix *A, *B; } tr_step1_ctx;
+
+/* candidate tiles and pairs of tile row I */
+static int tr_step1_count_row(int32_t I, int32_t *mark, int64_t *count, void *ctx)
+{
+  const tilerap_tile_matrix *A = ((tr_step1_ctx *)ctx)->A, *B = ((tr_step1_ctx *)ctx)->B;
+  int64_t nt = 0, np = 0;
+  for (int64_t a = A->tile_ptr[I]; a < A->tile_ptr[I + 1]; a++) {
+    int32_t k = A->tile_col[a];
+    np += B->tile_ptr[k + 1] - B->tile_ptr[k];
+    for (int64_t b = B->tile_ptr[k]; b < B->tile_ptr[k + 1]; b++) {
+      int32_t J = B->tile_col[b];
+      if (mark[J] != I) { mark[J] = I; nt++; }
+    }
+  }
+  count[0] = nt;
+  count[1] = np;
+  return 0;
+}
+
 int tr_cpu_step1_structure(const tilerap_tile_matrix *A, const tilerap_tile_matrix *B, int64_t *tile_ptr,
                            int32_t **tile_col_out, tr_pairs *pairs)
 {
@@ -36,35 +56,12 @@ int tr_cpu_step1_structure(const tilerap_tile_matrix *A, const tilerap_tile_matr
   int64_t *pair_row = tilerap_host_calloc((size_t)TR + 1, sizeof(int64_t));
   if (!pair_row) return TILERAP_ERR_NOMEM;
   memset(pairs, 0, sizeof *pairs);
-  tile_ptr[0] = 0;
-  int failed = 0;
-
-  /* count candidate tiles and pairs per tile row */
-#pragma omp parallel reduction(| : failed) if (TR > TR_OMP_MIN_ITEMS / 16)
-  {
-    int32_t *stamp = tilerap_host_alloc((size_t)TC + 1, sizeof(int32_t));
-    if (!stamp) failed = 1;
-    else {
-      for (int32_t J = 0; J <= TC; J++) stamp[J] = -1;
-#pragma omp for schedule(dynamic, 64)
-      for (int32_t I = 0; I < TR; I++) {
-        int64_t nt = 0, np = 0;
-        for (int64_t a = A->tile_ptr[I]; a < A->tile_ptr[I + 1]; a++) {
-          int32_t k = A->tile_col[a];
-          np += B->tile_ptr[k + 1] - B->tile_ptr[k];
-          for (int64_t b = B->tile_ptr[k]; b < B->tile_ptr[k + 1]; b++) {
-            int32_t J = B->tile_col[b];
-            if (stamp[J] != I) { stamp[J] = I; nt++; }
-          }
-        }
-        tile_ptr[I + 1] = nt;
-        pair_row[I + 1] = np;
-      }
-      free(stamp);
-    }
+  tr_step1_ctx ctx = {A, B};
+  int64_t *const counts[2] = {tile_ptr, pair_row};
+  if (tr_tile_row_counts(TR, TC, TR > TR_OMP_MIN_ITEMS / 16, 2, counts, tr_step1_count_row, &ctx)) {
+    free(pair_row);
+    return TILERAP_ERR_NOMEM;
   }
-  if (failed) { free(pair_row); return TILERAP_ERR_NOMEM; }
-  for (int32_t I = 0; I < TR; I++) { tile_ptr[I + 1] += tile_ptr[I]; pair_row[I + 1] += pair_row[I]; }
   const int64_t ntiles = tile_ptr[TR], npairs = pair_row[TR];
   if (ntiles > INT32_MAX) {
     free(pair_row);
@@ -81,6 +78,7 @@ int tr_cpu_step1_structure(const tilerap_tile_matrix *A, const tilerap_tile_matr
   }
 
   /* fill: sorted tile columns, pairs grouped by C tile, ascending k */
+  int failed = 0;
 #pragma omp parallel reduction(| : failed) if (TR > TR_OMP_MIN_ITEMS / 16)
   {
     int32_t *slot = tilerap_host_alloc((size_t)TC + 1, sizeof(int32_t));

@@ -6,12 +6,15 @@
 #ifdef HAVE_CONFIG_H
 #include "tilerap_config.h" /* defines TILERAP_HAVE_CUDA in CUDA builds */
 #endif
-#include "tilerap.h"
+#include "tile_internal.h" /* tr_plan_runs, tr_structure */
 #ifdef __cplusplus
 extern "C" {
 #endif
 #ifdef TILERAP_HAVE_CUDA
 int tr_cuda_device_count(void);
+/* the pool's bytes in use and their high-water mark (reset: the mark
+ * restarts from what is in use now); TILERAP_ERR_ENGINE without a pool */
+int tr_cuda_memory_stats(size_t *in_use, size_t *peak, int reset);
 int tr_cuda_set_device(int dev); /* dev checked by the caller */
 int tr_cuda_get_device(int *dev);
 /* memory of tile matrices on the device */
@@ -28,15 +31,15 @@ int tr_cuda_structure_hash_read(const void *words, int nwords, uint64_t h[2]);
 
 /* SpGEMM plan on the device: A, B device-resident; C allocated on the device. */
 typedef struct tr_cuda_spgemm tr_cuda_spgemm;
-/* one_shot: the plan serves one numeric run (tilerap_spgemm, tilerap_ptap):
- * no hit records are made (spgemm_cuda_step3_pairs.cu) */
+/* runs: how the plan will be used (tr_plan_runs); ONCE and NEVER make no
+ * hit records (spgemm_cuda_step3_pairs.cu) */
 int tr_cuda_spgemm_plan(const tilerap_tile_matrix *A, const tilerap_tile_matrix *B,
-                        const tilerap_options *opt, int one_shot, tr_cuda_spgemm **plan, tilerap_tile_matrix **C,
+                        const tilerap_options *opt, tr_plan_runs runs, tr_cuda_spgemm **plan, tilerap_tile_matrix **C,
                         tilerap_spgemm_info *info);
 int tr_cuda_spgemm_numeric(tr_cuda_spgemm *plan, const tilerap_tile_matrix *A,
                            const tilerap_tile_matrix *B, tilerap_tile_matrix *C);
 void tr_cuda_spgemm_destroy(tr_cuda_spgemm *plan);
-/* A deferred plan (TR_PLAN_DEFER, no numeric run yet) reads A's values
+/* A deferred plan (TR_RUNS_AFTER_FIRST, no numeric run yet) reads A's values
  * through perm from then on (*taken = 1): numeric runs are given, as A, a
  * matrix of A's structure whose values are the array that A's were
  * gathered from (A->val[q] = src[perm[q]]).  perm must outlive the plan.

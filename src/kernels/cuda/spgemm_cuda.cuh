@@ -206,8 +206,8 @@ struct tr_cuda_spgemm {
    * them too, until they are destroyed).  One-shot plans (tilerap_spgemm,
    * tilerap_ptap) never make hits. */
   int one_shot;      /* plan of a one-shot product: no hits, ever */
-  int structure_only; /* C's structure only (TR_PLAN_STRUCTURE): no numeric phase */
-  int defer_hits;     /* TR_PLAN_DEFER: the first numeric run makes the hits (never walks) */
+  int structure_only; /* C's structure only (TR_RUNS_NEVER): no numeric phase */
+  int defer_hits;     /* TR_RUNS_AFTER_FIRST: the first numeric run makes the hits (never walks) */
   int pairs_walk;    /* numeric runs walk the pairs (hits not made yet) */
   int64_t runs;      /* numeric runs so far */
   /* deferred plans: A's values are read through this permutation (device,

@@ -29,7 +29,7 @@ static void tr_plan_free(tr_cuda_spgemm *P)
 }
 
 extern "C" int tr_cuda_spgemm_plan(const tilerap_tile_matrix *A, const tilerap_tile_matrix *B,
-                                   const tilerap_options *opt, int one_shot, tr_cuda_spgemm **plan,
+                                   const tilerap_options *opt, tr_plan_runs runs, tr_cuda_spgemm **plan,
                                    tilerap_tile_matrix **C, tilerap_spgemm_info *info)
 {
   *plan = NULL;
@@ -44,9 +44,9 @@ extern "C" int tr_cuda_spgemm_plan(const tilerap_tile_matrix *A, const tilerap_t
   P->dense_threshold = opt ? opt->dense_threshold : 192;
   P->tc_threshold = opt ? opt->tc_threshold : -1;
   P->precision = opt ? (int)opt->precision : 0;
-  P->one_shot = one_shot == TR_PLAN_ONE_SHOT || one_shot == TR_PLAN_STRUCTURE;
-  P->structure_only = one_shot == TR_PLAN_STRUCTURE;
-  P->defer_hits = one_shot == TR_PLAN_DEFER;
+  P->one_shot = runs == TR_RUNS_ONCE || runs == TR_RUNS_NEVER;
+  P->structure_only = runs == TR_RUNS_NEVER;
+  P->defer_hits = runs == TR_RUNS_AFTER_FIRST;
   tr_tmp tmp;
   memset(&tmp, 0, sizeof tmp);
   tmp.s = P->stream;
@@ -72,7 +72,7 @@ extern "C" int tr_cuda_spgemm_plan(const tilerap_tile_matrix *A, const tilerap_t
     tr_plan_free(P);
     return err;
   }
-  /* TR_PLAN_DEFER: C's first values were made elsewhere, so the first
+  /* TR_RUNS_AFTER_FIRST: C's first values were made elsewhere, so the first
    * numeric run counts as the second (hits, then the hit kernel) */
   if (P->defer_hits) P->runs = 1;
   info->c_tiles_step1 = ncand;

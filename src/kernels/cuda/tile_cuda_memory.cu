@@ -126,6 +126,20 @@ static cudaMemPool_t tr_pool(void)
   return tr_pool_state[dev] == 1 ? tr_pools[dev] : NULL;
 }
 
+extern "C" int tr_cuda_memory_stats(size_t *in_use, size_t *peak, int reset)
+{
+  cudaMemPool_t pool = tr_pool();
+  if (!pool) return tilerap_set_error(TILERAP_ERR_ENGINE, "device memory statistics: no stream-ordered memory pool");
+  uint64_t v = 0;
+  cudaError_t e = cudaSuccess;
+  if (reset) e = cudaMemPoolSetAttribute(pool, cudaMemPoolAttrUsedMemHigh, &v);
+  if (e == cudaSuccess && in_use && (e = cudaMemPoolGetAttribute(pool, cudaMemPoolAttrUsedMemCurrent, &v)) == cudaSuccess)
+    *in_use = (size_t)v;
+  if (e == cudaSuccess && peak && (e = cudaMemPoolGetAttribute(pool, cudaMemPoolAttrUsedMemHigh, &v)) == cudaSuccess)
+    *peak = (size_t)v;
+  return e == cudaSuccess ? TILERAP_SUCCESS : tr_cuda_error(e, "device memory statistics");
+}
+
 int tr_dalloc(void **p, size_t bytes, cudaStream_t s, const char *what)
 {
   *p = NULL;

@@ -55,3 +55,18 @@ int tilerap_memcpy(void *dst, tilerap_memtype dst_mem, const void *src, tilerap_
   return TILERAP_ERR_ENGINE;
 #endif
 }
+
+static int tr_device_memory(size_t *in_use, size_t *peak, int reset)
+{
+  int err = tr_require_cuda("device memory statistics");
+  if (err) return err;
+#ifdef TILERAP_HAVE_CUDA
+  return tr_cuda_memory_stats(in_use, peak, reset);
+#else
+  (void)in_use; (void)peak; (void)reset;
+  return TILERAP_ERR_ENGINE;
+#endif
+}
+
+int tilerap_device_memory(size_t *in_use, size_t *peak) { return tr_device_memory(in_use, peak, 0); }
+int tilerap_device_memory_reset_peak(void) { return tr_device_memory(NULL, NULL, 1); }

@@ -52,18 +52,21 @@ int tilerap_csr_check(int32_t m, int32_t n, const int64_t *rowptr, const int32_t
   return tr_check_csr_generic(m, n, rp, colidx);
 }
 
-/* Number of distinct tile columns touched by rows [r0,r1). Uses stamp[] (per
- * thread, tile_cols entries) marked with the tile row id. */
-static int64_t tr_count_tile_cols(tr_rowptr rp, const int32_t *colidx, int32_t r0, int32_t r1, int32_t *stamp,
-                                  int32_t I)
+typedef struct { tr_rowptr rp; const int32_t *colidx; int32_t m; } tr_csr_rows;
+
+/* distinct tile columns of tile row I */
+static int tr_count_tile_cols(int32_t I, int32_t *mark, int64_t *count, void *ctx)
 {
+  const tr_csr_rows *c = ctx;
+  const int32_t r1 = (int32_t)(16 * (int64_t)I + 16 < c->m ? 16 * (int64_t)I + 16 : c->m);
   int64_t cnt = 0;
-  for (int32_t i = r0; i < r1; i++)
-    for (int64_t p = rp_at(rp, i); p < rp_at(rp, i + 1); p++) {
-      int32_t J = colidx[p] >> 4;
-      if (stamp[J] != I) { stamp[J] = I; cnt++; }
+  for (int32_t i = 16 * I; i < r1; i++)
+    for (int64_t p = rp_at(c->rp, i); p < rp_at(c->rp, i + 1); p++) {
+      int32_t J = c->colidx[p] >> 4;
+      if (mark[J] != I) { mark[J] = I; cnt++; }
     }
-  return cnt;
+  count[0] = cnt;
+  return 0;
 }
 
 static int cmp_i32(const void *a, const void *b)
@@ -85,23 +88,11 @@ static int tr_from_csr_generic(int32_t m, int32_t n, tr_rowptr rp, const int32_t
   if (!tiles_in_row) return TILERAP_ERR_NOMEM;
 
   /* pass 1: tiles per tile row */
-  int failed = 0;
-#pragma omp parallel reduction(| : failed) if (TR > TR_OMP_MIN_ITEMS / 16)
-  {
-    int32_t *stamp = tilerap_host_alloc((size_t)TC + 1, sizeof(int32_t));
-    if (!stamp) failed = 1;
-    else {
-      for (int32_t J = 0; J <= TC; J++) stamp[J] = -1;
-#pragma omp for schedule(dynamic, 64)
-      for (int32_t I = 0; I < TR; I++) {
-        int32_t r1 = (int32_t)(16 * (int64_t)I + 16 < m ? 16 * (int64_t)I + 16 : m);
-        tiles_in_row[I + 1] = tr_count_tile_cols(rp, colidx, 16 * I, r1, stamp, I);
-      }
-      free(stamp);
-    }
+  tr_csr_rows rows = {rp, colidx, m};
+  if (tr_tile_row_counts(TR, TC, TR > TR_OMP_MIN_ITEMS / 16, 1, &tiles_in_row, tr_count_tile_cols, &rows)) {
+    free(tiles_in_row);
+    return TILERAP_ERR_NOMEM;
   }
-  if (failed) { free(tiles_in_row); return TILERAP_ERR_NOMEM; }
-  for (int32_t I = 0; I < TR; I++) tiles_in_row[I + 1] += tiles_in_row[I];
   tilerap_tile_matrix *T = NULL;
   err = tilerap_tile_create(m, n, tiles_in_row[TR], nnz, TILERAP_MEM_HOST, &T);
   if (err) { free(tiles_in_row); return err; }
@@ -109,6 +100,7 @@ static int tr_from_csr_generic(int32_t m, int32_t n, tr_rowptr rp, const int32_t
   free(tiles_in_row);
 
   /* pass 2: tile columns, masks, offsets, row pointers, entries */
+  int failed = 0;
 #pragma omp parallel reduction(| : failed) if (TR > TR_OMP_MIN_ITEMS / 16)
   {
     int32_t *slot = tilerap_host_alloc((size_t)TC + 1, sizeof(int32_t));

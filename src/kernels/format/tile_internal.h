@@ -89,6 +89,16 @@ void tr_structure_release(tr_structure *s);
 /* who: the calling function, name: the operand, for the message */
 int tr_structure_check(tr_structure *s, const tilerap_tile_matrix *T, const char *who, const char *name);
 
+/* Tile-row counts: count_row(I, mark, count, ctx) writes tile row I's
+ * ncounts (<= TR_ROW_COUNTS_MAX) counts, marking the tile columns it has
+ * seen (mark[J] == I: the thread's marks over cols + 1 columns start at
+ * -1) and returning 0 or a status; out[c] (rows + 1 entries) receives the
+ * prefix sums.  Returns TILERAP_ERR_NOMEM, else the largest status. */
+#define TR_ROW_COUNTS_MAX 2
+typedef int (*tr_tile_row_count_fn)(int32_t I, int32_t *mark, int64_t *count, void *ctx);
+TILERAP_EXPORT int tr_tile_row_counts(int32_t rows, int32_t cols, int parallel, int ncounts, int64_t *const *out,
+                                      tr_tile_row_count_fn count_row, void *ctx); /* exported for the hypre hook */
+
 /* values of src into dst, whose structure the caller knows to be src's */
 int tr_tile_copy_values(const tilerap_tile_matrix *src, tilerap_tile_matrix *dst);
 /* tilerap_spgemm_numeric after its operand checks: for plans that checked
@@ -110,22 +120,19 @@ int tr_check_memtype(tilerap_memtype mem, const char *who);
 /* Returns TILERAP_SUCCESS if T is a non-NULL host tile matrix with its arrays. */
 int tr_require_host(const tilerap_tile_matrix *T, const char *name);
 
-/* tilerap_spgemm_plan_create; one_shot: TR_PLAN_REUSE, TR_PLAN_ONE_SHOT
- * (the plan serves a single numeric run: tilerap_spgemm, tilerap_ptap,
- * which the CUDA engine then does without hit records), and for the CUDA
- * engine's Galerkin scatter (opt->plan_values 0): TR_PLAN_STRUCTURE (C's
- * structure only, no numeric phase ever) or TR_PLAN_DEFER (C's first
- * values are made elsewhere: the plan's first numeric run makes the hit
- * records and every run uses them) */
-#define TR_PLAN_REUSE 0
-#define TR_PLAN_ONE_SHOT 1
-#define TR_PLAN_STRUCTURE 2
-#define TR_PLAN_DEFER 3
-/* or'ed in by the Galerkin and A^T*B plans, which choose the path
- * themselves: the tile steps, never the CSR path */
-#define TR_PLAN_TILES_ONLY 8
-int tr_spgemm_plan_create_mode(const tilerap_tile_matrix *A, const tilerap_tile_matrix *B, const tilerap_options *opt,
-                               int one_shot, tilerap_spgemm_plan *plan, tilerap_tile_matrix **C);
+/* How a SpGEMM plan's numeric runs will be used: the CUDA engine plans
+ * its hit records by it (the Galerkin plan makes some values with kernels
+ * of its own) */
+typedef enum {
+  TR_RUNS_REPEATED = 0, /* run again and again: hit records (tilerap_spgemm_plan_create) */
+  TR_RUNS_ONCE,         /* a single numeric run (tilerap_spgemm): no hit records */
+  TR_RUNS_NEVER,        /* C's structure only: its values are made elsewhere on every run */
+  TR_RUNS_AFTER_FIRST   /* C's first values are made elsewhere; the first numeric run makes the hits */
+} tr_plan_runs;
+/* An A*B plan on the tile steps, for the Galerkin and A^T*B plans (which
+ * choose the path themselves and check the operands of each run) */
+int tr_spgemm_plan_tiles(const tilerap_tile_matrix *A, const tilerap_tile_matrix *B, const tilerap_options *opt,
+                         tr_plan_runs runs, tilerap_spgemm_plan *plan, tilerap_tile_matrix **C);
 /* a deferred CUDA plan reads A's values through perm, where *taken says
  * so (tr_cuda_spgemm_read_a_through) */
 int tr_spgemm_plan_read_a_through(tilerap_spgemm_plan plan, const int64_t *perm, int *taken);
