@@ -12,6 +12,7 @@
 #define _GNU_SOURCE /* memfd_create */
 #include "ref_gustavson.h"
 #include "tilerap_csr_layouts.h"
+#include "tilerap_device.h"
 #include "tap.h"
 #include <limits.h>
 #include <math.h>
@@ -435,6 +436,32 @@ static void check_memtype(void)
          "tilerap_tile_create with memory type 7 refused (%s)", tilerap_last_error());
 }
 
+/* tilerap_device_memory: an error without a GPU; with one, a device
+ * matrix shows in what is in use and in the peak, its free in the former
+ * only, and a reset brings the peak down to what is in use */
+static void check_device_memory(void)
+{
+  size_t use0 = 0, peak0 = 0, use1 = 0, peak1 = 0, use2 = 0, peak2 = 0, peak3 = 0;
+  if (!tilerap_engine_available(TILERAP_ENGINE_CUDA)) {
+    const int e1 = tilerap_device_memory(&use0, &peak0), e2 = tilerap_device_memory_reset_peak();
+    tap_ok(e1 == TILERAP_ERR_ENGINE && e2 == TILERAP_ERR_ENGINE, "tilerap_device_memory without a GPU: %s",
+           tilerap_last_error());
+    return;
+  }
+  tilerap_tile_matrix *T = NULL;
+  const size_t bytes = (size_t)1 << 24;
+  int err = tilerap_device_memory_reset_peak() || tilerap_device_memory(&use0, &peak0) ||
+            tilerap_tile_create(16, 16, 1, (int64_t)(bytes / 8), TILERAP_MEM_DEVICE, &T) ||
+            tilerap_device_memory(&use1, &peak1);
+  tilerap_tile_destroy(&T);
+  err = err || tilerap_device_memory(&use2, &peak2) || tilerap_device_memory_reset_peak() ||
+        tilerap_device_memory(NULL, &peak3);
+  tap_ok(!err && peak0 == use0 && use1 >= use0 + bytes && peak1 >= use1 && use2 == use0 && peak2 == peak1 &&
+             peak3 == use2,
+         "tilerap_device_memory: in use %zu -> %zu -> %zu, peak %zu -> %zu -> %zu, after a reset %zu", use0, use1, use2,
+         peak0, peak2, peak2, peak3);
+}
+
 /* ---------------------------------------------------------------- sizes */
 /* INT_MAX rows, one entry in the last row: the last tile row ends past
  * 2^31 - 1, which 32-bit row arithmetic overflowed.  The 8 GiB of row
@@ -507,6 +534,7 @@ int main(int argc, char **argv)
   check_options();
   check_environment();
   check_memtype();
+  check_device_memory();
   if (!quick) check_int_max_rows();
   return tap_done();
 }
