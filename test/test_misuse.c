@@ -451,7 +451,7 @@ static void check_device_memory(void)
   tilerap_tile_matrix *T = NULL;
   const size_t bytes = (size_t)1 << 24;
   int err = tilerap_device_memory_reset_peak() || tilerap_device_memory(&use0, &peak0) ||
-            tilerap_tile_create(16, 16, 1, (int64_t)(bytes / 8), TILERAP_MEM_DEVICE, &T) ||
+            tilerap_tile_create(16 * 128, 16 * 64, 8192, (int64_t)(bytes / 8), TILERAP_MEM_DEVICE, &T) ||
             tilerap_device_memory(&use1, &peak1);
   tilerap_tile_destroy(&T);
   err = err || tilerap_device_memory(&use2, &peak2) || tilerap_device_memory_reset_peak() ||
