@@ -98,6 +98,26 @@ static PetscErrorCode TileProductView(Mat C, PetscViewer viewer)
  * "Unsafe" triple-product drivers pass, see MatMatMultNumeric_SeqTile) and
  * (re)creates C's structure from the plan's C.  The tile forms of C go into
  * C's cache as soon as they exist, so C owns them whatever fails later. */
+
+/* C's AIJ row pointers and columns from its tile form (host, or device
+ * with the arrays written to host memory), and the host form's values in
+ * CSR order into val (or NULL).  *err: tilerap's status.  tilerap writes
+ * 32-bit columns; 64-bit PetscInt builds widen them. */
+static PetscErrorCode TileToAIJArrays(const tilerap_tile_matrix *T, PetscBool device, PetscInt *ci, PetscInt *cj, double *val, int *err)
+{
+  PetscFunctionBegin;
+#if defined(PETSC_USE_64BIT_INDICES)
+  int32_t *cj32;
+  PetscCall(PetscMalloc1(T->nnz, &cj32));
+  *err = device ? tilerap_tile_to_csr_device(T, (int64_t *)ci, cj32, NULL, TILERAP_MEM_HOST) : tilerap_tile_to_csr(T, (int64_t *)ci, cj32, val);
+  for (int64_t k = 0; k < T->nnz && !*err; k++) cj[k] = cj32[k];
+  PetscCall(PetscFree(cj32));
+#else
+  *err = device ? tilerap_tile_to_csr_device_i32(T, (int32_t *)ci, (int32_t *)cj, NULL, TILERAP_MEM_HOST) : tilerap_tile_to_csr_i32(T, (int32_t *)ci, (int32_t *)cj, val);
+#endif
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 static PetscErrorCode TileProductPlan(Mat C, TileProduct *pd, Mat A, Mat B)
 {
   MPI_Comm                   comm = PetscObjectComm((PetscObject)C);
@@ -160,17 +180,7 @@ static PetscErrorCode TileProductPlan(Mat C, TileProduct *pd, Mat A, Mat B)
     PetscCheck(out->m == m && out->n == n, comm, PETSC_ERR_PLIB, "tile product has the wrong size");
     PetscCall(PetscLogEventBegin(TILE_Convert, C, 0, 0, 0));
     PetscCall(PetscMalloc2(m + 1, &ci, out->nnz, &cj));
-#if defined(PETSC_USE_64BIT_INDICES)
-    {
-      int32_t *cj32;
-      PetscCall(PetscMalloc1(out->nnz, &cj32));
-      err = tilerap_tile_to_csr_device(out, (int64_t *)ci, cj32, NULL, TILERAP_MEM_HOST);
-      for (int64_t k = 0; k < out->nnz && !err; k++) cj[k] = cj32[k];
-      PetscCall(PetscFree(cj32));
-    }
-#else
-    err = tilerap_tile_to_csr_device_i32(out, (int32_t *)ci, (int32_t *)cj, NULL, TILERAP_MEM_HOST);
-#endif
+    PetscCall(TileToAIJArrays(out, PETSC_TRUE, ci, cj, NULL, &err));
     if (err) PetscCall(PetscFree2(ci, cj));
     TileCall(comm, err);
     PetscCall(PetscFree(pd->perm)); /* values come down in CSR order: no permutation */
@@ -196,17 +206,7 @@ static PetscErrorCode TileProductPlan(Mat C, TileProduct *pd, Mat A, Mat B)
       PetscCall(PetscObjectStateGet((PetscObject)B, &pd->bst));
     }
     for (int64_t k = 0; k < TC->nnz; k++) TC->val[k] = (double)k;
-#if defined(PETSC_USE_64BIT_INDICES)
-    {
-      int32_t *cj32;
-      PetscCall(PetscMalloc1(TC->nnz, &cj32));
-      err = tilerap_tile_to_csr(TC, (int64_t *)ci, cj32, pos);
-      for (int64_t k = 0; k < TC->nnz && !err; k++) cj[k] = cj32[k];
-      PetscCall(PetscFree(cj32));
-    }
-#else
-    err = tilerap_tile_to_csr_i32(TC, (int32_t *)ci, (int32_t *)cj, pos);
-#endif
+    PetscCall(TileToAIJArrays(TC, PETSC_FALSE, ci, cj, pos, &err));
     if (err) PetscCall(PetscFree3(ci, cj, pos));
     TileCall(comm, err);
     PetscCall(PetscFree(pd->perm));
