@@ -6,7 +6,7 @@
  * is checked against the plain CSR reference before its time counts.
  *
  *   galerkin-bench [-reps N] [-engine cpu|cuda|auto] [-cpu-kernel auto|tiles|recorded]
- *                  [-plan-values 0|1] [-no-petsc] [case ...]
+ *                  [-plan-values 0|1] [-no-petsc] [-memory] [case ...]
  *   case = p2d5:N | p2d9:N | p3d7:N | p3d27:N   (default: p3d7:64 p3d7:101),
  *          or an irregular matrix of tilerap_model.h (mesh2d:N[:sfc], powerlaw:N, ...)
  *          with graph-aggregation prolongators
@@ -17,6 +17,14 @@
  * plan's first re-run (where the CPU engine's AUTO kernel records the
  * products); tr_num = steady re-runs of one plan, interleaved with
  * PETSc's MAT_REUSE_MATRIX (petsc_re); x* = PETSc time / tilerap time.
+ *
+ * -memory: instead of times, each level's peak memory above its inputs
+ * (A and P in both forms) of a product as an AMG setup keeps it: the plan
+ * with its first values and two numeric runs (the second records, where
+ * the AUTO kernel records), against MatPtAP with MAT_INITIAL_MATRIX and two
+ * MAT_REUSE_MATRIX.  The figure is the process's peak resident set
+ * during the product above its resident set before (MB; Linux's
+ * clear_refs restarts the peak mark before each side).
  */
 #include "tilerap.h"
 #include "tilerap_model.h"
@@ -26,6 +34,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <malloc.h>
 #ifdef _OPENMP
 #include <omp.h>
 #endif
@@ -37,6 +46,68 @@
 
 static tilerap_cpu_kernel g_cpu_kernel = TILERAP_CPU_KERNEL_AUTO; /* -cpu-kernel */
 static int g_plan_values = 1;                                      /* -plan-values */
+static int g_memory = 0;                                           /* -memory */
+
+/* a field of /proc/self/status (VmRSS, VmHWM), KB */
+static long status_kb(const char *field)
+{
+  char line[256];
+  long kb = -1;
+  const size_t len = strlen(field);
+  FILE *f = fopen("/proc/self/status", "r");
+  if (!f) return -1;
+  while (fgets(line, sizeof line, f))
+    if (!strncmp(line, field, len) && line[len] == ':') { kb = atol(line + len + 1); break; }
+  fclose(f);
+  return kb;
+}
+
+/* peak resident set of work(ctx) above the resident set before it, MB:
+ * freed heap memory goes back to the system first, then the kernel's peak
+ * mark restarts at the current size (clear_refs 5); -1 where that is not
+ * possible */
+static double peak_mb(void (*work)(void *), void *ctx)
+{
+  malloc_trim(0);
+  FILE *f = fopen("/proc/self/clear_refs", "w");
+  if (!f || fputs("5", f) < 0) { if (f) fclose(f); return -1; }
+  fclose(f);
+  const long base = status_kb("VmRSS");
+  work(ctx);
+  const long peak = status_kb("VmHWM");
+  return base < 0 || peak < 0 ? -1 : (double)(peak - base) / 1024.0;
+}
+
+typedef struct {
+  const tilerap_tile_matrix *A, *P;
+  const tilerap_options *opt;
+#ifdef BENCH_WITH_PETSC
+  Mat pA, pP;
+#endif
+} mem_ctx;
+
+static void mem_tilerap(void *p)
+{
+  mem_ctx *c = p;
+  tilerap_ptap_plan plan = NULL;
+  tilerap_tile_matrix *C = NULL;
+  int err = tilerap_ptap_plan_create(c->A, c->P, c->opt, &plan, &C);
+  for (int r = 0; r < 2 && !err; r++) err = tilerap_ptap_numeric(plan, c->A, c->P, C);
+  if (err) fprintf(stderr, "tilerap: %s\n", tilerap_last_error());
+  tilerap_ptap_plan_destroy(&plan);
+  tilerap_tile_destroy(&C);
+}
+
+#ifdef BENCH_WITH_PETSC
+static void mem_petsc(void *p)
+{
+  mem_ctx *c = p;
+  Mat C = NULL;
+  MatPtAP(c->pA, c->pP, MAT_INITIAL_MATRIX, 2.0, &C);
+  for (int r = 0; r < 2; r++) MatPtAP(c->pA, c->pP, MAT_REUSE_MATRIX, 2.0, &C);
+  MatDestroy(&C);
+}
+#endif
 
 typedef struct {
   double conv, first, rerun1, numeric, petsc_first, petsc_reuse, relerr, petsc_relerr;
@@ -134,6 +205,26 @@ static int run_case(const char *spec, int reps, tilerap_engine engine, int with_
       if (r) ts[r - 1] = bench_now() - t0;
     }
     t.conv = bench_median(ts, reps);
+    if (g_memory) {
+      mem_ctx mc;
+      memset(&mc, 0, sizeof mc);
+      mc.A = tA; mc.P = tP; mc.opt = &opt;
+      double tl = peak_mb(mem_tilerap, &mc), pe = -1;
+#ifdef BENCH_WITH_PETSC
+      if (with_petsc) {
+        mc.pA = petsc_from_csr(Al[l]);
+        mc.pP = petsc_from_csr(Pl[l]);
+        pe = peak_mb(mem_petsc, &mc);
+        MatDestroy(&mc.pA); MatDestroy(&mc.pP);
+      }
+#endif
+      printf("%-10s %3d %9d %10lld %9lld %9lld  peak MB above the inputs: tilerap %.1f", spec, l, Al[l]->m,
+             (long long)Al[l]->nnz, (long long)Pl[l]->nnz, (long long)Al[l + 1]->nnz, tl);
+      if (pe >= 0) printf(", PETSc MatPtAP %.1f (ratio %.2f)", pe, tl / pe);
+      printf("\n");
+      tilerap_tile_destroy(&tA); tilerap_tile_destroy(&tP);
+      continue;
+    }
     /* first time (plan + numeric) and numeric re-runs, with PETSc's
      * MAT_INITIAL_MATRIX / MAT_REUSE_MATRIX interleaved repetition by
      * repetition, so that both see the same machine load */
@@ -215,12 +306,14 @@ static int run_case(const char *spec, int reps, tilerap_engine engine, int with_
     tilerap_ptap_plan_destroy(&plan);
     tilerap_tile_destroy(&tA); tilerap_tile_destroy(&tP); tilerap_tile_destroy(&tC);
   }
+  if (g_memory) goto done;
   printf("%-10s all %9s %10s %9s %9s %11s %9.3f %9.3f %9.3f %9.3f", spec, "", "", "", "", "", 1e3 * tot.conv,
          1e3 * tot.first, 1e3 * tot.rerun1, 1e3 * tot.numeric);
   if (with_petsc)
     printf(" %9.3f %9.3f %6.2f %6.2f %6.2f", 1e3 * tot.petsc_first, 1e3 * tot.petsc_reuse, tot.petsc_first / tot.first,
            tot.petsc_reuse / tot.rerun1, tot.petsc_reuse / tot.numeric);
   printf("\n");
+done:
   for (int l = 0; l <= L; l++) tilerap_csr_destroy(&Al[l]);
   for (int l = 0; l < L; l++) tilerap_csr_destroy(&Pl[l]);
   return bad;
@@ -242,8 +335,9 @@ int main(int argc, char **argv)
       if (tilerap_cpu_kernel_parse(argv[++i], &g_cpu_kernel)) { fprintf(stderr, "%s\n", tilerap_last_error()); return 2; }
     } else if (!strcmp(argv[i], "-plan-values") && i + 1 < argc) g_plan_values = atoi(argv[++i]) != 0;
     else if (!strcmp(argv[i], "-no-petsc")) with_petsc = 0;
+    else if (!strcmp(argv[i], "-memory")) g_memory = 1;
     else if (argv[i][0] == '-') {
-      fprintf(stderr, "usage: %s [-reps N] [-engine cpu|cuda|auto] [-cpu-kernel auto|tiles|recorded] [-plan-values 0|1] [-no-petsc] [case ...]\n", argv[0]);
+      fprintf(stderr, "usage: %s [-reps N] [-engine cpu|cuda|auto] [-cpu-kernel auto|tiles|recorded] [-plan-values 0|1] [-no-petsc] [-memory] [case ...]\n", argv[0]);
       return 2;
     }
     else if (ncases < 32) cases[ncases++] = argv[i];
