@@ -1,5 +1,7 @@
 /* Helpers shared by the benchmarks (bench_common.h). */
 #include "bench_common.h"
+#include "tilerap_model.h"
+#include <string.h>
 #include "../test/ref_gustavson.h"
 #include <math.h>
 
@@ -31,4 +33,26 @@ double bench_tile_relerr(const tilerap_tile_matrix *T, const tilerap_csr *R)
   tilerap_csr_destroy(&C);
   tilerap_tile_destroy(&H);
   return e;
+}
+
+static int bench_classical(void)
+{
+  static int on = -1;
+  if (on < 0) {
+    const char *v = getenv("BENCH_PROLONGATOR");
+    on = v && !strcmp(v, "classical");
+    if (v && !on && strcmp(v, "sa")) {
+      fprintf(stderr, "BENCH_PROLONGATOR=%s: expected sa or classical\n", v);
+      exit(2);
+    }
+  }
+  return on;
+}
+
+const char *bench_prolongator_name(void) { return bench_classical() ? "classical" : "sa"; }
+
+int bench_irregular_prolongator(const tilerap_csr *A, int level, tilerap_csr **P)
+{
+  if (bench_classical()) return tilerap_model_classical_prolongator(A, 0.25, 100 + (uint64_t)level, P);
+  return tilerap_model_sa_prolongator(A, 2.0 / 3.0, P);
 }

@@ -28,4 +28,10 @@ double bench_median(double *t, int n);
 double bench_csr_relerr(const tilerap_csr *X, const tilerap_csr *R);
 /* The same for a tile matrix in host or device memory. */
 double bench_tile_relerr(const tilerap_tile_matrix *T, const tilerap_csr *R);
+/* The prolongator of an irregular matrix: smoothed aggregation (default),
+ * or classical PMIS + extended interpolation with BENCH_PROLONGATOR=classical
+ * in the environment (theta 0.25); level l seeds the coarsening. */
+int bench_irregular_prolongator(const tilerap_csr *A, int level, tilerap_csr **P);
+/* "sa" or "classical": what bench_irregular_prolongator makes */
+const char *bench_prolongator_name(void);
 #endif

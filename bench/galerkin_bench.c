@@ -9,7 +9,8 @@
  *                  [-plan-values 0|1] [-no-petsc] [-memory] [case ...]
  *   case = p2d5:N | p2d9:N | p3d7:N | p3d27:N   (default: p3d7:64 p3d7:101),
  *          or an irregular matrix of tilerap_model.h (mesh2d:N[:sfc], powerlaw:N, ...)
- *          with graph-aggregation prolongators
+ *          with graph-aggregation prolongators (BENCH_PROLONGATOR=classical:
+ *          PMIS + extended interpolation)
  *
  * Columns: tr_first = a fresh plan with its first values: one call with
  * plan_values = 1 (the default; -plan-values 0: plan, then numeric, the
@@ -183,12 +184,13 @@ static int run_case(const char *spec, int reps, tilerap_engine engine, int with_
     return 1;
   }
   for (; L < 4 && Al[L]->m >= 500; L++) {
-    if (irregular) tilerap_model_sa_prolongator(Al[L], 2.0 / 3.0, &Pl[L]);
+    if (irregular) TR(bench_irregular_prolongator(Al[L], L, &Pl[L]));
     else tilerap_model_prolongator(Al[L], nd, dims, 2.0 / 3.0, &Pl[L], cd);
     Al[L + 1] = ref_ptap(Al[L], Pl[L]);
     memcpy(dims, cd, sizeof cd);
   }
-  printf("# %s: %d levels, hierarchy built on the CPU in %.1f s\n", spec, L, bench_now() - tb);
+  printf("# %s: %d levels (%s prolongators), hierarchy built on the CPU in %.1f s\n", spec, L,
+         irregular ? bench_prolongator_name() : "grid SA", bench_now() - tb);
 
   level_times tot = {0};
   int bad = 0;

@@ -16,7 +16,8 @@
  * FAIL in the row.  usage: galerkin-bench-gpu [--reps N] [case ...],
  * case = p2d5:1024 etc., or an irregular matrix of tilerap_model.h
  * (mesh2d:500000, mesh2d:500000:sfc, powerlaw:300000, ...) with
- * graph-aggregation prolongators, checked against the Gustavson product.
+ * graph-aggregation prolongators (BENCH_PROLONGATOR=classical: PMIS +
+ * extended interpolation), checked against the Gustavson product.
  * Each row ends with the path the plan took, the operands' mean entries
  * per tile (what it chose by) and the first product's peak device memory
  * above A and P, in MB, for tilerap (its pool's high-water mark: plan,
@@ -115,7 +116,7 @@ static void run_case(const char *spec, double bw, cusparseHandle_t h)
   int all_ok = 1;
   for (int lvl = 0; lvl < 4 && A->m >= 500; lvl++) {
     tilerap_csr *P = NULL;
-    if (irregular) TR(tilerap_model_sa_prolongator(A, 2.0 / 3.0, &P));
+    if (irregular) TR(bench_irregular_prolongator(A, lvl, &P));
     else TR(tilerap_model_prolongator(A, nd, dims, 2.0 / 3.0, &P, cd));
     /* reference: tilerap's CPU engine on model grids, Gustavson on the
      * irregular set (whose order the tile engine does not favour) */
@@ -442,9 +443,9 @@ int main(int argc, char **argv)
   const char *pv = getenv("BENCH_PLAN_VALUES");
   plan_values = pv && !strcmp(pv, "1");
   printf("# device %s, copy bandwidth %.2f TB/s, median of %d after warm-up, times in ms, cuSPARSE memory: %s,"
-         " tilerap first: %s\n",
+         " tilerap first: %s, irregular cases' prolongators: %s\n",
          prop.name, bw / 1e12, reps, bench_cusparse_pool() ? "stream-ordered pool" : "cudaMalloc",
-         plan_values ? "plan with values" : "plan, then numeric");
+         plan_values ? "plan with values" : "plan, then numeric", bench_prolongator_name());
   printf("# case     lvl         n       nnzA       nnzP       nnzC  tl_first   tl_num cs_first   cs_num    floor"
          "  sp_first sp_num num/floor  err: tl_first tl_num cs_first cs_num  check  path fill(A) fill(P)"
          "  MB: tilerap cuSPARSE (first product's peak device memory above A and P)\n");

@@ -59,6 +59,19 @@ TILERAP_EXPORT int tilerap_model_irregular(const char *spec, uint64_t seed, tile
  * Aggregates numbered in order of their root node (so a randomly ordered A
  * gives a randomly ordered coarse space). Exact zeros dropped. */
 TILERAP_EXPORT int tilerap_model_sa_prolongator(const tilerap_csr *A, double omega, tilerap_csr **P);
+/* Classical AMG prolongator, as hypre's BoomerAMG builds its pattern
+ * (PMIS coarsening, distance-two "extended" interpolation): j strongly
+ * influences i when |a_ij| >= theta max_k!=i |a_ik| (couplings to dense
+ * rows, as above, left out; dense rows are C points); PMIS picks C points
+ * by the number of points they influence plus a random fraction (seed); an
+ * F point interpolates from its strong C neighbours and from the strong C
+ * neighbours of its strong F neighbours.  Weights are simplified (|a_ij|,
+ * plus |a_ik| |a_kj| / sum_l |a_kl| through each strong F neighbour k,
+ * scaled to sum 1): the pattern is hypre's kind, the values are not
+ * hypre's formula.  C points have a unit row; F points with nothing to
+ * interpolate from have an empty row.  Coarse points are numbered in fine
+ * order. */
+TILERAP_EXPORT int tilerap_model_classical_prolongator(const tilerap_csr *A, double theta, uint64_t seed, tilerap_csr **P);
 /* n x nc prolongator with per_row random entries per row in random columns
  * (rectangular / tall-skinny P when nc << n); every column gets at least one
  * entry when nc <= n.  Values in [0.1, 1). */

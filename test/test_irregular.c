@@ -195,6 +195,37 @@ static void check_prolongator(const char *what, const tilerap_csr *P, int32_t n)
          empty_rows, empty_cols);
 }
 
+/* classical P: valid, each column has its C point's unit row (coarse
+ * points in fine order), every other row sums to 1 or is empty, and the
+ * Galerkin product of it and of the next level is right */
+static void check_classical(const char *spec, const tilerap_csr *A)
+{
+  tilerap_csr *P = NULL, *C = NULL, *P1 = NULL;
+  int err = tilerap_model_classical_prolongator(A, 0.25, 7, &P);
+  if (!tap_ok(!err, "%s: classical prolongator%s%s", spec, err ? ": " : "", err ? tilerap_last_error() : "")) return;
+  int ok = P->m == A->m && P->n >= 1 && (P->n < A->m || A->m == 1) && tilerap_csr_check(P->m, P->n, P->rowptr, P->colidx) == 0;
+  int32_t unit = 0, empty = 0, last = -1, bad_sum = 0;
+  for (int32_t i = 0; ok && i < P->m; i++) {
+    const int64_t a = P->rowptr[i], b = P->rowptr[i + 1];
+    double sum = 0;
+    for (int64_t p = a; p < b; p++) sum += P->val[p];
+    if (b == a) empty++;
+    else if (b - a == 1 && P->val[a] == 1.0 && P->colidx[a] == last + 1) { unit++; last++; }
+    else bad_sum += fabs(sum - 1.0) > 1e-14;
+  }
+  tap_ok(ok && unit == P->n && !bad_sum, "%s: classical P %d x %d (%.2f entries a row): %d unit rows in order, %d empty rows, rows sum to 1",
+         spec, P->m, P->n, (double)P->nnz / (P->m ? P->m : 1), unit, empty);
+  char what[96];
+  snprintf(what, sizeof what, "%s classical", spec);
+  check_ptap(what, A, P, &C);
+  if (C && C->m > 1) {
+    err = tilerap_model_classical_prolongator(C, 0.25, 8, &P1);
+    snprintf(what, sizeof what, "%s classical level 1", spec);
+    if (tap_ok(!err, "%s: made%s%s", what, err ? ": " : "", err ? tilerap_last_error() : "")) check_ptap(what, C, P1, NULL);
+  }
+  tilerap_csr_destroy(&P); tilerap_csr_destroy(&C); tilerap_csr_destroy(&P1);
+}
+
 static void check_spec(const char *spec, int32_t row_cap, int randomized, uint64_t *seed)
 {
   double t0 = ref_wtime();
@@ -232,6 +263,8 @@ static void check_spec(const char *spec, int32_t row_cap, int randomized, uint64
     }
   }
 
+  check_classical(spec, A);
+
   /* tall-skinny and half-size random prolongators */
   int32_t ncs[2] = {8, A->m / 2};
   int per[2] = {2, 3};
@@ -262,6 +295,18 @@ static void check_errors(void)
   }
   tilerap_csr *A = NULL, *P = NULL;
   tap_ok(tilerap_model_irregular(NULL, 1, &A) == TILERAP_ERR_NULL, "NULL spec: TILERAP_ERR_NULL");
+  tap_ok(tilerap_model_classical_prolongator(NULL, 0.25, 1, &P) == TILERAP_ERR_NULL && !P,
+         "classical prolongator of NULL: TILERAP_ERR_NULL");
+  {
+    tilerap_csr *R = NULL;
+    int e1 = tilerap_model_random_prolongator(10, 3, 2, 1, &R);
+    tap_ok(!e1 && tilerap_model_classical_prolongator(R, 0.25, 1, &P) == TILERAP_ERR_SIZE && !P,
+           "classical prolongator of a 10 x 3 matrix: TILERAP_ERR_SIZE (%s)", tilerap_last_error());
+    tilerap_model_irregular("mesh2d:50", 1, &A);
+    tap_ok(A && tilerap_model_classical_prolongator(A, 0.0, 1, &P) == TILERAP_ERR_INVALID && !P,
+           "classical prolongator with theta 0: TILERAP_ERR_INVALID (%s)", tilerap_last_error());
+    tilerap_csr_destroy(&R); tilerap_csr_destroy(&A);
+  }
   tap_ok(tilerap_model_random_prolongator(10, 0, 2, 1, &P) == TILERAP_ERR_INVALID && !P,
          "random prolongator with nc 0: TILERAP_ERR_INVALID (%s)", tilerap_last_error());
   /* the smallest sizes still give valid matrices */

@@ -680,3 +680,158 @@ int tilerap_model_random_prolongator(int32_t n, int32_t nc, int per_row, uint64_
   *Pout = P;
   return TILERAP_SUCCESS;
 }
+
+/* ------------------------------------------------------------------ classical prolongator */
+/* strength: j != i with |a_ij| >= theta max_k!=i |a_ik|, couplings to dense
+ * nodes left out; S as CSR (sp, sj) */
+static int tr_strength(const tilerap_csr *A, double theta, const char *dense, int64_t **sp_out, int32_t **sj_out)
+{
+  const int32_t n = A->m;
+  int64_t *sp = tilerap_host_calloc((size_t)n + 1, sizeof *sp);
+  int32_t *sj = tilerap_host_alloc((size_t)A->nnz + 1, sizeof *sj);
+  if (!sp || !sj) { free(sp); free(sj); return TILERAP_ERR_NOMEM; }
+  for (int32_t i = 0; i < n; i++) {
+    double mx = 0;
+    for (int64_t k = A->rowptr[i]; k < A->rowptr[i + 1]; k++)
+      if (A->colidx[k] != i && !dense[A->colidx[k]] && fabs(A->val[k]) > mx) mx = fabs(A->val[k]);
+    sp[i + 1] = sp[i];
+    if (dense[i]) continue; /* dense nodes depend on nobody: they become C points */
+    for (int64_t k = A->rowptr[i]; k < A->rowptr[i + 1]; k++) {
+      const int32_t j = A->colidx[k];
+      if (j != i && !dense[j] && mx > 0 && fabs(A->val[k]) >= theta * mx) sj[sp[i + 1]++] = j;
+    }
+  }
+  *sp_out = sp; *sj_out = sj;
+  return TILERAP_SUCCESS;
+}
+
+int tilerap_model_classical_prolongator(const tilerap_csr *A, double theta, uint64_t seed, tilerap_csr **Pout)
+{
+  if (!A || !Pout) return tilerap_set_error(TILERAP_ERR_NULL, "tilerap_model_classical_prolongator: NULL argument");
+  *Pout = NULL;
+  if (A->m != A->n) return tilerap_set_error(TILERAP_ERR_SIZE, "classical prolongator: A is %d x %d, not square", A->m, A->n);
+  if (!(theta > 0 && theta <= 1))
+    return tilerap_set_error(TILERAP_ERR_INVALID, "classical prolongator: theta %g outside (0, 1]", theta);
+  const int32_t n = A->m;
+  int err = TILERAP_SUCCESS;
+  char *dense = tilerap_host_calloc((size_t)n + 1, 1);
+  int8_t *state = tilerap_host_calloc((size_t)n + 1, 1); /* 0 undecided, 1 C, -1 F */
+  double *lambda = tilerap_host_alloc((size_t)n + 1, sizeof *lambda);
+  int32_t *cnum = tilerap_host_alloc((size_t)n + 1, sizeof *cnum), *mark = NULL, *cols = NULL;
+  int64_t *sp = NULL, *tp = NULL;
+  int32_t *sj = NULL, *tj = NULL;
+  double *w = NULL;
+  tilerap_csr *P = NULL;
+  if (!dense || !state || !lambda || !cnum) { err = TILERAP_ERR_NOMEM; goto done; }
+  /* dense nodes as in tilerap_model_sa_prolongator: rows above 8x the mean length */
+  const double mean = n ? (double)A->nnz / n : 0;
+  for (int32_t i = 0; i < n; i++) dense[i] = (double)(A->rowptr[i + 1] - A->rowptr[i]) > 8.0 * mean && n > 16;
+  if ((err = tr_strength(A, theta, dense, &sp, &sj))) goto done;
+  /* S^T: who depends on each node */
+  tp = tilerap_host_calloc((size_t)n + 1, sizeof *tp);
+  tj = tilerap_host_alloc((size_t)sp[n] + 1, sizeof *tj);
+  if (!tp || !tj) { err = TILERAP_ERR_NOMEM; goto done; }
+  for (int64_t k = 0; k < sp[n]; k++) tp[sj[k] + 1]++;
+  for (int32_t i = 0; i < n; i++) tp[i + 1] += tp[i];
+  {
+    int64_t *cur = tilerap_host_alloc((size_t)n + 1, sizeof *cur);
+    if (!cur) { err = TILERAP_ERR_NOMEM; goto done; }
+    memcpy(cur, tp, ((size_t)n + 1) * sizeof *cur);
+    for (int32_t i = 0; i < n; i++)
+      for (int64_t k = sp[i]; k < sp[i + 1]; k++) tj[cur[sj[k]]++] = i;
+    free(cur);
+  }
+  /* PMIS: measure = points influenced + a random fraction; isolated points are F */
+  for (int32_t i = 0; i < n; i++) {
+    lambda[i] = (double)(tp[i + 1] - tp[i]) + tr_u01(tr_hash(seed, (uint64_t)i, 0, 29));
+    if (dense[i]) state[i] = 1;
+    else if (tp[i + 1] == tp[i] && sp[i + 1] == sp[i]) state[i] = -1;
+  }
+  for (int round = 0;; round++) {
+    int64_t undecided = 0;
+    for (int32_t i = 0; i < n; i++) {
+      if (state[i]) continue;
+      int best = 1;
+      for (int64_t k = sp[i]; k < sp[i + 1] && best; k++) best = state[sj[k]] || lambda[sj[k]] < lambda[i];
+      for (int64_t k = tp[i]; k < tp[i + 1] && best; k++) best = state[tj[k]] || lambda[tj[k]] < lambda[i];
+      if (best) state[i] = 2; /* new C point of this round */
+    }
+    for (int32_t i = 0; i < n; i++)
+      if (state[i] == 2) {
+        state[i] = 1;
+        for (int64_t k = tp[i]; k < tp[i + 1]; k++) /* points that depend strongly on i */
+          if (!state[tj[k]]) state[tj[k]] = -1;
+      }
+    for (int32_t i = 0; i < n; i++) undecided += !state[i];
+    if (!undecided) break;
+    if (round > n) { err = tilerap_set_error(TILERAP_ERR_INVALID, "classical prolongator: PMIS did not finish"); goto done; }
+  }
+  int32_t nc = 0;
+  for (int32_t i = 0; i < n; i++) cnum[i] = state[i] == 1 ? nc++ : -1;
+  if (nc == 0) { state[0] = 1; cnum[0] = 0; nc = 1; } /* a P needs a column */
+  /* extended interpolation: an F point takes its strong C neighbours and
+   * the strong C neighbours of its strong F neighbours, weights |a_ij|
+   * plus |a_ik| |a_kj| / sum_l |a_kl| through each such k, scaled to sum 1 */
+  mark = tilerap_host_alloc((size_t)nc + 1, sizeof *mark);
+  cols = tilerap_host_alloc((size_t)nc + 1, sizeof *cols);
+  w = tilerap_host_calloc((size_t)nc + 1, sizeof *w);
+  if (!mark || !cols || !w) { err = TILERAP_ERR_NOMEM; goto done; }
+  for (int32_t c = 0; c < nc; c++) mark[c] = -1;
+  int64_t cap = 0;
+  for (int pass = 0; pass < 2; pass++) {
+    int64_t q = 0;
+    for (int32_t i = 0; i < n; i++) {
+      int32_t m = 0;
+      if (cnum[i] >= 0) {
+        cols[m++] = cnum[i];
+        w[cnum[i]] = 1.0;
+      } else {
+        for (int64_t k = A->rowptr[i]; k < A->rowptr[i + 1]; k++) {
+          const int32_t j = A->colidx[k];
+          if (j == i) continue;
+          int strong = 0;
+          for (int64_t s = sp[i]; s < sp[i + 1] && !strong; s++) strong = sj[s] == j;
+          if (!strong) continue;
+          if (cnum[j] >= 0) {
+            if (mark[cnum[j]] != i) { mark[cnum[j]] = i; cols[m++] = cnum[j]; w[cnum[j]] = 0; }
+            w[cnum[j]] += fabs(A->val[k]);
+          } else { /* strong F neighbour: through its strong C neighbours */
+            double den = 0;
+            for (int64_t l = A->rowptr[j]; l < A->rowptr[j + 1]; l++)
+              if (A->colidx[l] != j && cnum[A->colidx[l]] >= 0) den += fabs(A->val[l]);
+            if (den <= 0) continue;
+            for (int64_t l = A->rowptr[j]; l < A->rowptr[j + 1]; l++) {
+              const int32_t c = A->colidx[l] != j ? cnum[A->colidx[l]] : -1;
+              if (c < 0) continue;
+              if (mark[c] != i) { mark[c] = i; cols[m++] = c; w[c] = 0; }
+              w[c] += fabs(A->val[k]) * fabs(A->val[l]) / den;
+            }
+          }
+        }
+      }
+      if (pass == 1) {
+        double sum = 0;
+        for (int32_t a = 0; a < m; a++) sum += w[cols[a]];
+        tr_sort_row(cols, NULL, m);
+        for (int32_t a = 0; a < m; a++) {
+          P->colidx[q + a] = cols[a];
+          P->val[q + a] = w[cols[a]] / sum;
+        }
+        P->rowptr[i + 1] = q + m;
+      }
+      for (int32_t a = 0; a < m; a++) mark[cols[a]] = -1;
+      q += m;
+    }
+    if (pass == 0) {
+      cap = q;
+      if ((err = tilerap_csr_create(n, nc, cap, &P))) goto done;
+    }
+  }
+  *Pout = P;
+  P = NULL;
+done:
+  tilerap_csr_destroy(&P);
+  free(dense); free(state); free(lambda); free(cnum); free(mark); free(cols); free(w);
+  free(sp); free(sj); free(tp); free(tj);
+  return err;
+}
