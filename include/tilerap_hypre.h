@@ -118,6 +118,13 @@ int TileRAP_HypreSetOrder(const char *order);
  * chosen at the first product (a GPU already set stays).  The CPU engine
  * ignores it. */
 int TileRAP_HypreSetDevice(int dev);
+/* TILERAP_ENGINE: "auto" (the default: CUDA where a GPU is visible, else
+ * every product forwarded to hypre), "cpu" (the CPU engine computes them)
+ * or "cuda"; NULL: back to the environment's choice.  Products from then on. */
+int TileRAP_HypreSetEngine(const char *engine);
+/* TILERAP_PATH: "auto" (the default: by the operands' entries per tile),
+ * "tiles" or "csr"; NULL: back to the environment's choice. */
+int TileRAP_HypreSetPath(const char *path);
 
 /* Counters of this process since start or the last reset. */
 void TileRAP_HypreGetStats(TileRAP_HypreStats *stats);

@@ -14,7 +14,7 @@
  *   - a collective refusal (one rank refuses) forwards on every rank and
  *     still gives hypre's hierarchy;
  *   - a non-Galerkin RT (other values than P) through TileRAP_HypreGalerkin;
- *   - the settings calls (TileRAP_HypreSetOrder/Verbose/Device): bad values
+ *   - the settings calls (TileRAP_HypreSetOrder/Verbose/Device/Path/Engine): bad values
  *     refused, the others observed in the next product. */
 #include "hypre_test_util.h"
 #include "tap.h"
@@ -260,6 +260,34 @@ static void check_settings(void)
   C = NULL;
   tilerap_tuning_set("TILERAP_HYPRE_VERBOSE", NULL);
   OK(set && seen2 && !seen0, "settings: TileRAP_HypreSetVerbose(2) prints a line per product, (0) none");
+
+  /* the path and the engine: refused values leave the setting; the path
+   * asked for is the one the product's line names, and a right product */
+  int pset = TileRAP_HypreSetPath("diagonal") == TILERAP_ERR_INVALID && TileRAP_HypreSetEngine("gpu") == TILERAP_ERR_INVALID;
+  for (int k = 0; k < 2; k++) {
+    const char *want = k ? "tiles" : "csr";
+    char tag[32];
+    snprintf(tag, sizeof tag, "path %s (", want);
+    int okset = pset && TileRAP_HypreSetPath(want) == TILERAP_SUCCESS && TileRAP_HypreSetVerbose(2) == TILERAP_SUCCESS;
+    rc = galerkin_caught(A, P, &C, text, sizeof text);
+    good = th_all(g_comm, okset && rc == 0 && C && strstr(text, tag) != NULL);
+    c = good ? th_compare(C, ref) : (th_cmp){0};
+    OK(good && th_cmp_ok(c, 1e-12), "settings: TileRAP_HypreSetPath(\"%s\"): the product took it (relerr %.2e)", want,
+       c.relerr);
+    if (C) hypre_ParCSRMatrixDestroy(C);
+    C = NULL;
+  }
+  TileRAP_HypreSetVerbose(0);
+  tilerap_tuning_set("TILERAP_HYPRE_VERBOSE", NULL);
+  OK(TileRAP_HypreSetPath(NULL) == TILERAP_SUCCESS && TileRAP_HypreSetEngine("cpu") == TILERAP_SUCCESS,
+     "settings: TileRAP_HypreSetPath(NULL), TileRAP_HypreSetEngine(\"cpu\") accepted");
+  rc = TileRAP_HypreGalerkin(P, A, P, 0, 1, &C);
+  good = th_all(g_comm, rc == 0 && C);
+  c = good ? th_compare(C, ref) : (th_cmp){0};
+  OK(good && th_cmp_ok(c, 1e-12), "settings: TileRAP_HypreSetEngine(\"cpu\"): product computed (relerr %.2e)", c.relerr);
+  if (C) hypre_ParCSRMatrixDestroy(C);
+  C = NULL;
+  TileRAP_HypreSetEngine(NULL);
 
   /* one device for every rank: the CPU engine ignores it */
   set = TileRAP_HypreSetDevice(0) == TILERAP_SUCCESS;

@@ -70,6 +70,8 @@ static int set_int_knob(const char *name, int value)
 int TileRAP_HypreSetVerbose(int level) { return set_int_knob("TILERAP_HYPRE_VERBOSE", level); }
 int TileRAP_HypreSetOrder(const char *order) { return tilerap_tuning_set("TILERAP_HYPRE_ORDER", order); }
 int TileRAP_HypreSetDevice(int dev) { return set_int_knob("TILERAP_DEVICE", dev); }
+int TileRAP_HypreSetEngine(const char *engine) { return tilerap_tuning_set("TILERAP_ENGINE", engine); }
+int TileRAP_HypreSetPath(const char *path) { return tilerap_tuning_set("TILERAP_PATH", path); }
 
 int tr_hypre_enabled(void)
 {
