@@ -287,7 +287,8 @@ static void check_settings(void)
   OK(good && th_cmp_ok(c, 1e-12), "settings: TileRAP_HypreSetEngine(\"cpu\"): product computed (relerr %.2e)", c.relerr);
   if (C) hypre_ParCSRMatrixDestroy(C);
   C = NULL;
-  TileRAP_HypreSetEngine(NULL);
+  /* back to what main set: the CPU engine named where no GPU is visible */
+  TileRAP_HypreSetEngine(tilerap_engine_available(TILERAP_ENGINE_CUDA) ? NULL : "cpu");
 
   /* one device for every rank: the CPU engine ignores it */
   set = TileRAP_HypreSetDevice(0) == TILERAP_SUCCESS;
