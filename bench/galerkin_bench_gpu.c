@@ -218,7 +218,8 @@ static void run_case(const char *spec, double bw, cusparseHandle_t h)
            name, n, lvl, A->m, (long long)A->nnz, (long long)P->nnz, (long long)R->nnz, med[0], med[1], med[2], med[3],
            floor_ms, med[2] / med[0], med[3] / med[1], med[1] / floor_ms, err[0], err[1], err[2], err[3],
            ok ? "ok" : "FAIL", tilerap_path_name(pinfo.ap.path), pinfo.ap.a_fill, pinfo.ap.b_fill, tl_mb, cs_mb);
-    for (int i = 0; i < 2; i++) mem_max[i] = fmax(mem_max[i], i ? cs_mb : tl_mb);
+    mem_max[0] = fmax(mem_max[0], tl_mb);
+    mem_max[1] = fmax(mem_max[1], cs_mb);
     fflush(stdout);
     for (int i = 0; i < 4; i++) tot[i] += med[i];
     totf += floor_ms;

@@ -534,6 +534,14 @@ int tilerap_model_irregular(const char *spec, uint64_t seed, tilerap_csr **A)
 }
 
 /* ------------------------------------------------------------------ prolongators */
+/* dense[i] = 1 for rows longer than 8 times the mean row length: both
+ * prolongators keep such nodes apart (their own aggregate, or a C point) */
+static void tr_mark_dense_rows(const tilerap_csr *A, uint8_t *dense)
+{
+  const double mean = A->m ? (double)A->rowptr[A->m] / A->m : 0.0;
+  for (int32_t i = 0; i < A->m; i++) dense[i] = (double)(A->rowptr[i + 1] - A->rowptr[i]) > 8.0 * mean;
+}
+
 int tilerap_model_sa_prolongator(const tilerap_csr *A, double omega, tilerap_csr **Pout)
 {
   if (!A || !Pout) return tilerap_set_error(TILERAP_ERR_NULL, "tilerap_model_sa_prolongator: NULL argument");
@@ -551,11 +559,8 @@ int tilerap_model_sa_prolongator(const tilerap_csr *A, double omega, tilerap_csr
   tilerap_csr *P = NULL;
   if (!agg || !join || !dense) { err = TILERAP_ERR_NOMEM; goto done; }
   /* aggregates are held by their root node until numbered */
-  double mean = n ? (double)rp[n] / n : 0.0;
-  for (int32_t i = 0; i < n; i++) {
-    dense[i] = (double)(rp[i + 1] - rp[i]) > 8.0 * mean;
-    agg[i] = dense[i] ? i : -1;
-  }
+  tr_mark_dense_rows(A, dense);
+  for (int32_t i = 0; i < n; i++) agg[i] = dense[i] ? i : -1;
   /* neighbours: the off-diagonal entries of a row that are not dense nodes */
   /* pass 1: roots whose neighbours are all free take them */
   for (int32_t i = 0; i < n; i++) {
@@ -684,7 +689,7 @@ int tilerap_model_random_prolongator(int32_t n, int32_t nc, int per_row, uint64_
 /* ------------------------------------------------------------------ classical prolongator */
 /* strength: j != i with |a_ij| >= theta max_k!=i |a_ik|, couplings to dense
  * nodes left out; S as CSR (sp, sj) */
-static int tr_strength(const tilerap_csr *A, double theta, const char *dense, int64_t **sp_out, int32_t **sj_out)
+static int tr_strength(const tilerap_csr *A, double theta, const uint8_t *dense, int64_t **sp_out, int32_t **sj_out)
 {
   const int32_t n = A->m;
   int64_t *sp = tilerap_host_calloc((size_t)n + 1, sizeof *sp);
@@ -712,9 +717,10 @@ int tilerap_model_classical_prolongator(const tilerap_csr *A, double theta, uint
   if (A->m != A->n) return tilerap_set_error(TILERAP_ERR_SIZE, "classical prolongator: A is %d x %d, not square", A->m, A->n);
   if (!(theta > 0 && theta <= 1))
     return tilerap_set_error(TILERAP_ERR_INVALID, "classical prolongator: theta %g outside (0, 1]", theta);
+  int err = tilerap_csr_check(A->m, A->n, A->rowptr, A->colidx);
+  if (err) return err;
   const int32_t n = A->m;
-  int err = TILERAP_SUCCESS;
-  char *dense = tilerap_host_calloc((size_t)n + 1, 1);
+  uint8_t *dense = tilerap_host_calloc((size_t)n + 1, 1);
   int8_t *state = tilerap_host_calloc((size_t)n + 1, 1); /* 0 undecided, 1 C, -1 F */
   double *lambda = tilerap_host_alloc((size_t)n + 1, sizeof *lambda);
   int32_t *cnum = tilerap_host_alloc((size_t)n + 1, sizeof *cnum), *mark = NULL, *cols = NULL;
@@ -723,9 +729,7 @@ int tilerap_model_classical_prolongator(const tilerap_csr *A, double theta, uint
   double *w = NULL;
   tilerap_csr *P = NULL;
   if (!dense || !state || !lambda || !cnum) { err = TILERAP_ERR_NOMEM; goto done; }
-  /* dense nodes as in tilerap_model_sa_prolongator: rows above 8x the mean length */
-  const double mean = n ? (double)A->nnz / n : 0;
-  for (int32_t i = 0; i < n; i++) dense[i] = (double)(A->rowptr[i + 1] - A->rowptr[i]) > 8.0 * mean && n > 16;
+  tr_mark_dense_rows(A, dense);
   if ((err = tr_strength(A, theta, dense, &sp, &sj))) goto done;
   /* S^T: who depends on each node */
   tp = tilerap_host_calloc((size_t)n + 1, sizeof *tp);
@@ -777,7 +781,6 @@ int tilerap_model_classical_prolongator(const tilerap_csr *A, double theta, uint
   w = tilerap_host_calloc((size_t)nc + 1, sizeof *w);
   if (!mark || !cols || !w) { err = TILERAP_ERR_NOMEM; goto done; }
   for (int32_t c = 0; c < nc; c++) mark[c] = -1;
-  int64_t cap = 0;
   for (int pass = 0; pass < 2; pass++) {
     int64_t q = 0;
     for (int32_t i = 0; i < n; i++) {
@@ -822,10 +825,7 @@ int tilerap_model_classical_prolongator(const tilerap_csr *A, double theta, uint
       for (int32_t a = 0; a < m; a++) mark[cols[a]] = -1;
       q += m;
     }
-    if (pass == 0) {
-      cap = q;
-      if ((err = tilerap_csr_create(n, nc, cap, &P))) goto done;
-    }
+    if (pass == 0 && (err = tilerap_csr_create(n, nc, q, &P))) goto done;
   }
   *Pout = P;
   P = NULL;

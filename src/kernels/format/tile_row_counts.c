@@ -11,17 +11,19 @@ int tr_tile_row_counts(int32_t rows, int32_t cols, int parallel, int ncounts, in
   {
     int32_t *mark = tilerap_host_alloc((size_t)cols + 1, sizeof(int32_t));
     if (!mark) failed = 1;
-    else {
+    else
       for (int32_t J = 0; J <= cols; J++) mark[J] = -1;
-      int64_t count[TR_ROW_COUNTS_MAX];
+    int64_t count[TR_ROW_COUNTS_MAX];
+    /* every thread meets the loop (a worksharing loop skipped by one
+     * thread would hang the others); one without marks counts nothing */
 #pragma omp for schedule(dynamic, 64)
-      for (int32_t I = 0; I < rows; I++) {
-        const int s = count_row(I, mark, count, ctx);
-        if (s > status) status = s;
-        for (int c = 0; c < ncounts; c++) out[c][I + 1] = count[c];
-      }
-      free(mark);
+    for (int32_t I = 0; I < rows; I++) {
+      if (!mark) continue;
+      const int s = count_row(I, mark, count, ctx);
+      if (s > status) status = s;
+      for (int c = 0; c < ncounts; c++) out[c][I + 1] = count[c];
     }
+    free(mark);
   }
   if (failed) return TILERAP_ERR_NOMEM;
   for (int c = 0; c < ncounts; c++) {
