@@ -4,7 +4,11 @@
  *
  * Each row's upper bound (the B entries its A entries reach) is summed by
  * an entry-parallel kernel, so a dense row costs its entries, not a
- * thread's serial loop.  Rows are binned by that bound; a bin's rows go
+ * thread's serial loop.  Inside a row, a group of a warp or more deals
+ * out the row's products (pairs of an A entry and an entry of the B row
+ * it reaches) evenly over its lanes, consecutive lanes on consecutive B
+ * entries: a long B row (a hub of a power-law graph) is shared by the
+ * group instead of serialising one lane, and B is read coalesced.  Rows are binned by that bound; a bin's rows go
  * to groups of G threads, each with a hash table of S slots in shared
  * memory (linear probing, S at least 1.5 times the bound), or, beyond the
  * largest table (2048 slots), to a block with a dense accumulator as wide
@@ -245,6 +249,79 @@ static __device__ __forceinline__ int tr_group_scan(int x, int lane, int *tmp)
   }
 }
 
+/* The products of A's entries a0..a1-1 with the B rows they reach, dealt
+ * out over a warp: per batch of 32 A entries, a scan of their B row
+ * lengths; product t goes to lane t mod 32, whose binary search over the
+ * scan (shuffles) finds its A entry.  visit(f, a): B entry f times A
+ * value a (0 when values is false).  Every lane of the warp calls it. */
+template <typename F>
+static __device__ __forceinline__ void tr_warp_products(const tr_operand &A, const tr_operand &B, int64_t a0,
+                                                        int64_t a1, int lane, bool values, F visit)
+{
+  const unsigned all = 0xffffffffu;
+  for (int64_t eb = a0; eb < a1; eb += 32) {
+    const int64_t e = eb + lane;
+    int64_t bs = 0, len = 0;
+    double av = 0.0;
+    if (e < a1) {
+      const int32_t k = A.col[e];
+      bs = B.rp[k];
+      len = B.rp[k + 1] - bs;
+      if (values) av = tr_val(A, e);
+    }
+    int64_t incl = len;
+    for (int d = 1; d < 32; d <<= 1) {
+      const int64_t y = __shfl_up_sync(all, incl, d);
+      if (lane >= d) incl += y;
+    }
+    const int64_t total = __shfl_sync(all, incl, 31);
+    for (int64_t tb = 0; tb < total; tb += 32) {
+      const int64_t t = tb + lane;
+      int lo = 0; /* lanes whose products all come before t: t's lane */
+      for (int step = 16; step; step >>= 1)
+        if (__shfl_sync(all, incl, lo + step - 1) <= t) lo += step;
+      const int64_t obs = __shfl_sync(all, bs, lo), oincl = __shfl_sync(all, incl, lo),
+                    olen = __shfl_sync(all, len, lo);
+      const double oav = __shfl_sync(all, av, lo);
+      if (t < total) visit(obs + t - (oincl - olen), oav);
+    }
+  }
+}
+
+/* The same over a block of G threads (the whole block), the scan in
+ * shared memory: incl, bs and av hold G entries each.  Every thread of
+ * the block calls it with the same a0, a1. */
+template <int G, typename F>
+static __device__ __forceinline__ void tr_block_products(const tr_operand &A, const tr_operand &B, int64_t a0,
+                                                         int64_t a1, int lane, bool values,
+                                                         typename cub::BlockScan<long long, G>::TempStorage &scan,
+                                                         long long *incl, int64_t *bs, double *av, F visit)
+{
+  for (int64_t eb = a0; eb < a1; eb += G) {
+    const int64_t e = eb + lane;
+    long long len = 0, my;
+    bs[lane] = 0;
+    av[lane] = 0.0;
+    if (e < a1) {
+      const int32_t k = A.col[e];
+      bs[lane] = B.rp[k];
+      len = B.rp[k + 1] - B.rp[k];
+      if (values) av[lane] = tr_val(A, e);
+    }
+    cub::BlockScan<long long, G>(scan).InclusiveSum(len, my);
+    incl[lane] = my;
+    __syncthreads();
+    const long long total = incl[G - 1];
+    for (long long t = lane; t < total; t += G) {
+      int lo = 0;
+      for (int step = G / 2; step; step >>= 1)
+        if (incl[lo + step - 1] <= t) lo += step;
+      visit(bs[lo] + t - (lo ? incl[lo - 1] : 0), av[lo]);
+    }
+    __syncthreads(); /* before the next batch overwrites the scan */
+  }
+}
+
 template <int G, int S, int BLOCK>
 static __global__ void __launch_bounds__(BLOCK)
     k_hash_rows(int mode, int sorted, const int32_t *__restrict__ rows, int64_t nrows, tr_operand A, tr_operand B,
@@ -256,6 +333,13 @@ static __global__ void __launch_bounds__(BLOCK)
   __shared__ int32_t skey[R][S];
   __shared__ double sval[R][S];
   __shared__ int scount[R];
+  constexpr int PG = G > 32 ? G : 1; /* the block-wide product scan (G > 32) */
+  __shared__ struct {
+    typename cub::BlockScan<long long, PG>::TempStorage scan;
+    long long incl[PG];
+    int64_t bs[PG];
+    double av[PG];
+  } prod;
   const int g = threadIdx.x / G, lane = threadIdx.x % G;
   const int64_t slot = (int64_t)blockIdx.x * R + g;
   const bool active = slot < nrows;
@@ -265,19 +349,27 @@ static __global__ void __launch_bounds__(BLOCK)
   for (int h = lane; h < S; h += G) { key[h] = TR_CSR_EMPTY; val[h] = 0.0; }
   if (lane == 0) scount[g] = 0;
   tr_group_sync<G>();
-  if (active) {
-    const int64_t a1 = A.rp[i + 1];
+  {
     int fresh_n = 0;
-    for (int64_t e = A.rp[i] + lane; e < a1; e += G) {
-      const int32_t k = A.col[e];
-      const double av = mode == TR_CSR_COUNT ? 0.0 : tr_val(A, e);
-      const int64_t b1 = B.rp[k + 1];
-      for (int64_t f = B.rp[k]; f < b1; f++) {
-        bool fresh;
-        const int h = tr_insert<S>(key, B.col[f], &fresh);
-        if (mode == TR_CSR_COUNT) fresh_n += fresh;
-        else if (A.val) atomicAdd(&val[h], av * tr_val(B, f));
+    const bool values = mode != TR_CSR_COUNT && A.val;
+    auto visit = [&](int64_t f, double av) {
+      bool fresh;
+      const int h = tr_insert<S>(key, B.col[f], &fresh);
+      if (mode == TR_CSR_COUNT) fresh_n += fresh;
+      else if (values) atomicAdd(&val[h], av * tr_val(B, f));
+    };
+    const int64_t a0 = active ? A.rp[i] : 0, a1 = active ? A.rp[i + 1] : 0;
+    if constexpr (G < 32) { /* short rows with short bounds (bin 1): a lane per A entry */
+      for (int64_t e = a0 + lane; e < a1; e += G) {
+        const int32_t k = A.col[e];
+        const double av = values ? tr_val(A, e) : 0.0;
+        for (int64_t f = B.rp[k], b1 = B.rp[k + 1]; f < b1; f++) visit(f, av);
       }
+    } else if constexpr (G == 32) {
+      tr_warp_products(A, B, a0, a1, lane, values, visit);
+    } else {
+      static_assert(G == BLOCK, "a group wider than a warp is the whole block");
+      tr_block_products<G>(A, B, a0, a1, lane, values, prod.scan, prod.incl, prod.bs, prod.av, visit);
     }
     if (mode == TR_CSR_COUNT && fresh_n) atomicAdd(&scount[g], fresh_n);
   }
@@ -363,28 +455,30 @@ static __global__ void __launch_bounds__(TR_DENSE_THREADS)
     typename Reduce::TempStorage r;
     typename Scan::TempStorage s;
   } tmp;
+  __shared__ struct {
+    typename Scan::TempStorage scan;
+    long long incl[TR_DENSE_THREADS];
+    int64_t bs[TR_DENSE_THREADS];
+    double av[TR_DENSE_THREADS];
+  } prod;
   const size_t width = ((size_t)n * sizeof(int32_t) + 255) / 256 * 256 + (size_t)n * sizeof(double);
   int32_t *flag = (int32_t *)((char *)ws + blockIdx.x * width);
   double *acc = (double *)((char *)flag + ((size_t)n * sizeof(int32_t) + 255) / 256 * 256);
   for (int64_t slot = blockIdx.x; slot < nrows; slot += gridDim.x) {
     const int32_t i = rows[slot];
     const int32_t stamp = mode == TR_CSR_COUNT ? i + 1 : -(i + 1);
-    const int64_t a1 = A.rp[i + 1];
     long long fresh_n = 0;
-    for (int64_t e = A.rp[i] + threadIdx.x; e < a1; e += TR_DENSE_THREADS) {
-      const int32_t k = A.col[e];
-      const double av = tr_val(A, e);
-      const int64_t b1 = B.rp[k + 1];
-      for (int64_t f = B.rp[k]; f < b1; f++) {
-        const int32_t c = B.col[f];
-        if (mode == TR_CSR_COUNT) {
-          if (flag[c] != stamp && atomicExch(&flag[c], stamp) != stamp) fresh_n++;
-        } else {
-          if (mode == TR_CSR_FILL) flag[c] = stamp;
-          if (A.val) atomicAdd(&acc[c], av * tr_val(B, f));
-        }
+    const bool values = mode != TR_CSR_COUNT && A.val;
+    tr_block_products<TR_DENSE_THREADS>(A, B, A.rp[i], A.rp[i + 1], threadIdx.x, values, prod.scan, prod.incl,
+                                        prod.bs, prod.av, [&](int64_t f, double av) {
+      const int32_t c = B.col[f];
+      if (mode == TR_CSR_COUNT) {
+        if (flag[c] != stamp && atomicExch(&flag[c], stamp) != stamp) fresh_n++;
+      } else {
+        if (mode == TR_CSR_FILL) flag[c] = stamp;
+        if (values) atomicAdd(&acc[c], av * tr_val(B, f));
       }
-    }
+    });
     if (mode == TR_CSR_COUNT) {
       const long long total = Reduce(tmp.r).Sum(fresh_n);
       if (threadIdx.x == 0) crp[i] = total; /* the row's count */
