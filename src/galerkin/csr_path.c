@@ -37,6 +37,8 @@ struct tr_csr_path {
   tr_csr_view_arrays va, vb, vt;
   tr_product ab, c;         /* A*B (or AP); the Galerkin plan's C = P^T (AP) */
   double *apval;            /* AP's values (Galerkin) */
+  double *bval;             /* B's (P's) values in its view's order, or NULL */
+  int64_t bnnz;
   int64_t *cpos;            /* C's sorted CSR entry -> C's tile position */
   int64_t macs_ab, macs_c;
 };
@@ -184,6 +186,7 @@ void tr_csr_path_destroy(tr_csr_path **px)
   tr_product_free(&X->ab); tr_product_free(&X->c);
   tr_view_free(X->engine, &X->va); tr_view_free(X->engine, &X->vb); tr_view_free(X->engine, &X->vt);
   tr_free_engine(X->engine, X->apval);
+  tr_free_engine(X->engine, X->bval);
   tr_free_engine(X->engine, X->cpos);
   free(X);
   *px = NULL;
@@ -222,6 +225,42 @@ static int tr_finish_c(tr_csr_path *X, const double *aval, const int64_t *avidx,
   return err;
 }
 
+/* Each entry of B is read once per A entry that reaches its row: through
+ * the view that is a gather from the tile order for every read.  Where B's
+ * entries are read at least twice on average, numeric runs gather B's
+ * values into the view's order once (a buffer made here) and the product
+ * reads each B row contiguously. */
+static int tr_keep_b_values(tr_csr_path *X, const tilerap_tile_matrix *B, int64_t macs)
+{
+  if (!B->nnz || macs < 2 * B->nnz) return TILERAP_SUCCESS;
+  X->bnnz = B->nnz;
+  return tr_alloc_engine(X, (size_t)B->nnz * sizeof(double), (void **)&X->bval);
+}
+
+/* B's values for a numeric run: *bv, *bvidx as the product reads them */
+static int tr_b_values(tr_csr_path *X, const tilerap_tile_matrix *B, const double **bv, const int64_t **bvidx)
+{
+  *bv = B->val;
+  *bvidx = X->vb.vidx;
+  if (!X->bval) return TILERAP_SUCCESS;
+#ifdef TILERAP_HAVE_CUDA
+  if (X->engine == TILERAP_ENGINE_CUDA) {
+    int err = tr_cuda_gather_values(B->val, X->vb.vidx, X->bnnz, X->bval, X->stream);
+    if (err) return err;
+  } else
+#endif
+  {
+    const double *src = B->val;
+    const int64_t *perm = X->vb.vidx;
+    double *dst = X->bval;
+#pragma omp parallel for schedule(static)
+    for (int64_t q = 0; q < X->bnnz; q++) dst[q] = src[perm[q]];
+  }
+  *bv = X->bval;
+  *bvidx = NULL;
+  return TILERAP_SUCCESS;
+}
+
 /* A*B (at = 0) or A^T*B (at = 1) on the engine's memory */
 int tr_csr_path_create(const tilerap_tile_matrix *A, int at, const tilerap_tile_matrix *B, tilerap_engine engine,
                        void *stream, int values, tr_csr_path **out, tilerap_tile_matrix **C, tilerap_spgemm_info *info)
@@ -234,7 +273,8 @@ int tr_csr_path_create(const tilerap_tile_matrix *A, int at, const tilerap_tile_
   int err;
   if ((err = tr_view_make(X, A, at, &X->va)) || (err = tr_view_make(X, B, 0, &X->vb)) ||
       (err = tr_product_make(X, m, B->n, X->va.rp, X->va.col, A->nnz, X->vb.rp, X->vb.col, &X->c, &cnnz, &X->macs_c)) ||
-      (err = tr_finish_c(X, A->val, X->va.vidx, B->val, X->vb.vidx, m, B->n, cnnz, values, C))) {
+      (err = tr_finish_c(X, A->val, X->va.vidx, B->val, X->vb.vidx, m, B->n, cnnz, values, C)) ||
+      (err = tr_keep_b_values(X, B, X->macs_c))) {
     tilerap_tile_destroy(C);
     tr_csr_path_destroy(&X);
     return err;
@@ -262,7 +302,8 @@ int tr_csr_path_ptap_create(const tilerap_tile_matrix *A, const tilerap_tile_mat
       (err = tr_product_fill(&X->ab, A->val, X->va.vidx, P->val, X->vb.vidx, X->apval, 0)) ||
       (err = tr_product_make(X, P->n, P->n, X->vt.rp, X->vt.col, P->nnz, tr_product_rowptr(&X->ab),
                              tr_product_colidx(&X->ab), &X->c, &cnnz, &X->macs_c)) ||
-      (err = tr_finish_c(X, P->val, X->vt.vidx, X->apval, NULL, P->n, P->n, cnnz, values, C))) {
+      (err = tr_finish_c(X, P->val, X->vt.vidx, X->apval, NULL, P->n, P->n, cnnz, values, C)) ||
+      (err = tr_keep_b_values(X, P, X->macs_ab))) {
     tilerap_tile_destroy(C);
     tr_csr_path_destroy(&X);
     return err;
@@ -281,8 +322,11 @@ int tr_csr_path_ptap_create(const tilerap_tile_matrix *A, const tilerap_tile_mat
 int tr_csr_path_numeric(tr_csr_path *X, const tilerap_tile_matrix *A, const tilerap_tile_matrix *B,
                         tilerap_tile_matrix *C)
 {
-  if (!X->galerkin) return tr_product_numeric(&X->c, A->val, X->va.vidx, B->val, X->vb.vidx, C->val, X->cpos);
-  int err = tr_product_numeric(&X->ab, A->val, X->va.vidx, B->val, X->vb.vidx, X->apval, NULL);
+  const double *bv;
+  const int64_t *bvidx;
+  int err = tr_b_values(X, B, &bv, &bvidx);
   if (err) return err;
+  if (!X->galerkin) return tr_product_numeric(&X->c, A->val, X->va.vidx, bv, bvidx, C->val, X->cpos);
+  if ((err = tr_product_numeric(&X->ab, A->val, X->va.vidx, bv, bvidx, X->apval, NULL))) return err;
   return tr_product_numeric(&X->c, B->val, X->vt.vidx, X->apval, NULL, C->val, X->cpos);
 }

@@ -142,11 +142,13 @@ static double tr_ptap_ap_macs(const tilerap_tile_matrix *A, const tilerap_tile_m
 #define TR_KERNEL_AUTO 0
 #define TR_KERNEL_ROWS 1
 #define TR_KERNEL_SCATTER 2
-/* whether Y = X * Z's values come from the row product (*group: its lanes per row) */
-static int tr_ptap_use_rows(int kernel, const tilerap_tile_matrix *X, const tilerap_tile_matrix *Z, int *group)
+/* *use: whether Y = X * Z's values come from the row product (*group: its lanes per row) */
+static int tr_ptap_use_rows(int kernel, const tilerap_tile_matrix *X, const tilerap_tile_matrix *Z, void *stream,
+                            int *group, int *use)
 {
-  if (kernel == TR_KERNEL_SCATTER) return 0;
-  return tr_cuda_rows_choose(X, Z, kernel == TR_KERNEL_ROWS ? -1.0 : TR_PTAP_ROWS_ITEMS, group);
+  *use = 0;
+  if (kernel == TR_KERNEL_SCATTER) return TILERAP_SUCCESS;
+  return tr_cuda_rows_choose(X, Z, kernel == TR_KERNEL_ROWS ? -1.0 : TR_PTAP_ROWS_ITEMS, stream, group, use);
 }
 /* AP's values by the first-value kernels */
 static int tr_ptap_kernel_ap(tilerap_ptap_plan G, const tilerap_tile_matrix *A, const tilerap_tile_matrix *P)
@@ -214,8 +216,8 @@ static int tr_ptap_plan_new(const tilerap_tile_matrix *A, const tilerap_tile_mat
       const tr_plan_runs cruns = G->mode == TR_PTAP_SCATTER_FIRST ? TR_RUNS_AFTER_FIRST : TR_RUNS_NEVER;
       if ((err = tr_spgemm_plan_tiles(wA, wP, &os, apruns, &G->ap_plan, &G->AP))) goto fail;
       if ((err = tr_spgemm_plan_tiles(G->Pt, G->AP, &os, cruns, &G->c_plan, &wC))) goto fail;
-      G->ap_rows = G->ap_scatter && tr_ptap_use_rows(kernel, wA, wP, &G->ap_group);
-      G->c_rows = tr_ptap_use_rows(kernel, G->Pt, G->AP, &G->c_group);
+      if (G->ap_scatter && (err = tr_ptap_use_rows(kernel, wA, wP, o.stream, &G->ap_group, &G->ap_rows))) goto fail;
+      if ((err = tr_ptap_use_rows(kernel, G->Pt, G->AP, o.stream, &G->c_group, &G->c_rows))) goto fail;
       if (cruns == TR_RUNS_NEVER && !G->c_rows) { /* P^T was needed for C's structure only */
         tr_free_in(G->perm, G->Pt->memtype);
         G->perm = NULL;

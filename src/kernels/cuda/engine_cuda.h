@@ -71,10 +71,12 @@ void tr_cuda_scatter_destroy(tr_cuda_scatter *S);
  * < 0 (forced), the product has at least min_items items (X's entries
  * times Z's tiles per tile row) in rows of a shape that suits it (at most
  * 1024 items a row for a warp per row, at least 8 rows per SM for a
- * block).  *group: the group size (the tuning table's
- * TILERAP_ROWS_GROUP=1|8 forces one). */
+ * block) and whose longest row is not far beyond the rest (measured on
+ * the device: one read-back).  *use: whether to take it; *group: the
+ * group size (the tuning table's TILERAP_ROWS_GROUP=1|8 forces one). */
 int tr_cuda_rows_supported(const tilerap_tile_matrix *Z);
-int tr_cuda_rows_choose(const tilerap_tile_matrix *X, const tilerap_tile_matrix *Z, double min_items, int *group);
+int tr_cuda_rows_choose(const tilerap_tile_matrix *X, const tilerap_tile_matrix *Z, double min_items, void *stream,
+                        int *group, int *use);
 /* exported for the tests */
 TILERAP_EXPORT int tr_cuda_rows_product(const tilerap_tile_matrix *X, const double *xval, const int64_t *xperm,
                                         const tilerap_tile_matrix *Z, tilerap_tile_matrix *Y, int group, void *stream);

@@ -215,8 +215,34 @@ static double tr_rows_items_per_row(const tilerap_tile_matrix *X, const tilerap_
   return (double)X->nnz / X->tile_rows * ((double)Z->num_tiles / Z->tile_rows);
 }
 
+/* Items of every tile row of X (a warp per row): their total and the
+ * longest row's, added into tot[0] and maxed into tot[1] */
+static __global__ void k_row_items(int32_t rows, tr_dview X, tr_dview Z, unsigned long long *tot)
+{
+  const int lane = threadIdx.x & 31;
+  const int64_t I = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) >> 5;
+  if (I >= rows) return; /* warp-uniform */
+  unsigned long long items = 0;
+  for (int64_t x = X.tile_ptr[I] + lane, x1 = X.tile_ptr[I + 1]; x < x1; x += 32) {
+    const int32_t K = X.tile_col[x];
+    items += (unsigned long long)(X.tile_off[x + 1] - X.tile_off[x]) *
+             (unsigned long long)(Z.tile_ptr[K + 1] - Z.tile_ptr[K]);
+  }
+  for (int o = 16; o; o >>= 1) items += __shfl_xor_sync(0xffffffffu, items, o);
+  if (lane == 0 && items) {
+    atomicAdd(&tot[0], items);
+    atomicMax(&tot[1], items);
+  }
+}
+
+/* A group owns a whole tile row, so a row far longer than the rest (a
+ * dense row of A: hundreds of thousands of items) runs alone on one group
+ * long after the others finish: the rows kernel only where the longest
+ * row's rounds stay within about twice the kernel's mean (about 40 warps
+ * in flight per SM), the scatter otherwise */
+#define TR_ROWS_WARPS_PER_SM 40.0
 extern "C" int tr_cuda_rows_choose(const tilerap_tile_matrix *X, const tilerap_tile_matrix *Z, double min_items,
-                                   int *group)
+                                   void *stream, int *group, int *use)
 {
   const double per_row = tr_rows_items_per_row(X, Z);
   const int nsm = tr_cuda_sm_count();
@@ -225,10 +251,26 @@ extern "C" int tr_cuda_rows_choose(const tilerap_tile_matrix *X, const tilerap_t
   *group = X->tile_rows < 32 * nsm || per_row > 2048.0 ? 8 : 1;
   const int forced = tr_knob_int(TR_KNOB_ROWS_GROUP); /* auto|1|8 (tests) */
   if (forced) *group = forced == 1 ? 1 : 8;
-  if (!tr_cuda_rows_supported(Z)) return 0;
-  if (min_items < 0) return 1; /* forced */
-  if (per_row * X->tile_rows < min_items) return 0;
-  return *group == 8 ? X->tile_rows >= TR_ROWS_BLOCK_MIN_ROWS_PER_SM * nsm : per_row <= TR_ROWS_WARP_MAX_ITEMS;
+  *use = 0;
+  if (!tr_cuda_rows_supported(Z)) return TILERAP_SUCCESS;
+  if (min_items < 0) { *use = 1; return TILERAP_SUCCESS; } /* forced */
+  if (per_row * X->tile_rows < min_items) return TILERAP_SUCCESS;
+  if (!(*group == 8 ? X->tile_rows >= TR_ROWS_BLOCK_MIN_ROWS_PER_SM * nsm : per_row <= TR_ROWS_WARP_MAX_ITEMS))
+    return TILERAP_SUCCESS;
+  /* the rows as they are, not their mean */
+  const cudaStream_t s = (cudaStream_t)stream;
+  unsigned long long *d = NULL, h[2];
+  TR_RET(tr_dalloc((void **)&d, 2 * sizeof *d, s, "row product sizes"));
+  cudaError_t ce = cudaMemsetAsync(d, 0, 2 * sizeof *d, s);
+  if (ce == cudaSuccess) {
+    k_row_items<<<tr_blocks((int64_t)X->tile_rows * 32, 256), 256, 0, s>>>(X->tile_rows, tr_view(X), tr_view(Z), d);
+    ce = cudaGetLastError();
+  }
+  int err = ce != cudaSuccess ? tr_cuda_error(ce, "row product sizes") : tr_readback(h, d, sizeof h, s, "row product sizes");
+  tr_dfree(d, s);
+  if (err) return err;
+  *use = (double)h[1] / *group <= 2.0 * (double)h[0] / (TR_ROWS_WARPS_PER_SM * nsm);
+  return TILERAP_SUCCESS;
 }
 
 extern "C" int tr_cuda_rows_product(const tilerap_tile_matrix *X, const double *xval, const int64_t *xperm,
