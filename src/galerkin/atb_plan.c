@@ -61,7 +61,7 @@ int tilerap_atb_plan_create(const tilerap_tile_matrix *A, const tilerap_tile_mat
   if ((err = tr_plan_core_begin(&G->core, opt, A, who, &o)) || (err = tr_plan_core_mirror(&G->core, A, B, &wA, &wB)))
     goto fail;
   if (tr_csr_path_choose(A, B, o.engine))
-    err = tr_csr_path_create(wA, 1, wB, o.engine, o.stream, o.plan_values, !o.plan_values, &G->csr, &wC, NULL);
+    err = tr_csr_path_create(wA, 1, wB, o.engine, o.stream, o.plan_values, &G->csr, &wC, NULL);
   else if (o.engine == TILERAP_ENGINE_CPU)
     err = tr_cpu_spgemm_plan_create_atb(wA, wB, &o, &G->plan, &wC);
   else if (!(err = tilerap_tile_transpose(wA, &G->At, &G->perm)))

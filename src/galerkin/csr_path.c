@@ -33,7 +33,6 @@ typedef struct {
 struct tr_csr_path {
   tilerap_engine engine;
   void *stream;
-  int repeated;             /* more than one numeric run: positions kept for replays (CUDA) */
   int galerkin;             /* P^T A P: va = A, vb = P, vt = P^T */
   tr_csr_view_arrays va, vb, vt;
   tr_product ab, c;         /* A*B (or AP); the Galerkin plan's C = P^T (AP) */
@@ -111,7 +110,7 @@ static int tr_product_make(tr_csr_path *X, int32_t m, int32_t n, const int64_t *
 {
 #ifdef TILERAP_HAVE_CUDA
   if (X->engine == TILERAP_ENGINE_CUDA)
-    return tr_cuda_csr_product_create(m, n, arp, acol, annz, brp, bcol, X->repeated, X->stream, &p->cuda, cnnz, macs);
+    return tr_cuda_csr_product_create(m, n, arp, acol, annz, brp, bcol, X->stream, &p->cuda, cnnz, macs);
 #endif
   (void)annz;
   return tr_cpu_csr_product_create(m, n, arp, acol, brp, bcol, &p->cpu, cnnz, macs);
@@ -205,10 +204,10 @@ static void tr_info(const tr_csr_path *X, const tilerap_tile_matrix *A, const ti
   info->flops = 2 * macs;
 }
 
-static tr_csr_path *tr_path_new(tilerap_engine engine, void *stream, int repeated)
+static tr_csr_path *tr_path_new(tilerap_engine engine, void *stream)
 {
   tr_csr_path *X = tilerap_host_calloc(1, sizeof *X);
-  if (X) { X->engine = engine; X->stream = stream; X->repeated = repeated; }
+  if (X) { X->engine = engine; X->stream = stream; }
   return X;
 }
 
@@ -264,11 +263,10 @@ static int tr_b_values(tr_csr_path *X, const tilerap_tile_matrix *B, const doubl
 
 /* A*B (at = 0) or A^T*B (at = 1) on the engine's memory */
 int tr_csr_path_create(const tilerap_tile_matrix *A, int at, const tilerap_tile_matrix *B, tilerap_engine engine,
-                       void *stream, int values, int repeated, tr_csr_path **out, tilerap_tile_matrix **C,
-                       tilerap_spgemm_info *info)
+                       void *stream, int values, tr_csr_path **out, tilerap_tile_matrix **C, tilerap_spgemm_info *info)
 {
   *out = NULL; *C = NULL;
-  tr_csr_path *X = tr_path_new(engine, stream, repeated);
+  tr_csr_path *X = tr_path_new(engine, stream);
   if (!X) return TILERAP_ERR_NOMEM;
   const int32_t m = at ? A->n : A->m;
   int64_t cnnz = 0;
@@ -287,11 +285,11 @@ int tr_csr_path_create(const tilerap_tile_matrix *A, int at, const tilerap_tile_
 }
 
 int tr_csr_path_ptap_create(const tilerap_tile_matrix *A, const tilerap_tile_matrix *P, tilerap_engine engine,
-                            void *stream, int values, int repeated, tr_csr_path **out, tilerap_tile_matrix **C,
+                            void *stream, int values, tr_csr_path **out, tilerap_tile_matrix **C,
                             tilerap_spgemm_info *ap_info, tilerap_spgemm_info *c_info)
 {
   *out = NULL; *C = NULL;
-  tr_csr_path *X = tr_path_new(engine, stream, repeated);
+  tr_csr_path *X = tr_path_new(engine, stream);
   if (!X) return TILERAP_ERR_NOMEM;
   X->galerkin = 1;
   int64_t apnnz = 0, cnnz = 0;

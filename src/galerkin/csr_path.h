@@ -13,15 +13,12 @@ double tr_tile_fill(const tilerap_tile_matrix *T);
  * the CPU engine also where B's tiles are sparse) */
 int tr_csr_path_choose(const tilerap_tile_matrix *A, const tilerap_tile_matrix *B, tilerap_engine engine);
 /* C = A*B (at = 0) or A^T*B (at = 1); operands in the engine's memory;
- * values: C's values now, else zeros until the first numeric run;
- * repeated: the plan serves more than one numeric run (the CUDA engine
- * then keeps each multiply-add's position, 4 bytes each, for replays) */
+ * values: C's values now, else zeros until the first numeric run */
 int tr_csr_path_create(const tilerap_tile_matrix *A, int at, const tilerap_tile_matrix *B, tilerap_engine engine,
-                       void *stream, int values, int repeated, tr_csr_path **X, tilerap_tile_matrix **C,
-                       tilerap_spgemm_info *info);
+                       void *stream, int values, tr_csr_path **X, tilerap_tile_matrix **C, tilerap_spgemm_info *info);
 /* C = P^T A P */
 int tr_csr_path_ptap_create(const tilerap_tile_matrix *A, const tilerap_tile_matrix *P, tilerap_engine engine,
-                            void *stream, int values, int repeated, tr_csr_path **X, tilerap_tile_matrix **C,
+                            void *stream, int values, tr_csr_path **X, tilerap_tile_matrix **C,
                             tilerap_spgemm_info *ap_info, tilerap_spgemm_info *c_info);
 /* numeric run (structures checked by the caller; B is P for P^T A P); no allocation */
 int tr_csr_path_numeric(tr_csr_path *X, const tilerap_tile_matrix *A, const tilerap_tile_matrix *B,

@@ -15,11 +15,7 @@
  * as B in global memory.  Three modes run the same insertion: COUNT (distinct
  * columns, for C's row pointers), FILL (the row's columns sorted, values
  * too when given: a plan's first product) and NUMERIC (values looked up
- * at C's known columns: re-runs, no sort).  A plan's products keep
- * each product's position in its C row (4 bytes a multiply-add, the row's
- * products numbered as the group deals them out): its first numeric run
- * records them (RECORD: NUMERIC plus the positions), later runs only add
- * into those positions (REPLAY), as cuSPARSE's reuse does.  A operand values are read as
+ * at C's known columns: re-runs, no sort).  A operand values are read as
  * aval[avidx[e]] when avidx is given (a tile matrix's own values through
  * its CSR view), likewise B; C's values go to cval[cvidx[p]].
  * Sums use shared or global atomics: results agree with the tile engine
@@ -31,8 +27,6 @@
 #define TR_CSR_COUNT 0
 #define TR_CSR_FILL 1
 #define TR_CSR_NUMERIC 2
-#define TR_CSR_RECORD 3 /* NUMERIC, and each product's position in its C row kept */
-#define TR_CSR_REPLAY 4 /* values summed at the kept positions: no hashing */
 #define TR_CSR_EMPTY INT_MAX
 #define TR_CSR_BINS 7 /* 0: empty rows, 1-5: shared tables, 6: dense accumulator */
 #define TR_DENSE_THREADS 512
@@ -50,9 +44,6 @@ struct tr_cuda_csr_product {
   void *dense;                     /* per block: n int32 flags, then n doubles */
   int dense_blocks;
   int64_t macs;
-  unsigned long long *poff;        /* [m+1] first product of each row (plans that replay) */
-  int32_t *pos;                    /* [macs] each product's position in its C row */
-  int recorded;                    /* pos holds a numeric run's positions */
 };
 
 struct tr_operand {
@@ -268,7 +259,6 @@ static __device__ __forceinline__ void tr_warp_products(const tr_operand &A, con
                                                         int64_t a1, int lane, bool values, F visit)
 {
   const unsigned all = 0xffffffffu;
-  int64_t done = 0; /* products of the earlier batches */
   for (int64_t eb = a0; eb < a1; eb += 32) {
     const int64_t e = eb + lane;
     int64_t bs = 0, len = 0;
@@ -293,23 +283,20 @@ static __device__ __forceinline__ void tr_warp_products(const tr_operand &A, con
       const int64_t obs = __shfl_sync(all, bs, lo), oincl = __shfl_sync(all, incl, lo),
                     olen = __shfl_sync(all, len, lo);
       const double oav = __shfl_sync(all, av, lo);
-      if (t < total) visit(obs + t - (oincl - olen), oav, done + t);
+      if (t < total) visit(obs + t - (oincl - olen), oav);
     }
-    done += total;
   }
 }
 
 /* The same over a block of G threads (the whole block), the scan in
  * shared memory: incl, bs and av hold G entries each.  Every thread of
- * the block calls it with the same a0, a1.  visit's third argument: the
- * product's number in the row, in the order products are dealt out. */
+ * the block calls it with the same a0, a1. */
 template <int G, typename F>
 static __device__ __forceinline__ void tr_block_products(const tr_operand &A, const tr_operand &B, int64_t a0,
                                                          int64_t a1, int lane, bool values,
                                                          typename cub::BlockScan<long long, G>::TempStorage &scan,
                                                          long long *incl, int64_t *bs, double *av, F visit)
 {
-  long long done = 0;
   for (int64_t eb = a0; eb < a1; eb += G) {
     const int64_t e = eb + lane;
     long long len = 0, my;
@@ -329,9 +316,8 @@ static __device__ __forceinline__ void tr_block_products(const tr_operand &A, co
       int lo = 0;
       for (int step = G / 2; step; step >>= 1)
         if (incl[lo + step - 1] <= t) lo += step;
-      visit(bs[lo] + t - (lo ? incl[lo - 1] : 0), av[lo], done + t);
+      visit(bs[lo] + t - (lo ? incl[lo - 1] : 0), av[lo]);
     }
-    done += total;
     __syncthreads(); /* before the next batch overwrites the scan */
   }
 }
@@ -339,8 +325,7 @@ static __device__ __forceinline__ void tr_block_products(const tr_operand &A, co
 template <int G, int S, int BLOCK>
 static __global__ void __launch_bounds__(BLOCK)
     k_hash_rows(int mode, int sorted, const int32_t *__restrict__ rows, int64_t nrows, tr_operand A, tr_operand B,
-                int64_t *crp, int32_t *ccol, double *cval, const int64_t *__restrict__ cvidx,
-                const unsigned long long *__restrict__ poff, int32_t *pos)
+                int64_t *crp, int32_t *ccol, double *cval, const int64_t *__restrict__ cvidx)
 {
   constexpr int PER = S / G; /* table slots per lane in FILL */
   __shared__ int scan_tmp[G > 32 ? G / 32 : 1];
@@ -364,34 +349,21 @@ static __global__ void __launch_bounds__(BLOCK)
   for (int h = lane; h < S; h += G) { key[h] = TR_CSR_EMPTY; val[h] = 0.0; }
   if (lane == 0) scount[g] = 0;
   tr_group_sync<G>();
-  const int64_t pb = mode >= TR_CSR_RECORD && active ? (int64_t)poff[i] : 0; /* the row's first product */
   {
     int fresh_n = 0;
     const bool values = mode != TR_CSR_COUNT && A.val;
-    auto visit = [&](int64_t f, double av, int64_t t) {
-      if (mode == TR_CSR_REPLAY) { /* val[] indexed by the position in C's row */
-        if (values) atomicAdd(&val[pos[pb + t]], av * tr_val(B, f));
-        return;
-      }
+    auto visit = [&](int64_t f, double av) {
       bool fresh;
       const int h = tr_insert<S>(key, B.col[f], &fresh);
       if (mode == TR_CSR_COUNT) fresh_n += fresh;
       else if (values) atomicAdd(&val[h], av * tr_val(B, f));
-      if (mode == TR_CSR_RECORD) pos[pb + t] = h; /* the slot, made a position below */
     };
     const int64_t a0 = active ? A.rp[i] : 0, a1 = active ? A.rp[i + 1] : 0;
     if constexpr (G < 32) { /* short rows with short bounds (bin 1): a lane per A entry */
-      const bool track = mode >= TR_CSR_RECORD; /* products numbered in A's entry order */
-      int64_t t0 = 0;
-      if (track)
-        for (int64_t e = a0; e < a0 + lane && e < a1; e++) t0 += B.rp[A.col[e] + 1] - B.rp[A.col[e]];
       for (int64_t e = a0 + lane; e < a1; e += G) {
         const int32_t k = A.col[e];
         const double av = values ? tr_val(A, e) : 0.0;
-        const int64_t b0 = B.rp[k];
-        for (int64_t f = b0, b1 = B.rp[k + 1]; f < b1; f++) visit(f, av, t0 + (f - b0));
-        if (track)
-          for (int64_t e2 = e; e2 < e + G && e2 < a1; e2++) t0 += B.rp[A.col[e2] + 1] - B.rp[A.col[e2]];
+        for (int64_t f = B.rp[k], b1 = B.rp[k + 1]; f < b1; f++) visit(f, av);
       }
     } else if constexpr (G == 32) {
       tr_warp_products(A, B, a0, a1, lane, values, visit);
@@ -464,19 +436,9 @@ static __global__ void __launch_bounds__(BLOCK)
     }
     return;
   }
-  const int64_t c0 = active ? crp[i] : 0, c1 = active ? crp[i + 1] : 0;
-  if (mode == TR_CSR_REPLAY) {
-    for (int64_t p = c0 + lane; p < c1; p += G) cval[cvidx ? cvidx[p] : p] = val[p - c0];
-    return;
-  }
-  for (int64_t p = c0 + lane; p < c1; p += G) cval[cvidx ? cvidx[p] : p] = val[tr_lookup<S>(key, ccol[p])];
-  if (mode != TR_CSR_RECORD) return;
-  /* each slot's position in C's row, then the products' slots made positions */
-  tr_group_sync<G>();
-  for (int64_t p = c0 + lane; p < c1; p += G) val[tr_lookup<S>(key, ccol[p])] = (double)(p - c0);
-  tr_group_sync<G>();
   if (!active) return;
-  for (int64_t q = pb + lane, q1 = (int64_t)poff[i + 1]; q < q1; q += G) pos[q] = (int32_t)val[pos[q]];
+  const int64_t c1 = crp[i + 1];
+  for (int64_t p = crp[i] + lane; p < c1; p += G) cval[cvidx ? cvidx[p] : p] = val[tr_lookup<S>(key, ccol[p])];
 }
 
 /* -------------------------------------------------- dense accumulator */
@@ -485,8 +447,7 @@ static __global__ void __launch_bounds__(BLOCK)
  * per row and mode (never cleared); values are zeroed as they are read. */
 static __global__ void __launch_bounds__(TR_DENSE_THREADS)
     k_dense_rows(int mode, const int32_t *__restrict__ rows, int64_t nrows, int32_t n, tr_operand A, tr_operand B,
-                 int64_t *crp, int32_t *ccol, double *cval, const int64_t *__restrict__ cvidx, void *ws,
-                 const unsigned long long *__restrict__ poff, int32_t *pos)
+                 int64_t *crp, int32_t *ccol, double *cval, const int64_t *__restrict__ cvidx, void *ws)
 {
   typedef cub::BlockReduce<long long, TR_DENSE_THREADS> Reduce;
   typedef cub::BlockScan<long long, TR_DENSE_THREADS> Scan;
@@ -508,20 +469,14 @@ static __global__ void __launch_bounds__(TR_DENSE_THREADS)
     const int32_t stamp = mode == TR_CSR_COUNT ? i + 1 : -(i + 1);
     long long fresh_n = 0;
     const bool values = mode != TR_CSR_COUNT && A.val;
-    const int64_t pb = mode >= TR_CSR_RECORD ? (int64_t)poff[i] : 0;
     tr_block_products<TR_DENSE_THREADS>(A, B, A.rp[i], A.rp[i + 1], threadIdx.x, values, prod.scan, prod.incl,
-                                        prod.bs, prod.av, [&](int64_t f, double av, int64_t t) {
-      if (mode == TR_CSR_REPLAY) { /* acc[] indexed by the position in C's row */
-        if (values) atomicAdd(&acc[pos[pb + t]], av * tr_val(B, f));
-        return;
-      }
+                                        prod.bs, prod.av, [&](int64_t f, double av) {
       const int32_t c = B.col[f];
       if (mode == TR_CSR_COUNT) {
         if (flag[c] != stamp && atomicExch(&flag[c], stamp) != stamp) fresh_n++;
       } else {
         if (mode == TR_CSR_FILL) flag[c] = stamp;
         if (values) atomicAdd(&acc[c], av * tr_val(B, f));
-        if (mode == TR_CSR_RECORD) pos[pb + t] = c; /* the column, made a position below */
       }
     });
     if (mode == TR_CSR_COUNT) {
@@ -545,26 +500,12 @@ static __global__ void __launch_bounds__(TR_DENSE_THREADS)
           acc[c] = 0.0;
           p++;
         }
-    } else if (mode == TR_CSR_REPLAY) {
-      const int64_t c0 = crp[i], c1 = crp[i + 1];
-      for (int64_t p = c0 + threadIdx.x; p < c1; p += TR_DENSE_THREADS) {
-        cval[cvidx ? cvidx[p] : p] = acc[p - c0];
-        acc[p - c0] = 0.0;
-      }
     } else {
-      const int64_t c0 = crp[i], c1 = crp[i + 1];
-      for (int64_t p = c0 + threadIdx.x; p < c1; p += TR_DENSE_THREADS) {
+      const int64_t c1 = crp[i + 1];
+      for (int64_t p = crp[i] + threadIdx.x; p < c1; p += TR_DENSE_THREADS) {
         const int32_t c = ccol[p];
         cval[cvidx ? cvidx[p] : p] = acc[c];
         acc[c] = 0.0;
-        /* RECORD: the column's position in C's row (flags are not read again
-         * after the plan's count and fill) */
-        if (mode == TR_CSR_RECORD) flag[c] = (int32_t)(p - c0);
-      }
-      if (mode == TR_CSR_RECORD) {
-        __syncthreads();
-        for (int64_t q = (int64_t)poff[i] + threadIdx.x, q1 = (int64_t)poff[i + 1]; q < q1; q += TR_DENSE_THREADS)
-          pos[q] = flag[pos[q]];
       }
     }
     __syncthreads();
@@ -583,14 +524,14 @@ static int tr_launch(const tr_cuda_csr_product *P, int mode, const tr_operand &A
     if (!nr) continue;
     const int32_t *rows = P->rows + P->bin_start[b];
     switch (b) {
-    case 1: k_hash_rows<8, 32, 256><<<tr_blocks(nr, 32), 256, 0, s>>>(mode, sorted, rows, nr, A, B, crp, P->ccol, cval, cvidx, P->poff, P->pos); break;
-    case 2: k_hash_rows<32, 32, 256><<<tr_blocks(nr, 8), 256, 0, s>>>(mode, sorted, rows, nr, A, B, crp, P->ccol, cval, cvidx, P->poff, P->pos); break;
-    case 3: k_hash_rows<32, 128, 256><<<tr_blocks(nr, 8), 256, 0, s>>>(mode, sorted, rows, nr, A, B, crp, P->ccol, cval, cvidx, P->poff, P->pos); break;
-    case 4: k_hash_rows<32, 512, 128><<<tr_blocks(nr, 4), 128, 0, s>>>(mode, sorted, rows, nr, A, B, crp, P->ccol, cval, cvidx, P->poff, P->pos); break;
-    case 5: k_hash_rows<256, 2048, 256><<<(unsigned)nr, 256, 0, s>>>(mode, sorted, rows, nr, A, B, crp, P->ccol, cval, cvidx, P->poff, P->pos); break;
+    case 1: k_hash_rows<8, 32, 256><<<tr_blocks(nr, 32), 256, 0, s>>>(mode, sorted, rows, nr, A, B, crp, P->ccol, cval, cvidx); break;
+    case 2: k_hash_rows<32, 32, 256><<<tr_blocks(nr, 8), 256, 0, s>>>(mode, sorted, rows, nr, A, B, crp, P->ccol, cval, cvidx); break;
+    case 3: k_hash_rows<32, 128, 256><<<tr_blocks(nr, 8), 256, 0, s>>>(mode, sorted, rows, nr, A, B, crp, P->ccol, cval, cvidx); break;
+    case 4: k_hash_rows<32, 512, 128><<<tr_blocks(nr, 4), 128, 0, s>>>(mode, sorted, rows, nr, A, B, crp, P->ccol, cval, cvidx); break;
+    case 5: k_hash_rows<256, 2048, 256><<<(unsigned)nr, 256, 0, s>>>(mode, sorted, rows, nr, A, B, crp, P->ccol, cval, cvidx); break;
     default:
       k_dense_rows<<<(unsigned)(nr < P->dense_blocks ? nr : P->dense_blocks), TR_DENSE_THREADS, 0, s>>>(
-          mode, rows, nr, P->n, A, B, crp, P->ccol, cval, cvidx, P->dense, P->poff, P->pos);
+          mode, rows, nr, P->n, A, B, crp, P->ccol, cval, cvidx, P->dense);
     }
     int err = tr_cuda_check_launch("CSR path product");
     if (err) return err;
@@ -602,14 +543,13 @@ extern "C" void tr_cuda_csr_product_destroy(tr_cuda_csr_product *P)
 {
   if (!P) return;
   tr_dfree(P->crp, P->s); tr_dfree(P->ccol, P->s); tr_dfree(P->rows, P->s); tr_dfree(P->dense, P->s);
-  tr_dfree(P->poff, P->s); tr_dfree(P->pos, P->s);
   free(P);
 }
 
 /* Symbolic phase: C's row pointers (and the bins, the dense accumulators).
  * C's columns are allocated, filled by tr_cuda_csr_product_fill. */
 extern "C" int tr_cuda_csr_product_create(int32_t m, int32_t n, const int64_t *arp, const int32_t *acol, int64_t annz,
-                                          const int64_t *brp, const int32_t *bcol, int replay, void *stream,
+                                          const int64_t *brp, const int32_t *bcol, void *stream,
                                           tr_cuda_csr_product **out, int64_t *cnnz, int64_t *macs)
 {
   const cudaStream_t s = (cudaStream_t)stream;
@@ -643,14 +583,6 @@ extern "C" int tr_cuda_csr_product_create(int32_t m, int32_t n, const int64_t *a
   tr_dfree(scan, s); scan = NULL;
   TR_TRY(tr_readback(&hb[2 * TR_CSR_BINS], cursor + 2 * TR_CSR_BINS, sizeof hb[0], s, "CSR path sum"));
   P->macs = (int64_t)hb[2 * TR_CSR_BINS];
-  if (replay && P->macs > 0) { /* each row's first product (the bounds' scan), a position per product */
-    TR_TRY(tr_dalloc((void **)&P->poff, nr1 * sizeof(*P->poff), s, "CSR path product offsets"));
-    TR_TRY(tr_dalloc((void **)&P->pos, (size_t)P->macs * sizeof(*P->pos), s, "CSR path product positions"));
-    TR_TRY_CU(cub::DeviceScan::ExclusiveSum(NULL, scan_bytes, ub, P->poff, m + 1, s), "CSR path scan");
-    TR_TRY(tr_dalloc(&scan, scan_bytes, s, "scan storage"));
-    TR_TRY_CU(cub::DeviceScan::ExclusiveSum(scan, scan_bytes, ub, P->poff, m + 1, s), "CSR path scan");
-    tr_dfree(scan, s); scan = NULL;
-  }
   {
     const int64_t ndense = P->bin_start[TR_CSR_BINS] - P->bin_start[TR_CSR_BINS - 1];
     if (ndense > 0) { /* at most 2 blocks per SM, and at most 512 MB */
@@ -703,10 +635,8 @@ extern "C" int tr_cuda_csr_product_fill(const tr_cuda_csr_product *P, const doub
   return tr_order_legacy_after(P->s);
 }
 
-/* C's values at cval[cvidx[p]] (cvidx NULL: cval[p]); launches only.  A
- * product that keeps positions records them on its first run and
- * replays them after. */
-extern "C" int tr_cuda_csr_product_numeric(tr_cuda_csr_product *P, const double *aval, const int64_t *avidx,
+/* C's values at cval[cvidx[p]] (cvidx NULL: cval[p]); launches only */
+extern "C" int tr_cuda_csr_product_numeric(const tr_cuda_csr_product *P, const double *aval, const int64_t *avidx,
                                            const double *bval, const int64_t *bvidx, double *cval,
                                            const int64_t *cvidx)
 {
@@ -714,8 +644,6 @@ extern "C" int tr_cuda_csr_product_numeric(tr_cuda_csr_product *P, const double 
   /* values moved on the legacy stream (host-resident use) come before,
    * and C's go after: events, no wait on the host */
   TR_RET(tr_order_after_legacy(P->s));
-  const int mode = !P->pos ? TR_CSR_NUMERIC : P->recorded ? TR_CSR_REPLAY : TR_CSR_RECORD;
-  TR_RET(tr_launch(P, mode, A, B, cval, cvidx));
-  if (P->pos) P->recorded = 1;
+  TR_RET(tr_launch(P, TR_CSR_NUMERIC, A, B, cval, cvidx));
   return tr_order_legacy_after(P->s);
 }

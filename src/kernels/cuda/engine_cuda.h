@@ -103,22 +103,20 @@ int tr_cuda_tile_values_from_csr(tilerap_tile_matrix *T, const double *val, tile
  * (spgemm_cpu.h) except: view rows come in no order; C's position map is
  * made apart (tr_cuda_csr_positions, for T's sorted CSR rp/col); create
  * also gives the multiply-adds; fill and numeric are launches on the
- * product's stream; with replay, create reserves a position per
- * multiply-add, which the first numeric run records and later ones
- * replay (no hashing). */
+ * product's stream. */
 int tr_cuda_csr_view(const tilerap_tile_matrix *T, int transpose, void *stream, int64_t **rp, int32_t **col,
                      int64_t **vidx);
 int tr_cuda_csr_positions(const tilerap_tile_matrix *T, const int64_t *rp, const int32_t *col, void *stream,
                           int64_t **pos);
 typedef struct tr_cuda_csr_product tr_cuda_csr_product;
 int tr_cuda_csr_product_create(int32_t m, int32_t n, const int64_t *arp, const int32_t *acol, int64_t annz,
-                               const int64_t *brp, const int32_t *bcol, int replay, void *stream,
-                               tr_cuda_csr_product **P, int64_t *cnnz, int64_t *macs);
+                               const int64_t *brp, const int32_t *bcol, void *stream, tr_cuda_csr_product **P,
+                               int64_t *cnnz, int64_t *macs);
 const int64_t *tr_cuda_csr_product_rowptr(const tr_cuda_csr_product *P);
 const int32_t *tr_cuda_csr_product_colidx(const tr_cuda_csr_product *P);
 int tr_cuda_csr_product_fill(const tr_cuda_csr_product *P, const double *aval, const int64_t *avidx,
                              const double *bval, const int64_t *bvidx, double *cval, int sorted);
-int tr_cuda_csr_product_numeric(tr_cuda_csr_product *P, const double *aval, const int64_t *avidx,
+int tr_cuda_csr_product_numeric(const tr_cuda_csr_product *P, const double *aval, const int64_t *avidx,
                                 const double *bval, const int64_t *bvidx, double *cval, const int64_t *cvidx);
 void tr_cuda_csr_product_destroy(tr_cuda_csr_product *P);
 /* C from its own sorted device CSR (no validation: the product made it) */
