@@ -38,7 +38,6 @@ struct tr_csr_path {
   tr_product ab, c;         /* A*B (or AP); the Galerkin plan's C = P^T (AP) */
   double *apval;            /* AP's values (Galerkin) */
   double *bval;             /* B's (P's) values in its view's order, or NULL */
-  int64_t bnnz;
   int64_t *cpos;            /* C's sorted CSR entry -> C's tile position */
   int64_t macs_ab, macs_c;
 };
@@ -233,7 +232,6 @@ static int tr_finish_c(tr_csr_path *X, const double *aval, const int64_t *avidx,
 static int tr_keep_b_values(tr_csr_path *X, const tilerap_tile_matrix *B, int64_t macs)
 {
   if (!B->nnz || macs < 2 * B->nnz) return TILERAP_SUCCESS;
-  X->bnnz = B->nnz;
   return tr_alloc_engine(X, (size_t)B->nnz * sizeof(double), (void **)&X->bval);
 }
 
@@ -245,7 +243,7 @@ static int tr_b_values(tr_csr_path *X, const tilerap_tile_matrix *B, const doubl
   if (!X->bval) return TILERAP_SUCCESS;
 #ifdef TILERAP_HAVE_CUDA
   if (X->engine == TILERAP_ENGINE_CUDA) {
-    int err = tr_cuda_gather_values(B->val, X->vb.vidx, X->bnnz, X->bval, X->stream);
+    int err = tr_cuda_gather_values(B->val, X->vb.vidx, B->nnz, X->bval, X->stream);
     if (err) return err;
   } else
 #endif
@@ -253,8 +251,9 @@ static int tr_b_values(tr_csr_path *X, const tilerap_tile_matrix *B, const doubl
     const double *src = B->val;
     const int64_t *perm = X->vb.vidx;
     double *dst = X->bval;
+    const int64_t n = B->nnz; /* the plan's B: its structure was checked */
 #pragma omp parallel for schedule(static)
-    for (int64_t q = 0; q < X->bnnz; q++) dst[q] = src[perm[q]];
+    for (int64_t q = 0; q < n; q++) dst[q] = src[perm[q]];
   }
   *bv = X->bval;
   *bvidx = NULL;

@@ -8,9 +8,10 @@
  * out the row's products (pairs of an A entry and an entry of the B row
  * it reaches) evenly over its lanes, consecutive lanes on consecutive B
  * entries: a long B row (a hub of a power-law graph) is shared by the
- * group instead of serialising one lane, and B is read coalesced.  Rows are binned by that bound; a bin's rows go
- * to groups of G threads, each with a hash table of S slots in shared
- * memory (linear probing, S at least 1.5 times the bound), or, beyond the
+ * group instead of serialising one lane, and B is read coalesced.
+ * Rows are binned by that bound; a bin's rows go to groups of G threads,
+ * each with a hash table of S slots in shared memory (linear probing, S
+ * at least 1.5 times the bound), or, beyond the
  * largest table (2048 slots), to a block with a dense accumulator as wide
  * as B in global memory.  Three modes run the same insertion: COUNT (distinct
  * columns, for C's row pointers), FILL (the row's columns sorted, values
