@@ -5,8 +5,11 @@ BENCHMARKS.md tabulates them:
 
     bench/spread.py run1/bench_bench.log run2/bench_bench.log run3/bench_bench.log
     bench/spread.py --spgemm run1/spgemm.log run2/spgemm.log run3/spgemm.log
+    bench/spread.py --hypre run1/hypre.log run2/hypre.log run3/hypre.log   (hypre-device-bench)
 
-Ratios are reference / tilerap of the medians (above 1: tilerap faster)."""
+Ratios are reference / tilerap of the medians (above 1: tilerap faster);
+the first call's spread is over the runs, the later calls' over runs and
+repetitions (each run's min, median and max)."""
 import re
 import statistics
 import sys
@@ -59,11 +62,60 @@ def spgemm(files):
             "ok" if all(c == "ok" for c in r["ok"]) else "WRONG"))
 
 
+def hypre(files):
+    rap = re.compile(r"^rap (\S+)\s+(hypre|cusparse|tilerap)\s.*C nnz\s+(\d+)\s+first\s+([\d.]+) ms\s+min\s+([\d.]+)\s+"
+                     r"med\s+([\d.]+)\s+max\s+([\d.]+) ms(.*)$")
+    amg = re.compile(r"^amg (\S+)\s+(hypre|cusparse|tilerap)\s+setup\s+([\d.]+) s \(Galerkin products\s+([\d.]+) s.*"
+                     r"solve\s+([\d.]+) s\s+iterations\s+(\d+)\s+levels\s+(\d+)\s+operator complexity ([\d.]+)")
+    prod, setup = {}, {}
+    for f in files:
+        for line in open(f):
+            m = rap.match(line)
+            if m:
+                r = prod.setdefault(m.group(1), {}).setdefault(m.group(2), {"first": [], "rest": [], "peak": [], "ok": True})
+                r["first"].append(float(m.group(4)))
+                r["rest"] += [float(m.group(i)) for i in (5, 6, 7)]
+                tail = m.group(8)
+                pk = re.search(r"pool peak ([\d.]+) MB", tail)
+                if pk:
+                    r["peak"].append(float(pk.group(1)))
+                e = re.search(r"relerr ([\d.e+-]+), rows of other structure (\d+)", tail)
+                if e and (float(e.group(1)) > 1e-14 or int(e.group(2)) != 0):
+                    r["ok"] = False
+            m = amg.match(line)
+            if m:
+                a = setup.setdefault(m.group(1), {}).setdefault(m.group(2), {"setup": [], "gp": [], "it": set(), "oc": set()})
+                a["setup"].append(float(m.group(3)))
+                a["gp"].append(float(m.group(4)))
+                a["it"].add(int(m.group(6)))
+                a["oc"].add(m.group(8))
+    med = statistics.median
+    print("| case | runs | hypre first | cuSPARSE first | tilerap first | hypre later | cuSPARSE later | tilerap later "
+          "| hypre / tilerap (first) | cuSPARSE / tilerap (first) | tilerap pool peak MB | C equal |")
+    print("|---|---:|---|---|---|---|---|---|---:|---:|---:|---|")
+    for name, r in prod.items():
+        h, c, t = r["hypre"], r["cusparse"], r["tilerap"]
+        print("| %s | %d | %s | %s | %s | %s | %s | %s | %.2f× | %.2f× | %.0f | %s |" % (
+            name, len(t["first"]), mmm(h["first"], "%.2f"), mmm(c["first"], "%.2f"), mmm(t["first"], "%.2f"),
+            mmm(h["rest"], "%.2f"), mmm(c["rest"], "%.2f"), mmm(t["rest"], "%.2f"), med(h["first"]) / med(t["first"]),
+            med(c["first"]) / med(t["first"]), max(t["peak"]), "yes" if c["ok"] and t["ok"] else "NO"))
+    print()
+    print("| case | hypre setup s (Galerkin s) | cuSPARSE setup s (Galerkin s) | tilerap setup s (Galerkin s) | iterations hypre / cuSPARSE / tilerap | operator complexity hypre / cuSPARSE / tilerap |")
+    print("|---|---|---|---|---|---|")
+    for name, a in setup.items():
+        cells = ["%s (%.4f)" % (mmm(a[k]["setup"], "%.4f"), med(a[k]["gp"])) for k in ("hypre", "cusparse", "tilerap")]
+        its = " / ".join(",".join(str(i) for i in sorted(a[k]["it"])) for k in ("hypre", "cusparse", "tilerap"))
+        ocs = " / ".join(",".join(sorted(a[k]["oc"])) for k in ("hypre", "cusparse", "tilerap"))
+        print("| %s | %s | %s | %s | %s | %s |" % (name, cells[0], cells[1], cells[2], its, ocs))
+
+
 if __name__ == "__main__":
     args = sys.argv[1:]
     if not args:
         sys.exit(__doc__)
     if args[0] == "--spgemm":
         spgemm(args[1:])
+    elif args[0] == "--hypre":
+        hypre(args[1:])
     else:
         galerkin(args)

@@ -5,7 +5,10 @@
  * hypre_BoomerAMGSetup calls through the PLT of a shared libHYPRE:
  *
  *   hypre_BoomerAMGBuildCoarseOperatorKT(RT, A, P, keepT, &RAP)  (default host path)
- *   hypre_ParCSRMatrixRAPKT(R, A, P, keepT [, has_diagonal])      (HYPRE_BoomerAMGSetModuleRAP2(s, 1))
+ *   hypre_ParCSRMatrixRAPKT(R, A, P, keepT [, has_diagonal])      (HYPRE_BoomerAMGSetModuleRAP2(s, 1);
+ *                                                               the default on the GPU)
+ *   hypre_CSRMatrixTripleMultiplyDevice(A, B, C)                (CUDA builds: the local
+ *                                                               product of hypre's device RAPKT)
  *
  * and computes C = RT^T A P with the tile engine (tilerap_spgemm on the
  * local CSR blocks; hypre's own helpers fetch the remote rows of P and send
@@ -24,6 +27,17 @@
  *   mpiexec -n 4 -x LD_PRELOAD=$libdir/libtilerap_hypre.so -x TILERAP_HYPRE_VERBOSE=1 \
  *       ./app -ksp_type cg -pc_type hypre -pc_hypre_type boomeramg
  * (checked with PETSc 3.18 / hypre 2.26: every level reported as computed).
+ *
+ * CUDA builds of hypre (>= 3.0; the hook compiled against that build's
+ * headers): matrices in device memory stay there.  On one rank
+ * hypre_ParCSRMatrixRAPKT (what BoomerAMG calls per level on the GPU) runs
+ * as one Galerkin plan on hypre's device CSR arrays, and C is handed back
+ * in hypre's device allocator with the diagonal first and the other entries
+ * ascending (the keep-transpose of R is stored as hypre does).  On several
+ * ranks hypre's own RAPKT does the device exchanges (remote rows of P,
+ * rows of C sent to their owners) and the hook computes its local triple
+ * product, hypre_CSRMatrixTripleMultiplyDevice.  No operand or result is
+ * copied to the host.
  *
  * BoomerAMG's coarsening (the Ruge-Stueben pass of HMIS) and interpolation
  * truncation break ties by the order of entries in a row, so on the default
@@ -60,7 +74,8 @@ extern "C" {
 /* Why a call went to hypre's own function instead of tilerap. */
 typedef enum {
   TILERAP_HYPRE_FWD_DISABLED = 0,  /* TileRAP_HypreDisable() or TILERAP_HYPRE=0            */
-  TILERAP_HYPRE_FWD_DEVICE = 1,    /* matrices not in host memory                         */
+  TILERAP_HYPRE_FWD_DEVICE = 1,    /* device matrices this build cannot take (hypre without
+                                      CUDA headers, the CPU engine, a non-CUDA GPU build) */
   TILERAP_HYPRE_FWD_SCALAR = 2,    /* hypre built with non-double HYPRE_Complex           */
   TILERAP_HYPRE_FWD_SHAPE = 3,     /* incompatible dimensions: hypre reports the error    */
   TILERAP_HYPRE_FWD_SIZE = 4,      /* a local size exceeds the 32-bit tile indices        */
@@ -68,14 +83,19 @@ typedef enum {
   TILERAP_HYPRE_FWD_PEER = 6,      /* another rank of the communicator could not compute  */
   TILERAP_HYPRE_FWD_TEST = 7,      /* refused on purpose (TILERAP_HYPRE_TEST_REFUSE_RANK) */
   TILERAP_HYPRE_FWD_NOGPU = 8,     /* no GPU and the CPU engine not asked for             */
-  TILERAP_HYPRE_FWD_NREASONS = 9
+  TILERAP_HYPRE_FWD_DELEGATED = 9, /* device memory, several ranks: hypre's own RAPKT does
+                                      the exchanges, its local triple product is tilerap's */
+  TILERAP_HYPRE_FWD_DEVICE_NATIVE = 10, /* device matrices, TILERAP_ENGINE not cuda: hypre's own
+                                      device RAP is the faster one (see README)           */
+  TILERAP_HYPRE_FWD_NREASONS = 11
 } TileRAP_HypreForwardReason;
 
 /* Entry points that are counted separately. */
 typedef enum {
   TILERAP_HYPRE_EP_BUILD_COARSE_OPERATOR = 0, /* hypre_BoomerAMGBuildCoarseOperatorKT */
   TILERAP_HYPRE_EP_RAPKT = 1,                 /* hypre_ParCSRMatrixRAPKT              */
-  TILERAP_HYPRE_EP_N = 2
+  TILERAP_HYPRE_EP_TRIPLE_DEVICE = 2,         /* hypre_CSRMatrixTripleMultiplyDevice  */
+  TILERAP_HYPRE_EP_N = 3
 } TileRAP_HypreEntryPoint;
 
 typedef struct {
@@ -84,6 +104,9 @@ typedef struct {
   long reason[TILERAP_HYPRE_FWD_NREASONS]; /* forwarded calls by reason            */
   double seconds_tilerap;  /* wall time inside the tilerap computations            */
   double seconds_forwarded; /* wall time inside the forwarded originals            */
+  /* wall time of each entry point's calls, computed or forwarded (a
+   * forwarded RAPKT of a CUDA hypre holds its triple product's time too) */
+  double seconds_entry[TILERAP_HYPRE_EP_N];
   /* One rank, CUDA engine: products whose A was the previous product's C,
    * still on the GPU and proven unchanged by a content fingerprint of
    * hypre's arrays (operand_kept), or found changed and uploaded again

@@ -466,6 +466,11 @@ int main(int argc, char **argv)
   MPI_Comm_rank(g_comm, &g_rank);
   MPI_Comm_size(g_comm, &g_np);
   HYPRE_Init();
+#ifdef HYPRE_USING_GPU
+  /* a GPU build of hypre: this test is the host path (hypre_device the device one) */
+  HYPRE_SetMemoryLocation(HYPRE_MEMORY_HOST);
+  HYPRE_SetExecutionPolicy(HYPRE_EXEC_HOST);
+#endif
 
   /* 1. Interposition is live: the library's definition is the one found. */
   TileRAP_HypreEnable(1);

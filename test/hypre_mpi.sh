@@ -64,6 +64,17 @@ done
 # TILERAP_HYPRE_VERBOSE=2: one line per product (sizes, time split and the
 # path with what it was chosen by), as many as the products the exit report
 # counts
+# device memory on 2 ranks (a CUDA build of hypre and a GPU; skipped otherwise)
+TILERAP_ENGINE=auto $MPIEXEC --oversubscribe -n 2 "$bin/test/hypre_device" >"$log" 2>&1
+rc=$?
+if grep -q '^1\.\.0 # SKIP' "$log"; then
+  n=$((n + 1)); echo "ok $n - # SKIP hypre_device on 2 ranks: $(sed -n 's/^1\.\.0 # SKIP //p' "$log" | head -1)"
+elif [ $rc -eq 0 ] && grep -q '^1\.\.' "$log" && ! grep -q '^not ok' "$log"; then
+  tap ok "hypre_device on 2 ranks ($(grep -c '^ok' "$log") checks)"
+else
+  tap fail "hypre_device on 2 ranks (rc=$rc)" "$log"
+fi
+
 TILERAP_HYPRE_VERBOSE=2 "$bin/examples/poisson/poisson-boomeramg" -dim 3 -n 16 >"$log" 2>&1
 rc=$?
 lines=$(grep -c 'tilerap_hypre rank 0: product .* engine .* order wait .* path \(tiles\|csr\) (entries per tile: A [0-9.]*, P [0-9.]*)' "$log")

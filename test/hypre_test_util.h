@@ -24,32 +24,79 @@ typedef struct {
   HYPRE_ParVector b, x;
 } th_problem;
 
+/* Irregular variants of the model problems (th_poisson_ex). */
+enum {
+  TH_PERMUTE = 1,  /* unknowns numbered in a random order (fixed seed): unordered mesh */
+  TH_DENSE_ROW = 2 /* unknown 0 coupled to every other one (a dense row and column) */
+};
+
+/* Global index of grid point g under the variant's numbering. */
+static inline HYPRE_BigInt th_perm_index(const HYPRE_BigInt *perm, HYPRE_BigInt g) { return perm ? perm[g] : g; }
+
 /* dim 2: 5-point, dim 3: 7-point Laplacian on an n^dim grid, rows split
- * in contiguous blocks over the ranks of comm; b = 1, x = 0. */
-static void th_poisson(MPI_Comm comm, int dim, HYPRE_BigInt n, th_problem *pb)
+ * in contiguous blocks over the ranks of comm, in the numbering and with
+ * the couplings that flags (TH_*) ask for; b = 1, x = 0. */
+static inline void th_poisson_ex(MPI_Comm comm, int dim, HYPRE_BigInt n, int flags, th_problem *pb)
 {
   int rank, np;
   MPI_Comm_rank(comm, &rank);
   MPI_Comm_size(comm, &np);
   HYPRE_BigInt N = n * n * (dim == 3 ? n : 1);
   HYPRE_BigInt lo = N * rank / np, hi = N * (rank + 1) / np - 1;
+  HYPRE_BigInt *perm = NULL, *inv = NULL;
+  if (flags & TH_PERMUTE) { /* the same shuffle on every rank (LCG, fixed seed) */
+    perm = malloc(sizeof *perm * (size_t)N);
+    inv = malloc(sizeof *inv * (size_t)N);
+    for (HYPRE_BigInt g = 0; g < N; g++) perm[g] = g;
+    unsigned long long st = 0x9e3779b97f4a7c15ULL;
+    for (HYPRE_BigInt g = N - 1; g > 0; g--) {
+      st = st * 6364136223846793005ULL + 1442695040888963407ULL;
+      HYPRE_BigInt k = (HYPRE_BigInt)((st >> 33) % (unsigned long long)(g + 1));
+      HYPRE_BigInt t = perm[g]; perm[g] = perm[k]; perm[k] = t;
+    }
+    for (HYPRE_BigInt g = 0; g < N; g++) inv[perm[g]] = g;
+  }
+  const int dense = (flags & TH_DENSE_ROW) != 0;
+  const HYPRE_BigInt hub = th_perm_index(perm, 0);
   HYPRE_IJMatrixCreate(comm, lo, hi, lo, hi, &pb->ijA);
   HYPRE_IJMatrixSetObjectType(pb->ijA, HYPRE_PARCSR);
   HYPRE_IJMatrixInitialize(pb->ijA);
+  HYPRE_BigInt *hcols = dense ? malloc(sizeof *hcols * (size_t)N) : NULL;
+  HYPRE_Complex *hvals = dense ? malloc(sizeof *hvals * (size_t)N) : NULL;
   for (HYPRE_BigInt row = lo; row <= hi; row++) {
-    HYPRE_BigInt cols[7];
-    HYPRE_Complex vals[7];
+    HYPRE_BigInt cols[8];
+    HYPRE_Complex vals[8];
     HYPRE_Int nc = 0;
-    HYPRE_BigInt x = row % n, y = (row / n) % n, z = dim == 3 ? row / (n * n) : 0;
-    cols[nc] = row; vals[nc++] = dim == 3 ? 6.0 : 4.0;
-    if (x > 0) { cols[nc] = row - 1; vals[nc++] = -1.0; }
-    if (x < n - 1) { cols[nc] = row + 1; vals[nc++] = -1.0; }
-    if (y > 0) { cols[nc] = row - n; vals[nc++] = -1.0; }
-    if (y < n - 1) { cols[nc] = row + n; vals[nc++] = -1.0; }
-    if (dim == 3 && z > 0) { cols[nc] = row - n * n; vals[nc++] = -1.0; }
-    if (dim == 3 && z < n - 1) { cols[nc] = row + n * n; vals[nc++] = -1.0; }
+    const HYPRE_BigInt g = inv ? inv[row] : row;
+    HYPRE_BigInt x = g % n, y = (g / n) % n, z = dim == 3 ? g / (n * n) : 0;
+    const double d0 = dim == 3 ? 6.0 : 4.0;
+    if (dense && g == 0) { /* the hub: coupled to everybody, diagonally dominant */
+      HYPRE_Int nh = 0;
+      for (HYPRE_BigInt k = 0; k < N; k++) {
+        hcols[nh] = th_perm_index(perm, k);
+        hvals[nh++] = k == 0 ? d0 + 0.01 * (double)N : -0.01;
+      }
+      for (HYPRE_Int k = 0; k < nh; k++) /* the grid couplings of point 0 on top */
+        if (k == 1 || k == n || (dim == 3 && k == n * n)) hvals[k] -= 1.0;
+      HYPRE_IJMatrixSetValues(pb->ijA, 1, &nh, &row, hcols, hvals);
+      continue;
+    }
+    cols[nc] = row; vals[nc++] = d0 + (dense ? 0.01 : 0.0);
+    if (x > 0) { cols[nc] = th_perm_index(perm, g - 1); vals[nc++] = -1.0; }
+    if (x < n - 1) { cols[nc] = th_perm_index(perm, g + 1); vals[nc++] = -1.0; }
+    if (y > 0) { cols[nc] = th_perm_index(perm, g - n); vals[nc++] = -1.0; }
+    if (y < n - 1) { cols[nc] = th_perm_index(perm, g + n); vals[nc++] = -1.0; }
+    if (dim == 3 && z > 0) { cols[nc] = th_perm_index(perm, g - n * n); vals[nc++] = -1.0; }
+    if (dim == 3 && z < n - 1) { cols[nc] = th_perm_index(perm, g + n * n); vals[nc++] = -1.0; }
+    if (dense) { /* the hub's column (its grid neighbours already hold it: add) */
+      int found = 0;
+      for (int k = 1; k < nc; k++)
+        if (cols[k] == hub) { vals[k] -= 0.01; found = 1; }
+      if (!found) { cols[nc] = hub; vals[nc++] = -0.01; }
+    }
     HYPRE_IJMatrixSetValues(pb->ijA, 1, &nc, &row, cols, vals);
   }
+  free(hcols); free(hvals); free(perm); free(inv);
   HYPRE_IJMatrixAssemble(pb->ijA);
   void *obj;
   HYPRE_IJMatrixGetObject(pb->ijA, &obj);
@@ -74,7 +121,12 @@ static void th_poisson(MPI_Comm comm, int dim, HYPRE_BigInt n, th_problem *pb)
   pb->x = (HYPRE_ParVector)obj;
 }
 
-static void th_problem_destroy(th_problem *pb)
+static inline void th_poisson(MPI_Comm comm, int dim, HYPRE_BigInt n, th_problem *pb)
+{
+  th_poisson_ex(comm, dim, n, 0, pb);
+}
+
+static inline void th_problem_destroy(th_problem *pb)
 {
   HYPRE_IJMatrixDestroy(pb->ijA);
   HYPRE_IJVectorDestroy(pb->ijb);
@@ -82,7 +134,7 @@ static void th_problem_destroy(th_problem *pb)
 }
 
 /* x = 0 again, so that two solves start alike. */
-static void th_zero_x(th_problem *pb) { HYPRE_ParVectorSetConstantValues(pb->x, 0.0); }
+static inline void th_zero_x(th_problem *pb) { HYPRE_ParVectorSetConstantValues(pb->x, 0.0); }
 
 typedef struct {
   int modular;   /* HYPRE_BoomerAMGSetModuleRAP2: hypre_ParCSRMatrixRAPKT path */
@@ -90,7 +142,7 @@ typedef struct {
 } th_amg_opts;
 
 /* BoomerAMG as solver (tol 1e-8): setup + solve; returns the solver. */
-static HYPRE_Solver th_amg_run(th_problem *pb, th_amg_opts o, int *iters, double *setup_s)
+static inline HYPRE_Solver th_amg_run(th_problem *pb, th_amg_opts o, int *iters, double *setup_s)
 {
   HYPRE_Solver s;
   HYPRE_BoomerAMGCreate(&s);
@@ -110,12 +162,12 @@ static HYPRE_Solver th_amg_run(th_problem *pb, th_amg_opts o, int *iters, double
   return s;
 }
 
-static int th_num_levels(HYPRE_Solver s) { return hypre_ParAMGDataNumLevels((hypre_ParAMGData *)s); }
-static hypre_ParCSRMatrix *th_level_A(HYPRE_Solver s, int l)
+static inline int th_num_levels(HYPRE_Solver s) { return hypre_ParAMGDataNumLevels((hypre_ParAMGData *)s); }
+static inline hypre_ParCSRMatrix *th_level_A(HYPRE_Solver s, int l)
 {
   return hypre_ParAMGDataAArray((hypre_ParAMGData *)s)[l];
 }
-static hypre_ParCSRMatrix *th_level_P(HYPRE_Solver s, int l)
+static inline hypre_ParCSRMatrix *th_level_P(HYPRE_Solver s, int l)
 {
   return hypre_ParAMGDataPArray((hypre_ParAMGData *)s)[l];
 }
@@ -125,14 +177,14 @@ typedef struct {
   double v;
 } th_entry;
 
-static int th_entry_cmp(const void *x, const void *y)
+static inline int th_entry_cmp(const void *x, const void *y)
 {
   const th_entry *a = x, *b = y;
   return (a->c > b->c) - (a->c < b->c);
 }
 
 /* Local row r of M as (global column, value), sorted by column. */
-static int th_row(hypre_ParCSRMatrix *M, HYPRE_Int r, th_entry *out)
+static inline int th_row(hypre_ParCSRMatrix *M, HYPRE_Int r, th_entry *out)
 {
   hypre_CSRMatrix *d = hypre_ParCSRMatrixDiag(M), *o = hypre_ParCSRMatrixOffd(M);
   HYPRE_BigInt first = hypre_ParCSRMatrixFirstColDiag(M);
@@ -163,7 +215,7 @@ typedef struct {
  * indices in range, diagonal first in each row when square; col_map_offd
  * ascending, unique, outside the local column range, every column used;
  * no duplicate columns in a row. */
-static th_cmp th_compare_ex(hypre_ParCSRMatrix *X, hypre_ParCSRMatrix *Y, int invariants)
+static inline th_cmp th_compare_ex(hypre_ParCSRMatrix *X, hypre_ParCSRMatrix *Y, int invariants)
 {
   th_cmp r = {0, 0, 0, 0};
   MPI_Comm comm = hypre_ParCSRMatrixComm(Y);
@@ -249,16 +301,16 @@ reduce:;
 
 /* X from tilerap: invariants checked.  Between two hypre matrices only
  * entries are compared (hypre's RAPKT may keep unused offd columns). */
-static th_cmp th_compare(hypre_ParCSRMatrix *X, hypre_ParCSRMatrix *Y) { return th_compare_ex(X, Y, 1); }
-static th_cmp th_compare_entries(hypre_ParCSRMatrix *X, hypre_ParCSRMatrix *Y) { return th_compare_ex(X, Y, 0); }
+static inline th_cmp th_compare(hypre_ParCSRMatrix *X, hypre_ParCSRMatrix *Y) { return th_compare_ex(X, Y, 1); }
+static inline th_cmp th_compare_entries(hypre_ParCSRMatrix *X, hypre_ParCSRMatrix *Y) { return th_compare_ex(X, Y, 0); }
 
-static int th_cmp_ok(th_cmp c, double tol)
+static inline int th_cmp_ok(th_cmp c, double tol)
 {
   return c.struct_diff == 0 && c.invariant_bad == 0 && c.relerr <= tol;
 }
 
 /* Collective AND of a local condition. */
-static int th_all(MPI_Comm comm, int cond)
+static inline int th_all(MPI_Comm comm, int cond)
 {
   int g = 0;
   MPI_Allreduce(&cond, &g, 1, MPI_INT, MPI_MIN, comm);

@@ -98,7 +98,8 @@ int tr_hypre_select_device(MPI_Comm comm);
 /* Time split of the computed products, printed with TILERAP_HYPRE_VERBOSE.
  * TR_PH_TRAV is the row-order pass on its own thread, which overlaps the
  * others (TR_PH_ORDER is what the caller waits for it, plus placing). */
-enum { TR_PH_IN, TR_PH_UPLOAD, TR_PH_ENGINE, TR_PH_DOWNLOAD, TR_PH_OUT, TR_PH_ORDER, TR_PH_COMM, TR_PH_TRAV, TR_PH_N };
+enum { TR_PH_IN, TR_PH_UPLOAD, TR_PH_ENGINE, TR_PH_DOWNLOAD, TR_PH_OUT, TR_PH_ORDER, TR_PH_COMM, TR_PH_TRAV,
+       TR_PH_TRANSPOSE, TR_PH_N };
 void tr_hypre_add_phase(int phase, double seconds);
 /* kept: 1 A was the kept product, -1 it was changed since (see TileRAP_HypreStats) */
 void tr_hypre_count_kept(int kept);
@@ -113,6 +114,7 @@ typedef hypre_ParCSRMatrix *(*tr_rapkt_fn)(hypre_ParCSRMatrix *, hypre_ParCSRMat
                                            hypre_ParCSRMatrix *, HYPRE_Int);
 #endif
 /* hypre's own functions (dlsym(RTLD_NEXT)); abort with a message if absent. */
+void *tr_hypre_next_symbol(const char *name);
 tr_build_coarse_fn tr_hypre_original_build_coarse(void);
 tr_rapkt_fn tr_hypre_original_rapkt(void);
 
@@ -139,6 +141,20 @@ typedef struct {
  * columns summed).  Returns a tilerap error code. */
 int tr_tiles_from_segments(int32_t m, int32_t n, int nseg, const tr_segment *seg,
                            tilerap_tile_matrix **T);
+
+/* ---- device_galerkin.c ---- */
+/* A CUDA build of hypre (its headers): device matrices can reach the hook. */
+#if defined(HYPRE_USING_CUDA)
+#define TR_HYPRE_DEVICE 1
+#else
+#define TR_HYPRE_DEVICE 0
+#endif
+/* 1 if M's arrays are in memory the GPU reads (device or unified). */
+int tr_hypre_on_device(hypre_ParCSRMatrix *M);
+/* C = R^T A P of device matrices, computed on the GPU and returned as
+ * hypre's device ParCSR; 0 with *C, or 1 + reason (nothing allocated). */
+int tr_hypre_device_rapkt(hypre_ParCSRMatrix *R, hypre_ParCSRMatrix *A, hypre_ParCSRMatrix *P,
+                          HYPRE_Int keep_transpose, HYPRE_Int has_diagonal, hypre_ParCSRMatrix **C);
 
 /* ---- galerkin.c ---- */
 /* RT^T A P; order_hypre: rows in the order of hypre_BoomerAMGBuildCoarseOperatorKT

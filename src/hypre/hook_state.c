@@ -27,11 +27,12 @@ static int g_nnotes = 0, g_notes_dropped = 0;
 static double g_phase[TR_PH_N];
 static const char *const g_phase_text[TR_PH_N] = {
   "stitch/convert in", "upload (+ tiles on the device)", "engine products", "download", "convert out/assemble",
-  "hypre order", "communication", "[overlapped: row-order pass on its thread]"};
+  "hypre order", "communication", "[overlapped: row-order pass on its thread]",
+  "transpose of R kept for hypre (device)"};
 
 static const char *const g_reason_text[TILERAP_HYPRE_FWD_NREASONS] = {
   "hook disabled (TileRAP_HypreDisable or TILERAP_HYPRE=0)",
-  "matrices not in host memory",
+  "matrices in device memory that this build cannot take (hook built against a CPU hypre, or the CPU engine)",
   "hypre scalar type is not double",
   "incompatible dimensions (left to hypre's error handling)",
   "local size beyond 32-bit tile indices",
@@ -39,9 +40,11 @@ static const char *const g_reason_text[TILERAP_HYPRE_FWD_NREASONS] = {
   "another rank could not compute",
   "refused for testing (TILERAP_HYPRE_TEST_REFUSE_RANK)",
   "no GPU, CPU engine not asked for (slower than hypre's RAP; TILERAP_ENGINE=cpu forces it)",
+  "device memory on several ranks: hypre's RAPKT exchanges, tilerap computes its local triple product",
+  "device matrices: hypre's own device RAP is faster on BoomerAMG's operators (BENCHMARKS.md); TILERAP_ENGINE=cuda forces tilerap",
 };
 static const char *const g_entry_text[TILERAP_HYPRE_EP_N] = {
-  "hypre_BoomerAMGBuildCoarseOperatorKT", "hypre_ParCSRMatrixRAPKT"};
+  "hypre_BoomerAMGBuildCoarseOperatorKT", "hypre_ParCSRMatrixRAPKT", "hypre_CSRMatrixTripleMultiplyDevice"};
 
 /* The level in force at exit decides (TileRAP_HypreSetVerbose may have
  * changed it); silent in processes that never reached a hooked call
@@ -121,6 +124,7 @@ void tr_hypre_count_computed(int entry, double seconds)
 {
   g_stats.computed[entry]++;
   g_stats.seconds_tilerap += seconds;
+  g_stats.seconds_entry[entry] += seconds;
 }
 
 void tr_hypre_count_forwarded(int entry, int reason, double seconds)
@@ -128,6 +132,7 @@ void tr_hypre_count_forwarded(int entry, int reason, double seconds)
   g_stats.forwarded[entry]++;
   if (reason >= 0 && reason < TILERAP_HYPRE_FWD_NREASONS) g_stats.reason[reason]++;
   g_stats.seconds_forwarded += seconds;
+  g_stats.seconds_entry[entry] += seconds;
 }
 
 void tr_hypre_count_kept(int kept)
@@ -234,7 +239,7 @@ void TileRAP_HyprePrintStats(void *stream)
   fflush(f);
 }
 
-static void *next_symbol(const char *name)
+void *tr_hypre_next_symbol(const char *name)
 {
   void *p = dlsym(RTLD_NEXT, name);
   if (!p) {
@@ -248,13 +253,13 @@ static void *next_symbol(const char *name)
 tr_build_coarse_fn tr_hypre_original_build_coarse(void)
 {
   static tr_build_coarse_fn fn;
-  if (!fn) fn = (tr_build_coarse_fn)next_symbol("hypre_BoomerAMGBuildCoarseOperatorKT");
+  if (!fn) fn = (tr_build_coarse_fn)tr_hypre_next_symbol("hypre_BoomerAMGBuildCoarseOperatorKT");
   return fn;
 }
 
 tr_rapkt_fn tr_hypre_original_rapkt(void)
 {
   static tr_rapkt_fn fn;
-  if (!fn) fn = (tr_rapkt_fn)next_symbol("hypre_ParCSRMatrixRAPKT");
+  if (!fn) fn = (tr_rapkt_fn)tr_hypre_next_symbol("hypre_ParCSRMatrixRAPKT");
   return fn;
 }

@@ -62,7 +62,12 @@ hypre_ParCSRMatrix *hypre_ParCSRMatrixRAPKT(hypre_ParCSRMatrix *R, hypre_ParCSRM
   int refusal = tr_hypre_refusal();
   /* sorted rows here: hypre's order below made hypre's own RAPKT differ
    * in structure on a deeper level at 4 ranks (not understood yet) */
-  int rc = tr_hypre_galerkin(R, A, P, keep_transpose, has_diagonal != 0, 0, refusal, &C);
+  int rc;
+  /* a CUDA hypre's device setup (its own reasons: no "no GPU" here) */
+  if ((refusal < 0 || refusal == TILERAP_HYPRE_FWD_NOGPU) && A && tr_hypre_on_device(A))
+    rc = tr_hypre_device_rapkt(R, A, P, keep_transpose, has_diagonal, &C);
+  else
+    rc = tr_hypre_galerkin(R, A, P, keep_transpose, has_diagonal != 0, 0, refusal, &C);
   if (rc == 0) {
     tr_hypre_count_computed(ep, tr_hypre_wtime() - t0);
     return C;

@@ -17,6 +17,7 @@ libtilerap_hypre_la_SOURCES = \
 	src/hypre/kept_operand.c \
 	src/hypre/row_order.c \
 	src/hypre/assembly.c \
+	src/hypre/device_galerkin.c \
 	src/hypre/interpose.c
 libtilerap_hypre_la_CPPFLAGS = $(AM_CPPFLAGS) $(HYPRE_CPPFLAGS)
 libtilerap_hypre_la_LIBADD = libtilerap.la $(HYPRE_LIBS) -ldl -lpthread
@@ -30,11 +31,21 @@ examples_poisson_poisson_boomeramg_SOURCES = examples/poisson/poisson_boomeramg.
 examples_poisson_poisson_boomeramg_CPPFLAGS = $(AM_CPPFLAGS) $(HYPRE_CPPFLAGS)
 examples_poisson_poisson_boomeramg_LDADD = $(hypre_ldadd)
 
-hypre_tests = test/hypre_galerkin
+# CUDA builds of hypre: hypre's device RAP, cuSPARSE and tilerap side by side
+noinst_PROGRAMS += bench/hypre-device-bench
+bench_hypre_device_bench_SOURCES = bench/hypre_device_bench.c
+bench_hypre_device_bench_CPPFLAGS = $(AM_CPPFLAGS) $(HYPRE_CPPFLAGS) -I$(top_srcdir)/test
+bench_hypre_device_bench_LDADD = $(hypre_ldadd)
+
+hypre_tests = test/hypre_galerkin test/hypre_device
 check_PROGRAMS += $(hypre_tests)
 test_hypre_galerkin_SOURCES = test/hypre_galerkin.c test/hypre_test_util.h test/tap.h
 test_hypre_galerkin_CPPFLAGS = $(AM_CPPFLAGS) $(HYPRE_CPPFLAGS) -I$(top_srcdir)/test
 test_hypre_galerkin_LDADD = $(hypre_ldadd)
+# device memory: a CUDA build of hypre and a GPU, else skipped
+test_hypre_device_SOURCES = test/hypre_device.c test/hypre_test_util.h test/tap.h
+test_hypre_device_CPPFLAGS = $(AM_CPPFLAGS) $(HYPRE_CPPFLAGS) -I$(top_srcdir)/test
+test_hypre_device_LDADD = $(hypre_ldadd)
 TESTS += $(hypre_tests) test/hypre_mpi.sh
 EXTRA_DIST += test/hypre_mpi.sh
 endif

@@ -1,0 +1,319 @@
+/* TAP test of the hypre hook on device memory: a CUDA build of hypre
+ * (>= 3.0) running BoomerAMG on the GPU, on any number of ranks.
+ *
+ * For structured and irregular problems (2D/3D Laplacians in grid order,
+ * in a random order, and with a dense row), with keep-transpose on and off:
+ *   - every coarse operator is computed by tilerap on device memory: on one
+ *     rank hypre_ParCSRMatrixRAPKT itself, on several the local triple
+ *     product inside hypre's own RAPKT; nothing forwarded otherwise;
+ *   - each level equals hypre's own device product of the same A_l and
+ *     P_l (hook disabled for the reference) to 1e-14, with identical
+ *     structure, the diagonal first and hypre's col_map_offd invariants;
+ *   - C's arrays are device memory, the kept transpose is on P as hypre's;
+ *   - hook off: the same number of levels, the same operator complexity,
+ *     the same iteration count, every level's entries alike.
+ * Without a CUDA hypre or without a GPU the whole test is skipped. */
+#include "hypre_test_util.h"
+#include "tap.h"
+#include "tilerap.h"
+#include "tilerap_device.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+#if !defined(HYPRE_USING_CUDA)
+int main(void)
+{
+  printf("1..0 # SKIP hypre built without CUDA: the device path is not in this build\n");
+  return 0;
+}
+#else
+
+static int g_rank, g_np;
+static MPI_Comm g_comm;
+
+#define OK(cond, ...) ok_all((cond), __VA_ARGS__)
+static void ok_all(int cond, const char *fmt, ...)
+{
+  int g = th_all(g_comm, cond);
+  if (g_rank == 0) {
+    char buf[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    tap_ok(g, "[np=%d] %s", g_np, buf);
+  } else if (!g) {
+    tap_failed++;
+  }
+}
+
+#define DIAG(...) do { if (g_rank == 0) tap_diag(__VA_ARGS__); } while (0)
+
+static int csr_on_device(hypre_CSRMatrix *M)
+{
+  hypre_MemoryLocation loc = hypre_GetActualMemLocation(hypre_CSRMatrixMemoryLocation(M));
+  return loc == hypre_MEMORY_DEVICE;
+}
+
+/* A host copy for the comparisons (the caller destroys it). */
+static hypre_ParCSRMatrix *to_host(hypre_ParCSRMatrix *M)
+{
+  return hypre_ParCSRMatrixClone_v2(M, 1, HYPRE_MEMORY_HOST);
+}
+
+static th_cmp compare_device(hypre_ParCSRMatrix *X, hypre_ParCSRMatrix *Y, int invariants)
+{
+  hypre_ParCSRMatrix *hx = to_host(X), *hy = to_host(Y);
+  th_cmp c = th_compare_ex(hx, hy, invariants);
+  hypre_ParCSRMatrixDestroy(hx);
+  hypre_ParCSRMatrixDestroy(hy);
+  return c;
+}
+
+/* The problem built on the host, then moved to the device as a GPU user's. */
+static void device_problem(int dim, HYPRE_BigInt n, int flags, th_problem *pb)
+{
+  HYPRE_SetMemoryLocation(HYPRE_MEMORY_HOST);
+  HYPRE_SetExecutionPolicy(HYPRE_EXEC_HOST);
+  th_poisson_ex(g_comm, dim, n, flags, pb);
+  HYPRE_SetMemoryLocation(HYPRE_MEMORY_DEVICE);
+  HYPRE_SetExecutionPolicy(HYPRE_EXEC_DEVICE);
+  HYPRE_IJMatrixMigrate(pb->ijA, HYPRE_MEMORY_DEVICE);
+  HYPRE_IJVectorMigrate(pb->ijb, HYPRE_MEMORY_DEVICE);
+  HYPRE_IJVectorMigrate(pb->ijx, HYPRE_MEMORY_DEVICE);
+  void *obj;
+  HYPRE_IJMatrixGetObject(pb->ijA, &obj);
+  pb->A = (hypre_ParCSRMatrix *)obj;
+  HYPRE_IJVectorGetObject(pb->ijb, &obj);
+  pb->b = (HYPRE_ParVector)obj;
+  HYPRE_IJVectorGetObject(pb->ijx, &obj);
+  pb->x = (HYPRE_ParVector)obj;
+}
+
+/* BoomerAMG with the GPU defaults of hypre (PMIS, ext+i, modular RAP);
+ * keep-transpose as asked. */
+static HYPRE_Solver amg_run(th_problem *pb, int keepT, int *iters, double *setup_s)
+{
+  HYPRE_Solver s;
+  HYPRE_BoomerAMGCreate(&s);
+  HYPRE_BoomerAMGSetPrintLevel(s, 0);
+  HYPRE_BoomerAMGSetTol(s, 1e-8);
+  HYPRE_BoomerAMGSetMaxIter(s, 200);
+  HYPRE_BoomerAMGSetKeepTranspose(s, keepT);
+  th_zero_x(pb);
+  double t0 = MPI_Wtime();
+  HYPRE_BoomerAMGSetup(s, (HYPRE_ParCSRMatrix)pb->A, pb->b, pb->x);
+  if (setup_s) *setup_s = MPI_Wtime() - t0;
+  HYPRE_BoomerAMGSolve(s, (HYPRE_ParCSRMatrix)pb->A, pb->b, pb->x);
+  HYPRE_Int it = 0;
+  HYPRE_BoomerAMGGetNumIterations(s, &it);
+  *iters = (int)it;
+  return s;
+}
+
+/* Sum of the levels' global entries over the first one's. */
+static double operator_complexity(HYPRE_Solver s)
+{
+  double total = 0, first = 0;
+  for (int l = 0; l < th_num_levels(s); l++) {
+    hypre_ParCSRMatrix *A = th_level_A(s, l);
+    hypre_ParCSRMatrixSetNumNonzeros(A);
+    double nz = (double)hypre_ParCSRMatrixNumNonzeros(A);
+    if (l == 0) first = nz;
+    total += nz;
+  }
+  return first > 0 ? total / first : 0;
+}
+
+static void run_case(const char *name, int dim, HYPRE_BigInt n, int flags, int keepT)
+{
+  char tag[128];
+  snprintf(tag, sizeof tag, "%s keepT=%d", name, keepT);
+  th_problem pb;
+  device_problem(dim, n, flags, &pb);
+  TileRAP_HypreStats st;
+
+  /* ---- hook on */
+  TileRAP_HypreEnable(1);
+  TileRAP_HypreResetStats();
+  int it_on = 0, it_off = 0;
+  double t_on = 0, t_off = 0;
+  HYPRE_Solver s_on = amg_run(&pb, keepT, &it_on, &t_on);
+  TileRAP_HypreGetStats(&st);
+  const int L = th_num_levels(s_on);
+  OK(L >= 3, "%s: hierarchy has %d levels", tag, L);
+  if (g_np == 1)
+    OK(st.computed[TILERAP_HYPRE_EP_RAPKT] == L - 1 && TileRAP_HypreForwarded() == 0,
+       "%s: all %d coarse operators computed on device memory by RAPKT (computed %ld, forwarded %ld)", tag, L - 1,
+       st.computed[TILERAP_HYPRE_EP_RAPKT], TileRAP_HypreForwarded());
+  else
+    OK(st.computed[TILERAP_HYPRE_EP_TRIPLE_DEVICE] == L - 1 && st.forwarded[TILERAP_HYPRE_EP_TRIPLE_DEVICE] == 0 &&
+           st.forwarded[TILERAP_HYPRE_EP_RAPKT] == L - 1 && st.reason[TILERAP_HYPRE_FWD_DELEGATED] == L - 1 &&
+           st.computed[TILERAP_HYPRE_EP_RAPKT] == 0,
+       "%s: all %d local triple products of hypre's RAPKT computed on device memory (computed %ld, forwarded %ld)",
+       tag, L - 1, st.computed[TILERAP_HYPRE_EP_TRIPLE_DEVICE], st.forwarded[TILERAP_HYPRE_EP_TRIPLE_DEVICE]);
+
+  int all_ok = 1, dev_ok = 1, kt_ok = 1;
+  double worst = 0;
+  for (int l = 0; l + 1 < L; l++) {
+    hypre_ParCSRMatrix *A = th_level_A(s_on, l), *P = th_level_P(s_on, l), *C = th_level_A(s_on, l + 1);
+    dev_ok &= csr_on_device(hypre_ParCSRMatrixDiag(C)) && csr_on_device(hypre_ParCSRMatrixOffd(C));
+    if (keepT) kt_ok &= hypre_ParCSRMatrixDiagT(P) != NULL && csr_on_device(hypre_ParCSRMatrixDiagT(P)) &&
+                        hypre_CSRMatrixNumRows(hypre_ParCSRMatrixDiagT(P)) == hypre_CSRMatrixNumCols(hypre_ParCSRMatrixDiag(P));
+    /* hypre's own device product of the same operands */
+    TileRAP_HypreDisable();
+    hypre_ParCSRMatrix *ref = TileRAP_HypreOriginalRAPKT(P, A, P, 0, 1);
+    TileRAP_HypreEnable(1);
+    th_cmp c = compare_device(C, ref, 1);
+    hypre_ParCSRMatrixDestroy(ref);
+    if (!th_cmp_ok(c, 1e-14)) {
+      all_ok = 0;
+      DIAG("%s level %d: relerr %.3e, rows with other structure %ld, invariant violations %ld", tag, l + 1, c.relerr,
+           c.struct_diff, c.invariant_bad);
+    }
+    if (c.relerr > worst) worst = c.relerr;
+  }
+  OK(all_ok, "%s: every level equals hypre's own device product to 1e-14 (max relerr %.2e), diagonal first", tag,
+     worst);
+  OK(dev_ok, "%s: every coarse operator's blocks are in device memory", tag);
+  if (keepT) OK(kt_ok, "%s: P^T kept on every P (device) as hypre keeps it", tag);
+
+  /* ---- hook off: hypre alone, same hierarchy */
+  TileRAP_HypreDisable();
+  HYPRE_Solver s_off = amg_run(&pb, keepT, &it_off, &t_off);
+  TileRAP_HypreEnable(1);
+  const int L_off = th_num_levels(s_off);
+  const double oc_on = operator_complexity(s_on), oc_off = operator_complexity(s_off);
+  int first_diff = 0;
+  double worst_h = 0;
+  for (int l = 1; l < (L < L_off ? L : L_off); l++) {
+    th_cmp c = compare_device(th_level_A(s_on, l), th_level_A(s_off, l), 0);
+    if (c.relerr > worst_h) worst_h = c.relerr;
+    if (!first_diff && !th_cmp_ok(c, 1e-12)) first_diff = l;
+  }
+  /* hypre's other SpGEMM (cuSPARSE) as a control: rows in another order,
+   * sums in another order, like tilerap's */
+  int it_cus = 0;
+  HYPRE_SetSpGemmUseVendor(1);
+  TileRAP_HypreDisable();
+  HYPRE_Solver s_cus = amg_run(&pb, keepT, &it_cus, NULL);
+  TileRAP_HypreEnable(1);
+  HYPRE_SetSpGemmUseVendor(0);
+  const int L_cus = th_num_levels(s_cus);
+  const double oc_cus = operator_complexity(s_cus);
+  HYPRE_BoomerAMGDestroy(s_cus);
+  const int same = L == L_off && oc_on == oc_off && it_on == it_off && !first_diff;
+  OK(same || (L == L_off && abs(it_on - it_off) <= 1 + abs(it_cus - it_off)),
+     "%s: hook off: levels %d/%d, operator complexity %.6f/%.6f, iterations %d/%d (hypre with cuSPARSE: %d levels, "
+     "%.6f, %d iterations), first differing level %d (max relerr %.2e)",
+     tag, L, L_off, oc_on, oc_off, it_on, it_off, L_cus, oc_cus, it_cus, first_diff, worst_h);
+  DIAG("%s: setup %.4f s with tilerap, %.4f s hypre alone", tag, t_on, t_off);
+
+  HYPRE_BoomerAMGDestroy(s_on);
+  HYPRE_BoomerAMGDestroy(s_off);
+  th_problem_destroy(&pb);
+}
+
+/* Unnamed engine: device products stay hypre's (its device RAP is the
+ * faster one), each counted with that reason. */
+static void check_default(void)
+{
+  th_problem pb;
+  device_problem(2, 40, 0, &pb);
+  int it = 0, it_off = 0;
+  TileRAP_HypreSetEngine("auto");
+  TileRAP_HypreResetStats();
+  HYPRE_Solver s = amg_run(&pb, 1, &it, NULL);
+  TileRAP_HypreStats st;
+  TileRAP_HypreGetStats(&st);
+  const int L = th_num_levels(s);
+  const long per_level = 2; /* RAPKT, then the triple product inside hypre's own */
+  OK(L >= 3 && TileRAP_HypreComputed() == 0 && st.reason[TILERAP_HYPRE_FWD_DEVICE_NATIVE] == per_level * (L - 1),
+     "TILERAP_ENGINE unset: all %d device coarse operators left to hypre's device RAP (reason counted %ld times)", L - 1,
+     st.reason[TILERAP_HYPRE_FWD_DEVICE_NATIVE]);
+  TileRAP_HypreDisable();
+  HYPRE_Solver s_off = amg_run(&pb, 1, &it_off, NULL);
+  TileRAP_HypreEnable(1);
+  int same = th_num_levels(s_off) == L && it == it_off;
+  for (int l = 1; same && l < L; l++) same = th_cmp_ok(compare_device(th_level_A(s, l), th_level_A(s_off, l), 0), 0.0);
+  OK(same, "TILERAP_ENGINE unset: hypre's own hierarchy, bit for bit (%d iterations)", it);
+  HYPRE_BoomerAMGDestroy(s);
+  HYPRE_BoomerAMGDestroy(s_off);
+  th_problem_destroy(&pb);
+}
+
+/* A product the hook must refuse is forwarded, counted, and still right. */
+static void check_refusals(void)
+{
+  th_problem pb;
+  device_problem(2, 40, 0, &pb);
+  int it = 0;
+  TileRAP_HypreSetEngine("cpu"); /* the CPU engine cannot read device memory */
+  TileRAP_HypreResetStats();
+  HYPRE_Solver s = amg_run(&pb, 1, &it, NULL);
+  TileRAP_HypreStats st;
+  TileRAP_HypreGetStats(&st);
+  const int L = th_num_levels(s);
+  OK(TileRAP_HypreComputed() == 0 && st.reason[TILERAP_HYPRE_FWD_DEVICE] >= L - 1,
+     "TILERAP_ENGINE=cpu on device matrices: all %d coarse operators forwarded (reason: device memory; computed %ld)",
+     L - 1, TileRAP_HypreComputed());
+  TileRAP_HypreSetEngine("cuda");
+  HYPRE_BoomerAMGDestroy(s);
+  th_problem_destroy(&pb);
+}
+
+int main(int argc, char **argv)
+{
+  MPI_Init(&argc, &argv);
+  g_comm = MPI_COMM_WORLD;
+  MPI_Comm_rank(g_comm, &g_rank);
+  MPI_Comm_size(g_comm, &g_np);
+  if (tilerap_device_count() == 0) {
+    if (g_rank == 0) printf("1..0 # SKIP no GPU visible: the device path needs one\n");
+    MPI_Finalize();
+    return 0;
+  }
+  HYPRE_Init();
+  /* PMIS's random numbers from hypre's seeded host generator: every setup
+   * of a process the same (the device generator continues its sequence) */
+#if HYPRE_RELEASE_NUMBER >= 22700
+  HYPRE_SetUseGpuRand(0);
+#endif
+  /* hypre's own device SpGEMM as the reference, as its ij driver does */
+#if HYPRE_RELEASE_NUMBER >= 22900
+  HYPRE_SetSpGemmUseVendor(0);
+#else
+  HYPRE_SetSpGemmUseCusparse(0);
+#endif
+
+  static const struct {
+    const char *name;
+    int dim;
+    HYPRE_BigInt n;
+    int flags;
+  } cases[] = {
+    {"2D 5-point 96^2", 2, 96, 0},
+    {"3D 7-point 24^3", 3, 24, 0},
+    {"3D 7-point 24^3 random order", 3, 24, TH_PERMUTE},
+    {"2D 5-point 80^2 random order, dense row", 2, 80, TH_PERMUTE | TH_DENSE_ROW},
+    {"2D 5-point 33^2 (odd sizes)", 2, 33, 0},
+  };
+  check_default();
+  TileRAP_HypreSetEngine("cuda"); /* the device path, named */
+  for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++)
+    for (int keepT = 1; keepT >= 0; keepT--) {
+      if (keepT == 0 && k > 1) continue;
+      run_case(cases[k].name, cases[k].dim, cases[k].n, cases[k].flags, keepT);
+    }
+  check_refusals();
+
+  HYPRE_Finalize();
+  int failed = tap_failed, gfailed = 0;
+  MPI_Allreduce(&failed, &gfailed, 1, MPI_INT, MPI_MAX, g_comm);
+  int rc = 0;
+  if (g_rank == 0) rc = tap_done();
+  MPI_Finalize();
+  return g_rank == 0 ? rc : (gfailed ? 1 : 0);
+}
+#endif
