@@ -10,7 +10,9 @@
  *       against hypre's;
  *   (b) BoomerAMG-PCG (hypre's GPU defaults, tol 1e-8, b = 1), setup and
  *       solve, the same three ways: time, the Galerkin products' part of
- *       the setup, iterations, levels, operator complexity.
+ *       the setup and that of hypre's other products (hypre_ParCSRMatMat,
+ *       hypre_ParCSRTMatMatKT, observed by the hook), iterations, levels,
+ *       operator complexity.
  *
  *   hypre-device-bench [--reps N] [--no-solve] CASE...
  * CASE: p2d5:N p2d9:N p3d7:N p3d27:N (grids with N points a side), or an
@@ -211,9 +213,11 @@ static void amg_pcg(const char *name, hypre_ParCSRMatrix *A)
     TileRAP_HypreStats st;
     TileRAP_HypreGetStats(&st);
     printf("amg %-22s %-8s setup %8.4f s (Galerkin products %7.4f s, %ld by tilerap, %ld forwarded)  solve %8.4f s  "
-           "iterations %3d  levels %2d  operator complexity %.6f\n",
+           "iterations %3d  levels %2d  operator complexity %.6f  other products %.4f s (%ld MatMat, %ld TMatMatKT)\n",
            name, mode_name[m], t_setup, st.seconds_entry[TILERAP_HYPRE_EP_RAPKT], TileRAP_HypreComputed(),
-           st.forwarded[TILERAP_HYPRE_EP_RAPKT], t_solve, (int)it, L, nz / nz0);
+           st.forwarded[TILERAP_HYPRE_EP_RAPKT], t_solve, (int)it, L, nz / nz0,
+           st.seconds_entry[TILERAP_HYPRE_EP_MATMAT] + st.seconds_entry[TILERAP_HYPRE_EP_TMATMAT],
+           st.observed[TILERAP_HYPRE_EP_MATMAT], st.observed[TILERAP_HYPRE_EP_TMATMAT]);
     fflush(stdout);
     HYPRE_ParCSRPCGDestroy(pcg);
     HYPRE_BoomerAMGDestroy(amg);

@@ -66,7 +66,8 @@ def hypre(files):
     rap = re.compile(r"^rap (\S+)\s+(hypre|cusparse|tilerap)\s.*C nnz\s+(\d+)\s+first\s+([\d.]+) ms\s+min\s+([\d.]+)\s+"
                      r"med\s+([\d.]+)\s+max\s+([\d.]+) ms(.*)$")
     amg = re.compile(r"^amg (\S+)\s+(hypre|cusparse|tilerap)\s+setup\s+([\d.]+) s \(Galerkin products\s+([\d.]+) s.*"
-                     r"solve\s+([\d.]+) s\s+iterations\s+(\d+)\s+levels\s+(\d+)\s+operator complexity ([\d.]+)")
+                     r"solve\s+([\d.]+) s\s+iterations\s+(\d+)\s+levels\s+(\d+)\s+operator complexity ([\d.]+)"
+                     r"(?:\s+other products ([\d.]+) s)?")
     prod, setup = {}, {}
     for f in files:
         for line in open(f):
@@ -84,11 +85,13 @@ def hypre(files):
                     r["ok"] = False
             m = amg.match(line)
             if m:
-                a = setup.setdefault(m.group(1), {}).setdefault(m.group(2), {"setup": [], "gp": [], "it": set(), "oc": set()})
+                a = setup.setdefault(m.group(1), {}).setdefault(m.group(2), {"setup": [], "gp": [], "it": set(), "oc": set(), "other": []})
                 a["setup"].append(float(m.group(3)))
                 a["gp"].append(float(m.group(4)))
                 a["it"].add(int(m.group(6)))
                 a["oc"].add(m.group(8))
+                if m.group(9):
+                    a["other"].append(float(m.group(9)))
     med = statistics.median
     print("| case | runs | hypre first | cuSPARSE first | tilerap first | hypre later | cuSPARSE later | tilerap later "
           "| hypre / tilerap (first) | cuSPARSE / tilerap (first) | tilerap pool peak MB | C equal |")
@@ -100,13 +103,14 @@ def hypre(files):
             mmm(h["rest"], "%.2f"), mmm(c["rest"], "%.2f"), mmm(t["rest"], "%.2f"), med(h["first"]) / med(t["first"]),
             med(c["first"]) / med(t["first"]), max(t["peak"]), "yes" if c["ok"] and t["ok"] else "NO"))
     print()
-    print("| case | hypre setup s (Galerkin s) | cuSPARSE setup s (Galerkin s) | tilerap setup s (Galerkin s) | iterations hypre / cuSPARSE / tilerap | operator complexity hypre / cuSPARSE / tilerap |")
-    print("|---|---|---|---|---|---|")
+    print("| case | hypre setup s (Galerkin s) | cuSPARSE setup s (Galerkin s) | tilerap setup s (Galerkin s) | hypre's other products s (hypre) | iterations hypre / cuSPARSE / tilerap | operator complexity hypre / cuSPARSE / tilerap |")
+    print("|---|---|---|---|---|---|---|")
     for name, a in setup.items():
         cells = ["%s (%.4f)" % (mmm(a[k]["setup"], "%.4f"), med(a[k]["gp"])) for k in ("hypre", "cusparse", "tilerap")]
         its = " / ".join(",".join(str(i) for i in sorted(a[k]["it"])) for k in ("hypre", "cusparse", "tilerap"))
         ocs = " / ".join(",".join(sorted(a[k]["oc"])) for k in ("hypre", "cusparse", "tilerap"))
-        print("| %s | %s | %s | %s | %s | %s |" % (name, cells[0], cells[1], cells[2], its, ocs))
+        other = "%.4f" % med(a["hypre"]["other"]) if a["hypre"]["other"] else "n/a"
+        print("| %s | %s | %s | %s | %s | %s | %s |" % (name, cells[0], cells[1], cells[2], other, its, ocs))
 
 
 if __name__ == "__main__":

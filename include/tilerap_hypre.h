@@ -9,6 +9,8 @@
  *                                                               the default on the GPU)
  *   hypre_CSRMatrixTripleMultiplyDevice(A, B, C)                (CUDA builds: the local
  *                                                               product of hypre's device RAPKT)
+ * and observes (counts calls and time, hypre computes them) hypre's other
+ * products of a setup, hypre_ParCSRMatMat and hypre_ParCSRTMatMatKT.
  *
  * and computes C = RT^T A P with the tile engine (tilerap_spgemm on the
  * local CSR blocks; hypre's own helpers fetch the remote rows of P and send
@@ -95,7 +97,11 @@ typedef enum {
   TILERAP_HYPRE_EP_BUILD_COARSE_OPERATOR = 0, /* hypre_BoomerAMGBuildCoarseOperatorKT */
   TILERAP_HYPRE_EP_RAPKT = 1,                 /* hypre_ParCSRMatrixRAPKT              */
   TILERAP_HYPRE_EP_TRIPLE_DEVICE = 2,         /* hypre_CSRMatrixTripleMultiplyDevice  */
-  TILERAP_HYPRE_EP_N = 3
+  /* hypre's other products in a setup (rap2, non-Galerkin and AIR paths,
+   * interpolation): observed, not taken over (calls and time counted) */
+  TILERAP_HYPRE_EP_MATMAT = 3,                /* hypre_ParCSRMatMat                   */
+  TILERAP_HYPRE_EP_TMATMAT = 4,               /* hypre_ParCSRTMatMatKT                */
+  TILERAP_HYPRE_EP_N = 5
 } TileRAP_HypreEntryPoint;
 
 typedef struct {
@@ -107,6 +113,9 @@ typedef struct {
   /* wall time of each entry point's calls, computed or forwarded (a
    * forwarded RAPKT of a CUDA hypre holds its triple product's time too) */
   double seconds_entry[TILERAP_HYPRE_EP_N];
+  /* calls of the observed entry points (hypre computed them; not in the
+   * computed / forwarded counts) */
+  long observed[TILERAP_HYPRE_EP_N];
   /* One rank, CUDA engine: products whose A was the previous product's C,
    * still on the GPU and proven unchanged by a content fingerprint of
    * hypre's arrays (operand_kept), or found changed and uploaded again

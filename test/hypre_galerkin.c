@@ -205,6 +205,43 @@ static long sum_all(long v)
   return s;
 }
 
+/* hypre's other products (hypre_ParCSRMatMat, hypre_ParCSRTMatMatKT) are
+ * observed, not taken over: BoomerAMG's rap2 path calls both once a level,
+ * each call is counted with its time, and what they return is hypre's. */
+static void check_observed(void)
+{
+  th_problem pb;
+  th_poisson(g_comm, 2, 24, &pb);
+  HYPRE_Solver s;
+  HYPRE_BoomerAMGCreate(&s);
+  HYPRE_BoomerAMGSetPrintLevel(s, 0);
+  HYPRE_BoomerAMGSetMaxIter(s, 1);
+  HYPRE_BoomerAMGSetRAP2(s, 1);
+  HYPRE_BoomerAMGSetModuleRAP2(s, 1); /* hypre 2.26: the rap2 path through these two */
+  TileRAP_HypreResetStats();
+  HYPRE_BoomerAMGSetup(s, (HYPRE_ParCSRMatrix)pb.A, pb.b, pb.x);
+  TileRAP_HypreStats st;
+  TileRAP_HypreGetStats(&st);
+  const int L = th_num_levels(s);
+  OK(L >= 3 && st.observed[TILERAP_HYPRE_EP_MATMAT] == L - 1 && st.observed[TILERAP_HYPRE_EP_TMATMAT] == L - 1 &&
+         TileRAP_HypreComputed() == 0 && TileRAP_HypreForwarded() == 0 && st.seconds_entry[TILERAP_HYPRE_EP_MATMAT] >= 0,
+     "rap2 path: %d levels' hypre_ParCSRMatMat / TMatMatKT observed (%ld / %ld calls), none counted as Galerkin", L - 1,
+     st.observed[TILERAP_HYPRE_EP_MATMAT], st.observed[TILERAP_HYPRE_EP_TMATMAT]);
+  /* what the observed calls hand back is hypre's own product */
+  hypre_ParCSRMatrix *A = th_level_A(s, 0), *P = th_level_P(s, 0);
+  hypre_ParCSRMatrix *AP = hypre_ParCSRMatMat(A, P);
+  hypre_ParCSRMatrix *C = hypre_ParCSRTMatMatKT(P, AP, 0);
+  hypre_ParCSRMatrix *ref = NULL;
+  TileRAP_HypreOriginalBuildCoarseOperatorKT(P, A, P, 0, &ref);
+  th_cmp c = th_compare_entries(C, ref);
+  OK(th_cmp_ok(c, 1e-12), "observed calls return hypre's products: P^T (A P) equals hypre's RAP (relerr %.2e)", c.relerr);
+  hypre_ParCSRMatrixDestroy(ref);
+  hypre_ParCSRMatrixDestroy(C);
+  hypre_ParCSRMatrixDestroy(AP);
+  HYPRE_BoomerAMGDestroy(s);
+  th_problem_destroy(&pb);
+}
+
 /* The settings calls on level 0 of a small hierarchy: bad values refused
  * (the setting unchanged), good ones seen in the next product. */
 static void check_settings(void)
@@ -499,6 +536,7 @@ int main(int argc, char **argv)
   }
 
   check_settings();
+  check_observed();
 
   for (int dim = 2; dim <= 3; dim++) {
     HYPRE_BigInt n = dim == 2 ? 48 : 14;

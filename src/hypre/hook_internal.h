@@ -101,6 +101,8 @@ int tr_hypre_select_device(MPI_Comm comm);
 enum { TR_PH_IN, TR_PH_UPLOAD, TR_PH_ENGINE, TR_PH_DOWNLOAD, TR_PH_OUT, TR_PH_ORDER, TR_PH_COMM, TR_PH_TRAV,
        TR_PH_TRANSPOSE, TR_PH_N };
 void tr_hypre_add_phase(int phase, double seconds);
+/* A call of an observed entry point (hypre computed it). */
+void tr_hypre_count_observed(int entry, double seconds);
 /* kept: 1 A was the kept product, -1 it was changed since (see TileRAP_HypreStats) */
 void tr_hypre_count_kept(int kept);
 

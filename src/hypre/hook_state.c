@@ -44,14 +44,17 @@ static const char *const g_reason_text[TILERAP_HYPRE_FWD_NREASONS] = {
   "device matrices: hypre's own device RAP is faster on BoomerAMG's operators (BENCHMARKS.md); TILERAP_ENGINE=cuda forces tilerap",
 };
 static const char *const g_entry_text[TILERAP_HYPRE_EP_N] = {
-  "hypre_BoomerAMGBuildCoarseOperatorKT", "hypre_ParCSRMatrixRAPKT", "hypre_CSRMatrixTripleMultiplyDevice"};
+  "hypre_BoomerAMGBuildCoarseOperatorKT", "hypre_ParCSRMatrixRAPKT", "hypre_CSRMatrixTripleMultiplyDevice",
+  "hypre_ParCSRMatMat", "hypre_ParCSRTMatMatKT"};
 
 /* The level in force at exit decides (TileRAP_HypreSetVerbose may have
  * changed it); silent in processes that never reached a hooked call
  * (mpiexec under LD_PRELOAD). */
 static void print_at_exit(void)
 {
-  if (tr_hypre_verbose() && (TileRAP_HypreComputed() || TileRAP_HypreForwarded()))
+  long observed = 0;
+  for (int e = 0; e < TILERAP_HYPRE_EP_N; e++) observed += g_stats.observed[e];
+  if (tr_hypre_verbose() && (TileRAP_HypreComputed() || TileRAP_HypreForwarded() || observed))
     TileRAP_HyprePrintStats(stderr);
 }
 
@@ -132,6 +135,12 @@ void tr_hypre_count_forwarded(int entry, int reason, double seconds)
   g_stats.forwarded[entry]++;
   if (reason >= 0 && reason < TILERAP_HYPRE_FWD_NREASONS) g_stats.reason[reason]++;
   g_stats.seconds_forwarded += seconds;
+  g_stats.seconds_entry[entry] += seconds;
+}
+
+void tr_hypre_count_observed(int entry, double seconds)
+{
+  g_stats.observed[entry]++;
   g_stats.seconds_entry[entry] += seconds;
 }
 
@@ -231,6 +240,10 @@ void TileRAP_HyprePrintStats(void *stream)
     if (g_stats.computed[e] || g_stats.forwarded[e])
       fprintf(f, "tilerap_hypre%s:   %s: %ld computed, %ld forwarded\n", who, g_entry_text[e],
               g_stats.computed[e], g_stats.forwarded[e]);
+  for (int e = 0; e < TILERAP_HYPRE_EP_N; e++)
+    if (g_stats.observed[e])
+      fprintf(f, "tilerap_hypre%s:   %s: %ld calls observed, left to hypre (%.3f s)\n", who, g_entry_text[e],
+              g_stats.observed[e], g_stats.seconds_entry[e]);
   for (int r = 0; r < TILERAP_HYPRE_FWD_NREASONS; r++)
     if (g_stats.reason[r])
       fprintf(f, "tilerap_hypre%s:   forwarded %ld x: %s\n", who, g_stats.reason[r], g_reason_text[r]);

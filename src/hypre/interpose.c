@@ -77,3 +77,28 @@ hypre_ParCSRMatrix *hypre_ParCSRMatrixRAPKT(hypre_ParCSRMatrix *R, hypre_ParCSRM
   tr_hypre_count_forwarded(ep, rc - 1, tr_hypre_wtime() - t0);
   return C;
 }
+
+/* hypre's other products of a setup: observed only (BENCHMARKS.md, section
+ * 3b: where the setup's SpGEMM time goes besides the Galerkin products). */
+typedef hypre_ParCSRMatrix *(*tr_matmat_fn)(hypre_ParCSRMatrix *, hypre_ParCSRMatrix *);
+typedef hypre_ParCSRMatrix *(*tr_tmatmat_fn)(hypre_ParCSRMatrix *, hypre_ParCSRMatrix *, HYPRE_Int);
+
+hypre_ParCSRMatrix *hypre_ParCSRMatMat(hypre_ParCSRMatrix *A, hypre_ParCSRMatrix *B)
+{
+  static tr_matmat_fn fn;
+  if (!fn) fn = (tr_matmat_fn)tr_hypre_next_symbol("hypre_ParCSRMatMat");
+  const double t0 = tr_hypre_wtime();
+  hypre_ParCSRMatrix *C = fn(A, B);
+  tr_hypre_count_observed(TILERAP_HYPRE_EP_MATMAT, tr_hypre_wtime() - t0);
+  return C;
+}
+
+hypre_ParCSRMatrix *hypre_ParCSRTMatMatKT(hypre_ParCSRMatrix *A, hypre_ParCSRMatrix *B, HYPRE_Int keep_transpose)
+{
+  static tr_tmatmat_fn fn;
+  if (!fn) fn = (tr_tmatmat_fn)tr_hypre_next_symbol("hypre_ParCSRTMatMatKT");
+  const double t0 = tr_hypre_wtime();
+  hypre_ParCSRMatrix *C = fn(A, B, keep_transpose);
+  tr_hypre_count_observed(TILERAP_HYPRE_EP_TMATMAT, tr_hypre_wtime() - t0);
+  return C;
+}
