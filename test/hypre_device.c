@@ -14,7 +14,6 @@
  *     the same iteration count, every level's entries alike.
  * Without a CUDA hypre or without a GPU the whole test is skipped. */
 #include "hypre_test_util.h"
-#include "tap.h"
 #include "tilerap.h"
 #include "tilerap_device.h"
 
@@ -29,26 +28,7 @@ int main(void)
 }
 #else
 
-static int g_rank, g_np;
-static MPI_Comm g_comm;
-
-#define OK(cond, ...) ok_all((cond), __VA_ARGS__)
-static void ok_all(int cond, const char *fmt, ...)
-{
-  int g = th_all(g_comm, cond);
-  if (g_rank == 0) {
-    char buf[512];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(buf, sizeof buf, fmt, ap);
-    va_end(ap);
-    tap_ok(g, "[np=%d] %s", g_np, buf);
-  } else if (!g) {
-    tap_failed++;
-  }
-}
-
-#define DIAG(...) do { if (g_rank == 0) tap_diag(__VA_ARGS__); } while (0)
+#include "hypre_tap.h"
 
 static int csr_on_device(hypre_CSRMatrix *M)
 {
@@ -91,25 +71,12 @@ static void device_problem(int dim, HYPRE_BigInt n, int flags, th_problem *pb)
   pb->x = (HYPRE_ParVector)obj;
 }
 
-/* BoomerAMG with the GPU defaults of hypre (PMIS, ext+i, modular RAP);
- * keep-transpose as asked. */
+/* BoomerAMG with the GPU defaults of hypre (PMIS, ext+i, modular RAP, the
+ * only coarse-operator path of a device setup); keep-transpose as asked. */
 static HYPRE_Solver amg_run(th_problem *pb, int keepT, int *iters, double *setup_s)
 {
-  HYPRE_Solver s;
-  HYPRE_BoomerAMGCreate(&s);
-  HYPRE_BoomerAMGSetPrintLevel(s, 0);
-  HYPRE_BoomerAMGSetTol(s, 1e-8);
-  HYPRE_BoomerAMGSetMaxIter(s, 200);
-  HYPRE_BoomerAMGSetKeepTranspose(s, keepT);
-  th_zero_x(pb);
-  double t0 = MPI_Wtime();
-  HYPRE_BoomerAMGSetup(s, (HYPRE_ParCSRMatrix)pb->A, pb->b, pb->x);
-  if (setup_s) *setup_s = MPI_Wtime() - t0;
-  HYPRE_BoomerAMGSolve(s, (HYPRE_ParCSRMatrix)pb->A, pb->b, pb->x);
-  HYPRE_Int it = 0;
-  HYPRE_BoomerAMGGetNumIterations(s, &it);
-  *iters = (int)it;
-  return s;
+  th_amg_opts o = {1, keepT};
+  return th_amg_run(pb, o, iters, setup_s);
 }
 
 /* Sum of the levels' global entries over the first one's. */
@@ -134,15 +101,11 @@ static void run_case(const char *name, int dim, HYPRE_BigInt n, int flags, int k
   device_problem(dim, n, flags, &pb);
   TileRAP_HypreStats st;
 
-  /* ---- hook on */
-  TileRAP_HypreEnable(1);
-  TileRAP_HypreResetStats();
-  int it_on = 0, it_off = 0;
+  /* ---- hook on (the modular path: a device setup's only one) */
+  int it_on = 0, it_off = 0, L = 0;
   double t_on = 0, t_off = 0;
-  HYPRE_Solver s_on = amg_run(&pb, keepT, &it_on, &t_on);
-  TileRAP_HypreGetStats(&st);
-  const int L = th_num_levels(s_on);
-  OK(L >= 3, "%s: hierarchy has %d levels", tag, L);
+  const th_amg_opts o = {1, keepT};
+  HYPRE_Solver s_on = th_hook_on_run(&pb, o, tag, &st, &it_on, &t_on, &L);
   if (g_np == 1)
     OK(st.computed[TILERAP_HYPRE_EP_RAPKT] == L - 1 && TileRAP_HypreForwarded() == 0,
        "%s: all %d coarse operators computed on device memory by RAPKT (computed %ld, forwarded %ld)", tag, L - 1,
@@ -265,10 +228,7 @@ static void check_refusals(void)
 
 int main(int argc, char **argv)
 {
-  MPI_Init(&argc, &argv);
-  g_comm = MPI_COMM_WORLD;
-  MPI_Comm_rank(g_comm, &g_rank);
-  MPI_Comm_size(g_comm, &g_np);
+  th_tap_init(&argc, &argv);
   if (tilerap_device_count() == 0) {
     if (g_rank == 0) printf("1..0 # SKIP no GPU visible: the device path needs one\n");
     MPI_Finalize();
@@ -309,11 +269,6 @@ int main(int argc, char **argv)
   check_refusals();
 
   HYPRE_Finalize();
-  int failed = tap_failed, gfailed = 0;
-  MPI_Allreduce(&failed, &gfailed, 1, MPI_INT, MPI_MAX, g_comm);
-  int rc = 0;
-  if (g_rank == 0) rc = tap_done();
-  MPI_Finalize();
-  return g_rank == 0 ? rc : (gfailed ? 1 : 0);
+  return th_tap_finish();
 }
 #endif

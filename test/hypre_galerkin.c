@@ -16,33 +16,11 @@
  *   - a non-Galerkin RT (other values than P) through TileRAP_HypreGalerkin;
  *   - the settings calls (TileRAP_HypreSetOrder/Verbose/Device/Path/Engine): bad values
  *     refused, the others observed in the next product. */
-#include "hypre_test_util.h"
-#include "tap.h"
+#include "hypre_tap.h"
 #include "tilerap.h"
 
 #include <stdio.h>
 #include <unistd.h>
-
-static int g_rank, g_np;
-static MPI_Comm g_comm;
-
-#define OK(cond, ...) ok_all((cond), __VA_ARGS__)
-static void ok_all(int cond, const char *fmt, ...)
-{
-  int g = th_all(g_comm, cond);
-  if (g_rank == 0) {
-    char buf[512];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(buf, sizeof buf, fmt, ap);
-    va_end(ap);
-    tap_ok(g, "[np=%d] %s", g_np, buf);
-  } else if (!g) {
-    tap_failed++;
-  }
-}
-
-#define DIAG(...) do { if (g_rank == 0) tap_diag(__VA_ARGS__); } while (0)
 
 /* Reference coarse operator of level l by hypre's own function. */
 static hypre_ParCSRMatrix *reference_rap(hypre_ParCSRMatrix *A, hypre_ParCSRMatrix *P, int modular)
@@ -353,14 +331,9 @@ static void run_case(int dim, HYPRE_BigInt n, th_amg_opts o)
   TileRAP_HypreStats st;
 
   /* ---- hook on */
-  TileRAP_HypreEnable(1);
-  TileRAP_HypreResetStats();
-  int it_on = 0, it_off = 0;
+  int it_on = 0, it_off = 0, L = 0;
   double t_on = 0, t_off = 0;
-  HYPRE_Solver s_on = th_amg_run(&pb, o, &it_on, &t_on);
-  TileRAP_HypreGetStats(&st);
-  int L = th_num_levels(s_on);
-  OK(L >= 3, "%s: hierarchy has %d levels", tag, L);
+  HYPRE_Solver s_on = th_hook_on_run(&pb, o, tag, &st, &it_on, &t_on, &L);
   OK(st.computed[ep] == L - 1 && TileRAP_HypreForwarded() == 0 &&
          st.computed[1 - ep] == 0,
      "%s: all %d coarse operators computed by tilerap (computed %ld, forwarded %ld)", tag, L - 1,
@@ -498,10 +471,7 @@ static void run_case(int dim, HYPRE_BigInt n, th_amg_opts o)
 
 int main(int argc, char **argv)
 {
-  MPI_Init(&argc, &argv);
-  g_comm = MPI_COMM_WORLD;
-  MPI_Comm_rank(g_comm, &g_rank);
-  MPI_Comm_size(g_comm, &g_np);
+  th_tap_init(&argc, &argv);
   HYPRE_Init();
 #ifdef HYPRE_USING_GPU
   /* a GPU build of hypre: this test is the host path (hypre_device the device one) */
@@ -548,10 +518,5 @@ int main(int argc, char **argv)
   }
 
   HYPRE_Finalize();
-  int failed = tap_failed, gfailed = 0;
-  MPI_Allreduce(&failed, &gfailed, 1, MPI_INT, MPI_MAX, g_comm);
-  int rc = 0;
-  if (g_rank == 0) rc = tap_done();
-  MPI_Finalize();
-  return g_rank == 0 ? rc : (gfailed ? 1 : 0);
+  return th_tap_finish();
 }

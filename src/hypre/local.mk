@@ -39,11 +39,11 @@ bench_hypre_device_bench_LDADD = $(hypre_ldadd)
 
 hypre_tests = test/hypre_galerkin test/hypre_device
 check_PROGRAMS += $(hypre_tests)
-test_hypre_galerkin_SOURCES = test/hypre_galerkin.c test/hypre_test_util.h test/tap.h
+test_hypre_galerkin_SOURCES = test/hypre_galerkin.c test/hypre_test_util.h test/hypre_tap.h test/tap.h
 test_hypre_galerkin_CPPFLAGS = $(AM_CPPFLAGS) $(HYPRE_CPPFLAGS) -I$(top_srcdir)/test
 test_hypre_galerkin_LDADD = $(hypre_ldadd)
 # device memory: a CUDA build of hypre and a GPU, else skipped
-test_hypre_device_SOURCES = test/hypre_device.c test/hypre_test_util.h test/tap.h
+test_hypre_device_SOURCES = test/hypre_device.c test/hypre_test_util.h test/hypre_tap.h test/tap.h
 test_hypre_device_CPPFLAGS = $(AM_CPPFLAGS) $(HYPRE_CPPFLAGS) -I$(top_srcdir)/test
 test_hypre_device_LDADD = $(hypre_ldadd)
 TESTS += $(hypre_tests) test/hypre_mpi.sh
