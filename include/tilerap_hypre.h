@@ -44,10 +44,16 @@
  * BoomerAMG's coarsening (the Ruge-Stueben pass of HMIS) and interpolation
  * truncation break ties by the order of entries in a row, so on the default
  * path (hypre_BoomerAMGBuildCoarseOperatorKT) rows are returned in hypre's
- * own traversal order, rows sent to other ranks included: the hierarchy is
- * hypre's (tested on 1, 2 and 4 ranks).  hypre_ParCSRMatrixRAPKT and
+ * own traversal order, rows sent to other ranks included.  The values are
+ * the same products summed in another order (they differ from hypre's in
+ * the last bits, relative differences of 1e-15 or so), so a strength or
+ * truncation test that a value meets exactly at its threshold can decide
+ * the other way and the hierarchy can part from hypre's there: the model
+ * problems of the tests give hypre's hierarchy on 1, 2 and 4 ranks, hypre's
+ * ij driver on other settings sometimes does not (one more or one fewer
+ * level, an iteration more or fewer).  hypre_ParCSRMatrixRAPKT and
  * TILERAP_HYPRE_ORDER=sorted give rows sorted by column with the diagonal
- * first.
+ * first; on the GPU (a CUDA hypre) the same holds (BENCHMARKS.md, 3b).
  *
  * Environment (read at the first call; the calls TileRAP_HypreEnable and
  * TileRAP_HypreSet* below override it):
