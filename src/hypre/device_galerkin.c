@@ -149,16 +149,21 @@ static hypre_ParCSRMatrix *one_rank_parcsr(hypre_ParCSRMatrix *R, hypre_ParCSRMa
   return C;
 }
 
+static double fill(const tilerap_tile_matrix *T)
+{
+  return T && T->num_tiles ? (double)T->nnz / (double)T->num_tiles : 0.0;
+}
+
 static void report(const char *what, const tr_clock *c, const tilerap_tile_matrix *A, const tilerap_tile_matrix *P,
                    const tilerap_tile_matrix *C, const char *path)
 {
   if (tr_hypre_verbose() < 2) return;
   fprintf(stderr,
           "tilerap_hypre: %s on device memory: %d x %d (A %lld entries, P %lld, C %lld): to tiles %.4f, engine %.4f, "
-          "to hypre %.4f, transpose kept %.4f s; path %s\n",
+          "to hypre %.4f, transpose kept %.4f s; path %s (entries per tile: A %.2f, P %.2f)\n",
           what, C ? (int)C->m : 0, C ? (int)C->n : 0, A ? (long long)A->nnz : 0LL, P ? (long long)P->nnz : 0LL,
           C ? (long long)C->nnz : 0LL, c->ph[TR_PH_IN], c->ph[TR_PH_ENGINE], c->ph[TR_PH_OUT], c->ph[TR_PH_TRANSPOSE],
-          path);
+          path, fill(A), fill(P));
 }
 
 int tr_hypre_device_rapkt(hypre_ParCSRMatrix *R, hypre_ParCSRMatrix *A, hypre_ParCSRMatrix *P,
