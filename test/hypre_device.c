@@ -11,7 +11,12 @@
  *     structure, the diagonal first and hypre's col_map_offd invariants;
  *   - C's arrays are device memory, the kept transpose is on P as hypre's;
  *   - hook off: the same number of levels, the same operator complexity,
- *     the same iteration count, every level's entries alike.
+ *     the same iteration count, every level's entries alike (or iterations
+ *     within hypre's own cuSPARSE-vs-native difference);
+ *   - unnamed engine: hypre's own device RAP, bit for bit; the CPU engine
+ *     named: forwarded with the reason;
+ *   - products BoomerAMG does not make: R other than P, and an empty coarse
+ *     column (C gets an empty row, left empty as hypre leaves it).
  * Without a CUDA hypre or without a GPU the whole test is skipped. */
 #include "hypre_test_util.h"
 #include "tilerap.h"
@@ -206,6 +211,90 @@ static void check_default(void)
   th_problem_destroy(&pb);
 }
 
+/* An n x nc prolongator on the device: fine row i interpolates from coarse
+ * point i % (nc - 1), so the last coarse column is empty and C = R^T A P has
+ * an empty row, whose diagonal hypre adds as an explicit zero; vary gives R
+ * another set of values on the same structure. */
+static HYPRE_IJMatrix device_prolongator(HYPRE_BigInt n, HYPRE_BigInt nc, int vary, hypre_ParCSRMatrix **P)
+{
+  HYPRE_BigInt lo = n * g_rank / g_np, hi = n * (g_rank + 1) / g_np - 1;
+  HYPRE_BigInt clo = nc * g_rank / g_np, chi = nc * (g_rank + 1) / g_np - 1;
+  HYPRE_IJMatrix ij;
+  HYPRE_SetMemoryLocation(HYPRE_MEMORY_HOST);
+  HYPRE_SetExecutionPolicy(HYPRE_EXEC_HOST);
+  HYPRE_IJMatrixCreate(g_comm, lo, hi, clo, chi, &ij);
+  HYPRE_IJMatrixSetObjectType(ij, HYPRE_PARCSR);
+  HYPRE_IJMatrixInitialize(ij);
+  for (HYPRE_BigInt i = lo; i <= hi; i++) {
+    HYPRE_Int one = 1;
+    HYPRE_BigInt c = i % (nc - 1);
+    HYPRE_Complex v = 1.0 + 0.01 * (double)(i % 7) + (vary ? 0.3 * (double)(i % 3) : 0.0);
+    HYPRE_IJMatrixSetValues(ij, 1, &one, &i, &c, &v);
+  }
+  HYPRE_IJMatrixAssemble(ij);
+  HYPRE_SetMemoryLocation(HYPRE_MEMORY_DEVICE);
+  HYPRE_SetExecutionPolicy(HYPRE_EXEC_DEVICE);
+  HYPRE_IJMatrixMigrate(ij, HYPRE_MEMORY_DEVICE);
+  void *obj;
+  HYPRE_IJMatrixGetObject(ij, &obj);
+  *P = (hypre_ParCSRMatrix *)obj;
+  return ij;
+}
+
+/* Rows of a square device matrix whose first diag entry is not the
+ * diagonal, and empty rows (host copy). */
+static void diag_first_rows(hypre_ParCSRMatrix *M, long *not_first, long *empty)
+{
+  hypre_ParCSRMatrix *h = hypre_ParCSRMatrixClone_v2(M, 1, HYPRE_MEMORY_HOST);
+  hypre_CSRMatrix *d = hypre_ParCSRMatrixDiag(h);
+  long nf = 0, em = 0;
+  for (HYPRE_Int i = 0; i < hypre_CSRMatrixNumRows(d); i++) {
+    const HYPRE_Int b = hypre_CSRMatrixI(d)[i], e = hypre_CSRMatrixI(d)[i + 1];
+    if (b == e) em++;
+    else if (hypre_CSRMatrixJ(d)[b] != i) nf++;
+  }
+  hypre_ParCSRMatrixDestroy(h);
+  MPI_Allreduce(&nf, not_first, 1, MPI_LONG, MPI_SUM, g_comm);
+  MPI_Allreduce(&em, empty, 1, MPI_LONG, MPI_SUM, g_comm);
+}
+
+/* Products BoomerAMG does not make: R other than P, and a C row with no
+ * entries (hypre leaves it empty, no explicit diagonal); each against
+ * hypre's own. */
+static void check_other_products(void)
+{
+  th_problem pb;
+  device_problem(2, 30, TH_PERMUTE, &pb);
+  hypre_ParCSRMatrix *P = NULL, *R = NULL;
+  HYPRE_IJMatrix ijP = device_prolongator(900, 60, 0, &P), ijR = device_prolongator(900, 60, 1, &R);
+  /* hypre's RAPKT takes the operands' communication packages as given */
+  hypre_ParCSRMatrix *ops[3] = {pb.A, P, R};
+  for (int k = 0; k < 3; k++)
+    if (!hypre_ParCSRMatrixCommPkg(ops[k])) hypre_MatvecCommPkgCreate(ops[k]);
+  struct { const char *what; hypre_ParCSRMatrix *R; } cases[] = {{"P^T A P", P}, {"R^T A P, R other than P", R}};
+  for (int k = 0; k < 2; k++) {
+    TileRAP_HypreResetStats();
+    hypre_ParCSRMatrix *C = hypre_ParCSRMatrixRAPKT(cases[k].R, pb.A, P, 0, 1);
+    const long computed = TileRAP_HypreComputed();
+    TileRAP_HypreDisable();
+    hypre_ParCSRMatrix *ref = TileRAP_HypreOriginalRAPKT(cases[k].R, pb.A, P, 0, 1);
+    TileRAP_HypreEnable(1);
+    th_cmp c = compare_device(C, ref, 0);
+    long nf = 0, em = 0, nf_ref = 0, em_ref = 0;
+    diag_first_rows(C, &nf, &em);
+    diag_first_rows(ref, &nf_ref, &em_ref);
+    OK(computed == 1 && th_cmp_ok(c, 1e-14) && nf == 0 && em == em_ref && em >= 1,
+       "%s with an empty coarse column: computed by tilerap (%ld), equals hypre's (relerr %.2e, rows of other "
+       "structure %ld), diagonal first in every row with entries (%ld not), %ld empty rows as hypre's %ld",
+       cases[k].what, computed, c.relerr, c.struct_diff, nf, em, em_ref);
+    hypre_ParCSRMatrixDestroy(C);
+    hypre_ParCSRMatrixDestroy(ref);
+  }
+  HYPRE_IJMatrixDestroy(ijP);
+  HYPRE_IJMatrixDestroy(ijR);
+  th_problem_destroy(&pb);
+}
+
 /* A product the hook must refuse is forwarded, counted, and still right. */
 static void check_refusals(void)
 {
@@ -266,6 +355,7 @@ int main(int argc, char **argv)
       if (keepT == 0 && k > 1) continue;
       run_case(cases[k].name, cases[k].dim, cases[k].n, cases[k].flags, keepT);
     }
+  check_other_products();
   check_refusals();
 
   HYPRE_Finalize();
