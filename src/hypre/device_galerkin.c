@@ -20,10 +20,15 @@
 #include <stdio.h>
 #include <string.h>
 
+static int location_on_device(HYPRE_MemoryLocation location)
+{
+  const hypre_MemoryLocation loc = hypre_GetActualMemLocation(location);
+  return loc == hypre_MEMORY_DEVICE || loc == hypre_MEMORY_UNIFIED;
+}
+
 int tr_hypre_on_device(hypre_ParCSRMatrix *M)
 {
-  const hypre_MemoryLocation loc = hypre_GetActualMemLocation(hypre_ParCSRMatrixMemoryLocation(M));
-  return loc == hypre_MEMORY_DEVICE || loc == hypre_MEMORY_UNIFIED;
+  return location_on_device(hypre_ParCSRMatrixMemoryLocation(M));
 }
 
 #if TR_HYPRE_DEVICE && TILERAP_HYPRE_SCALAR_OK
@@ -149,21 +154,20 @@ static hypre_ParCSRMatrix *one_rank_parcsr(hypre_ParCSRMatrix *R, hypre_ParCSRMa
   return C;
 }
 
-static double fill(const tilerap_tile_matrix *T)
-{
-  return T && T->num_tiles ? (double)T->nnz / (double)T->num_tiles : 0.0;
-}
-
+/* path: the Galerkin plan's path and the fills it chose by (a_fill < 0:
+ * two binary products, each choosing its own). */
 static void report(const char *what, const tr_clock *c, const tilerap_tile_matrix *A, const tilerap_tile_matrix *P,
-                   const tilerap_tile_matrix *C, const char *path)
+                   const tilerap_tile_matrix *C, const char *path, double a_fill, double p_fill)
 {
   if (tr_hypre_verbose() < 2) return;
+  char fills[64] = "";
+  if (a_fill >= 0) snprintf(fills, sizeof fills, " (entries per tile: A %.2f, P %.2f)", a_fill, p_fill);
   fprintf(stderr,
           "tilerap_hypre: %s on device memory: %d x %d (A %lld entries, P %lld, C %lld): to tiles %.4f, engine %.4f, "
-          "to hypre %.4f, transpose kept %.4f s; path %s (entries per tile: A %.2f, P %.2f)\n",
+          "to hypre %.4f, transpose kept %.4f s; path %s%s\n",
           what, C ? (int)C->m : 0, C ? (int)C->n : 0, A ? (long long)A->nnz : 0LL, P ? (long long)P->nnz : 0LL,
           C ? (long long)C->nnz : 0LL, c->ph[TR_PH_IN], c->ph[TR_PH_ENGINE], c->ph[TR_PH_OUT], c->ph[TR_PH_TRANSPOSE],
-          path, fill(A), fill(P));
+          path, fills);
 }
 
 int tr_hypre_device_rapkt(hypre_ParCSRMatrix *R, hypre_ParCSRMatrix *A, hypre_ParCSRMatrix *P,
@@ -190,12 +194,13 @@ int tr_hypre_device_rapkt(hypre_ParCSRMatrix *R, hypre_ParCSRMatrix *A, hypre_Pa
   tilerap_options_default(&opt);
   tilerap_tile_matrix *tA = NULL, *tP = NULL, *tR = NULL, *tRt = NULL, *tAP = NULL, *tC = NULL;
   tilerap_path path = TILERAP_PATH_TILES;
+  double a_fill = -1, p_fill = -1;
   int err = csr_tiles(Ad, &tA);
   if (!err) err = csr_tiles(Pd, &tP);
   if (!err && !galerkin) err = csr_tiles(Rd, &tR);
   clock_mark(&c, TR_PH_IN);
   if (!err && galerkin) {
-    err = tilerap_ptap_path(tA, tP, &opt, &path, NULL, NULL);
+    err = tilerap_ptap_path(tA, tP, &opt, &path, &a_fill, &p_fill);
     if (!err) err = tilerap_ptap(tA, tP, &opt, &tC);
   } else if (!err) {
     err = tilerap_tile_transpose(tR, &tRt, NULL);
@@ -221,7 +226,8 @@ int tr_hypre_device_rapkt(hypre_ParCSRMatrix *R, hypre_ParCSRMatrix *A, hypre_Pa
     }
     hypre_SyncDevice(); /* C complete before hypre reads it from the host side */
     clock_mark(&c, TR_PH_TRANSPOSE);
-    report(galerkin ? "P^T A P" : "R^T A P", &c, tA, tP, tC, galerkin ? tilerap_path_name(path) : "R^T (A P)");
+    report(galerkin ? "P^T A P" : "R^T A P", &c, tA, tP, tC, galerkin ? tilerap_path_name(path) : "R^T (A P)", a_fill,
+           p_fill);
   }
   tilerap_tile_destroy(&tA);
   tilerap_tile_destroy(&tP);
@@ -247,11 +253,9 @@ static int triple(hypre_CSRMatrix *X, hypre_CSRMatrix *Y, hypre_CSRMatrix *Z, hy
   if (!X || !Y || !Z || hypre_CSRMatrixNumCols(X) != hypre_CSRMatrixNumRows(Y) ||
       hypre_CSRMatrixNumCols(Y) != hypre_CSRMatrixNumRows(Z) || !csr_usable(X) || !csr_usable(Y) || !csr_usable(Z))
     return 1 + TILERAP_HYPRE_FWD_SHAPE;
-  hypre_CSRMatrix *ops[3] = {X, Y, Z};
-  for (int k = 0; k < 3; k++) {
-    const hypre_MemoryLocation loc = hypre_GetActualMemLocation(hypre_CSRMatrixMemoryLocation(ops[k]));
-    if (loc != hypre_MEMORY_DEVICE && loc != hypre_MEMORY_UNIFIED) return 1 + TILERAP_HYPRE_FWD_DEVICE;
-  }
+  if (!location_on_device(hypre_CSRMatrixMemoryLocation(X)) || !location_on_device(hypre_CSRMatrixMemoryLocation(Y)) ||
+      !location_on_device(hypre_CSRMatrixMemoryLocation(Z)))
+    return 1 + TILERAP_HYPRE_FWD_DEVICE;
   tr_clock c;
   clock_start(&c);
   tilerap_options opt;
@@ -269,7 +273,7 @@ static int triple(hypre_CSRMatrix *X, hypre_CSRMatrix *Y, hypre_CSRMatrix *Z, hy
   else if (!(*out = tiles_to_hypre(tC, 0))) rc = 1 + TILERAP_HYPRE_FWD_ENGINE;
   else hypre_SyncDevice();
   clock_mark(&c, TR_PH_OUT);
-  if (!rc) report("triple product", &c, tY, tZ, tC, "X (Y Z)");
+  if (!rc) report("triple product", &c, tY, tZ, tC, "X (Y Z)", -1, -1);
   tilerap_tile_destroy(&tX);
   tilerap_tile_destroy(&tY);
   tilerap_tile_destroy(&tZ);
