@@ -71,6 +71,8 @@
  *   TILERAP_HYPRE_ORDER=sorted rows sorted (diagonal first) instead of hypre's order
  *   TILERAP_DEVICE=N           the GPU of every rank (default: one GPU per rank,
  *                              node-local rank mod device count)
+ *   TILERAP_HYPRE_REUSE=k      BoomerAMG re-setup from the kept hierarchy for
+ *                              every solver (TileRAP_HypreSetReuse below)
  */
 #ifndef TILERAP_HYPRE_H
 #define TILERAP_HYPRE_H
@@ -110,6 +112,21 @@ typedef enum {
   TILERAP_HYPRE_EP_N = 5
 } TileRAP_HypreEntryPoint;
 
+/* Why a BoomerAMG setup was a full one when re-setup was asked for
+ * (TileRAP_HypreSetReuse, TILERAP_HYPRE_REUSE). */
+typedef enum {
+  TILERAP_HYPRE_SETUP_NEW = 0,     /* no kept hierarchy yet (first setup, or another
+                                      hierarchy in the solver since)                   */
+  TILERAP_HYPRE_SETUP_PERIOD = 1,  /* the re-setups allowed after a full one are used up */
+  TILERAP_HYPRE_SETUP_PATTERN = 2, /* A's pattern or row partition is not the kept one   */
+  TILERAP_HYPRE_SETUP_OPTIONS = 3, /* a setting whose setup data a re-setup does not
+                                      refresh (see TileRAP_HypreSetReuse)              */
+  TILERAP_HYPRE_SETUP_DEVICE = 4,  /* matrices in device memory (not yet kept)          */
+  TILERAP_HYPRE_SETUP_LEVELS = 5,  /* a coarse operator is not P^T A P as a plan makes it
+                                      (entries dropped), or tilerap failed (note)      */
+  TILERAP_HYPRE_SETUP_NREASONS = 6
+} TileRAP_HypreFullSetupReason;
+
 typedef struct {
   long computed[TILERAP_HYPRE_EP_N];  /* Galerkin products computed by tilerap      */
   long forwarded[TILERAP_HYPRE_EP_N]; /* calls forwarded to hypre's own function    */
@@ -128,6 +145,11 @@ typedef struct {
    * (operand_changed). */
   long operand_kept;
   long operand_changed;
+  /* BoomerAMG setups of solvers with re-setup asked for: re-setups from
+   * the kept hierarchy, full setups by reason, and their wall times */
+  long setups_reused;
+  long setups_full[TILERAP_HYPRE_SETUP_NREASONS];
+  double seconds_setup_reused, seconds_setup_full;
 } TileRAP_HypreStats;
 
 /* Turns the hook on (on != 0) or off for the whole process; returns the
@@ -163,6 +185,34 @@ int TileRAP_HypreSetEngine(const char *engine);
 /* TILERAP_PATH: "auto" (the default: by the operands' entries per tile),
  * "tiles" or "csr"; NULL: back to the environment's choice. */
 int TileRAP_HypreSetPath(const char *path);
+
+/* Re-setup of a BoomerAMG solver (the HYPRE_Solver of
+ * HYPRE_BoomerAMGCreate) when only A's values change, as for the steps of
+ * a time-dependent or Newton solve.  After a full setup the hook keeps the
+ * hierarchy (coarsening, P) and a Galerkin plan per level; a later
+ * HYPRE_BoomerAMGSetup on a matrix with the same pattern and row
+ * partition then recomputes every coarse operator in place from the kept
+ * plans and refreshes, with hypre's own routines, the setup data that
+ * depend on values: l1 norms, Chebyshev coefficients, relaxation weights
+ * asked for as 0, the coarsest level's Gaussian elimination.  A changed
+ * pattern is detected (entry by entry) and gets a full setup.
+ *   max_reuses  0: off (every setup a full one; the default),
+ *               k > 0: at most k re-setups after each full setup (a full
+ *               setup every k+1 setups bounds the drift of the hierarchy),
+ *               -1: re-setup whenever the pattern allows.
+ * Calling it again restarts the count.  TILERAP_HYPRE_REUSE=k sets the
+ * same for every BoomerAMG solver without a call (e.g. PETSc's
+ * -pc_type hypre, which sets BoomerAMG up at every PCSetUp).
+ * Host memory (CPU builds of hypre), any number of ranks.  Settings whose
+ * setup data a re-setup does not refresh always get a full setup, counted
+ * as TILERAP_HYPRE_SETUP_OPTIONS: smoothers other than Jacobi, the
+ * Gauss-Seidel family, their l1 variants and Chebyshev (relax types 0, 3,
+ * 4, 6, 7, 8, 13, 14, 16, 18; Gaussian elimination 9, 99, 199 on the
+ * coarsest level), complex smoothers (Schwarz, ILU, FSAI, ...),
+ * CG-estimated relaxation weights, non-Galerkin or filtered coarse
+ * operators, AIR, additive cycles, block matrices, a redundant coarse
+ * solve.  Returns TILERAP_SUCCESS, or TILERAP_ERR_INVALID. */
+int TileRAP_HypreSetReuse(void *solver, int max_reuses);
 
 /* Counters of this process since start or the last reset. */
 void TileRAP_HypreGetStats(TileRAP_HypreStats *stats);

@@ -1,6 +1,6 @@
 #!/bin/sh
-# Multi-rank runs of the hypre hook tests (TAP): test/hypre_galerkin on 2
-# and 4 ranks, the poisson-boomeramg example with TILERAP_HYPRE_VERBOSE=1
+# Multi-rank runs of the hypre hook tests (TAP): test/hypre_galerkin and
+# test/hypre_resetup on 2 and 4 ranks, the poisson-boomeramg example with TILERAP_HYPRE_VERBOSE=1
 # (every level through tilerap, the exit report printed) and with
 # TILERAP_HYPRE=0 (every level forwarded).  Open MPI's mpiexec; as root the
 # OMPI_ALLOW_RUN_AS_ROOT pair is set.
@@ -58,6 +58,18 @@ for np in 2 4; do
     tap ok "hypre_galerkin on $np ranks ($(grep -c '^ok' "$log") checks)"
   else
     tap fail "hypre_galerkin on $np ranks (rc=$rc)" "$log"
+  fi
+done
+
+# BoomerAMG re-setup from the kept hierarchy: values exchanged between
+# ranks (rows of the coarse operators owned elsewhere), ranks without rows
+for np in 2 4; do
+  $MPIEXEC --oversubscribe -n $np "$bin/test/hypre_resetup" >"$log" 2>&1
+  rc=$?
+  if [ $rc -eq 0 ] && grep -q '^1\.\.' "$log" && ! grep -q '^not ok' "$log"; then
+    tap ok "hypre_resetup on $np ranks ($(grep -c '^ok' "$log") checks)"
+  else
+    tap fail "hypre_resetup on $np ranks (rc=$rc)" "$log"
   fi
 done
 

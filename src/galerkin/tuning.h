@@ -22,6 +22,7 @@ typedef enum {
   TR_KNOB_HYPRE,             /* flag: the hypre hook computes products (0: forwards all) */
   TR_KNOB_HYPRE_VERBOSE,     /* int 0..9: the hook's report at exit (2: a line per product) */
   TR_KNOB_HYPRE_ORDER,       /* choice hypre|sorted: row order of the hook's coarse operators */
+  TR_KNOB_HYPRE_REUSE,       /* int -1..: BoomerAMG re-setups from the kept hierarchy (0 off) */
   TR_KNOB_PATH,              /* choice auto|tiles|csr: the path of a product (csr_path.c) */
   /* internal: tests force paths that the automatic choice takes only on
    * large products (doc/tuning.md says which) */

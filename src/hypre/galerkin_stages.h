@@ -144,10 +144,6 @@ static inline int tr_galerkin_refuse(tr_galerkin *g, int reason)
 }
 
 /* ---- exchange.c */
-/* Sorts and removes duplicates in place; returns the new length. */
-HYPRE_Int tr_big_sort_unique(HYPRE_BigInt *v, HYPRE_Int n);
-/* Index of x in the ascending array v[0..n), or -1. */
-HYPRE_Int tr_big_find(const HYPRE_BigInt *v, HYPRE_Int n, HYPRE_BigInt x);
 /* P_ext, Q and the local column maps; 0, or 1 with g->reason. */
 int tr_exchange_p_rows(tr_galerkin *g);
 /* Rows of C owned elsewhere sent to their owners, theirs received. */

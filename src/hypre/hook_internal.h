@@ -103,6 +103,8 @@ enum { TR_PH_IN, TR_PH_UPLOAD, TR_PH_ENGINE, TR_PH_DOWNLOAD, TR_PH_OUT, TR_PH_OR
 void tr_hypre_add_phase(int phase, double seconds);
 /* A call of an observed entry point (hypre computed it). */
 void tr_hypre_count_observed(int entry, double seconds);
+/* A BoomerAMG setup with re-setup asked for: reused (reason -1) or full. */
+void tr_hypre_count_setup(int reason, double seconds);
 /* kept: 1 A was the kept product, -1 it was changed since (see TileRAP_HypreStats) */
 void tr_hypre_count_kept(int kept);
 
@@ -119,6 +121,12 @@ typedef hypre_ParCSRMatrix *(*tr_rapkt_fn)(hypre_ParCSRMatrix *, hypre_ParCSRMat
 void *tr_hypre_next_symbol(const char *name);
 tr_build_coarse_fn tr_hypre_original_build_coarse(void);
 tr_rapkt_fn tr_hypre_original_rapkt(void);
+
+/* ---- exchange.c: global column lists ---- */
+/* Sorts and removes duplicates in place; returns the new length. */
+HYPRE_Int tr_big_sort_unique(HYPRE_BigInt *v, HYPRE_Int n);
+/* Index of x in the ascending array v[0..n), or -1. */
+HYPRE_Int tr_big_find(const HYPRE_BigInt *v, HYPRE_Int n, HYPRE_BigInt x);
 
 /* ---- local_blocks.c ---- */
 /* One block of a row segment: columns j (HYPRE_Int) or j32 (int32_t),

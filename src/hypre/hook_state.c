@@ -43,6 +43,10 @@ static const char *const g_reason_text[TILERAP_HYPRE_FWD_NREASONS] = {
   "device memory on several ranks: hypre's RAPKT exchanges, tilerap computes its local triple product",
   "device matrices: hypre's own device RAP is faster on BoomerAMG's operators (BENCHMARKS.md); TILERAP_ENGINE=cuda forces tilerap",
 };
+static const char *const g_setup_text[TILERAP_HYPRE_SETUP_NREASONS] = {
+  "no kept hierarchy yet", "the re-setups allowed after a full setup were used up",
+  "A's pattern changed", "a setting whose setup data a re-setup does not refresh",
+  "matrices in device memory", "a coarse operator could not be kept (note)"};
 static const char *const g_entry_text[TILERAP_HYPRE_EP_N] = {
   "hypre_BoomerAMGBuildCoarseOperatorKT", "hypre_ParCSRMatrixRAPKT", "hypre_CSRMatrixTripleMultiplyDevice",
   "hypre_ParCSRMatMat", "hypre_ParCSRTMatMatKT"};
@@ -54,6 +58,8 @@ static void print_at_exit(void)
 {
   long observed = 0;
   for (int e = 0; e < TILERAP_HYPRE_EP_N; e++) observed += g_stats.observed[e];
+  for (int r = 0; r < TILERAP_HYPRE_SETUP_NREASONS; r++) observed += g_stats.setups_full[r];
+  observed += g_stats.setups_reused;
   if (tr_hypre_verbose() && (TileRAP_HypreComputed() || TileRAP_HypreForwarded() || observed))
     TileRAP_HyprePrintStats(stderr);
 }
@@ -148,6 +154,17 @@ void tr_hypre_count_kept(int kept)
 {
   if (kept > 0) g_stats.operand_kept++;
   else if (kept < 0) g_stats.operand_changed++;
+}
+
+void tr_hypre_count_setup(int reason, double seconds)
+{
+  if (reason < 0) {
+    g_stats.setups_reused++;
+    g_stats.seconds_setup_reused += seconds;
+  } else if (reason < TILERAP_HYPRE_SETUP_NREASONS) {
+    g_stats.setups_full[reason]++;
+    g_stats.seconds_setup_full += seconds;
+  }
 }
 
 void tr_hypre_add_phase(int phase, double seconds)
@@ -247,6 +264,16 @@ void TileRAP_HyprePrintStats(void *stream)
   for (int r = 0; r < TILERAP_HYPRE_FWD_NREASONS; r++)
     if (g_stats.reason[r])
       fprintf(f, "tilerap_hypre%s:   forwarded %ld x: %s\n", who, g_stats.reason[r], g_reason_text[r]);
+  long full = 0;
+  for (int r = 0; r < TILERAP_HYPRE_SETUP_NREASONS; r++) full += g_stats.setups_full[r];
+  if (full || g_stats.setups_reused) {
+    fprintf(f, "tilerap_hypre%s:   BoomerAMG setups with re-setup asked for: %ld re-setups from the kept hierarchy "
+               "(%.3f s), %ld full (%.3f s)\n", who, g_stats.setups_reused, g_stats.seconds_setup_reused, full,
+            g_stats.seconds_setup_full);
+    for (int r = 0; r < TILERAP_HYPRE_SETUP_NREASONS; r++)
+      if (g_stats.setups_full[r])
+        fprintf(f, "tilerap_hypre%s:     full %ld x: %s\n", who, g_stats.setups_full[r], g_setup_text[r]);
+  }
   for (int k = 0; k < g_nnotes; k++) fprintf(f, "tilerap_hypre%s:   note: %s\n", who, g_notes[k]);
   if (g_notes_dropped) fprintf(f, "tilerap_hypre%s:   (%d more notes)\n", who, g_notes_dropped);
   fflush(f);

@@ -18,6 +18,9 @@ libtilerap_hypre_la_SOURCES = \
 	src/hypre/row_order.c \
 	src/hypre/assembly.c \
 	src/hypre/device_galerkin.c \
+	src/hypre/level_recipe.h \
+	src/hypre/level_recipe.c \
+	src/hypre/resetup.c \
 	src/hypre/interpose.c
 libtilerap_hypre_la_CPPFLAGS = $(AM_CPPFLAGS) $(HYPRE_CPPFLAGS)
 libtilerap_hypre_la_LIBADD = libtilerap.la $(HYPRE_LIBS) -ldl -lpthread
@@ -37,11 +40,20 @@ bench_hypre_device_bench_SOURCES = bench/hypre_device_bench.c
 bench_hypre_device_bench_CPPFLAGS = $(AM_CPPFLAGS) $(HYPRE_CPPFLAGS) -I$(top_srcdir)/test
 bench_hypre_device_bench_LDADD = $(hypre_ldadd)
 
-hypre_tests = test/hypre_galerkin test/hypre_device
+# BoomerAMG re-setup on sequences of matrices (time steps, Picard steps)
+noinst_PROGRAMS += bench/hypre-resetup-bench
+bench_hypre_resetup_bench_SOURCES = bench/hypre_resetup_bench.c
+bench_hypre_resetup_bench_CPPFLAGS = $(AM_CPPFLAGS) $(HYPRE_CPPFLAGS)
+bench_hypre_resetup_bench_LDADD = $(hypre_ldadd) -lm
+
+hypre_tests = test/hypre_galerkin test/hypre_device test/hypre_resetup
 check_PROGRAMS += $(hypre_tests)
 test_hypre_galerkin_SOURCES = test/hypre_galerkin.c test/hypre_test_util.h test/hypre_tap.h test/tap.h
 test_hypre_galerkin_CPPFLAGS = $(AM_CPPFLAGS) $(HYPRE_CPPFLAGS) -I$(top_srcdir)/test
 test_hypre_galerkin_LDADD = $(hypre_ldadd)
+test_hypre_resetup_SOURCES = test/hypre_resetup.c test/hypre_test_util.h test/hypre_tap.h test/tap.h
+test_hypre_resetup_CPPFLAGS = $(AM_CPPFLAGS) $(HYPRE_CPPFLAGS) -I$(top_srcdir)/test
+test_hypre_resetup_LDADD = $(hypre_ldadd)
 # device memory: a CUDA build of hypre and a GPU, else skipped
 test_hypre_device_SOURCES = test/hypre_device.c test/hypre_test_util.h test/hypre_tap.h test/tap.h
 test_hypre_device_CPPFLAGS = $(AM_CPPFLAGS) $(HYPRE_CPPFLAGS) -I$(top_srcdir)/test
