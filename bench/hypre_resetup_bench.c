@@ -14,7 +14,9 @@
  *         moving with time (contrast e^3), A = I/dt + K(t), dt = 20 h^2;
  * picard: Picard steps of -div((1 + 10 u^2) grad u) = 10 on an N^3 grid,
  *         A = K(u_k), u_{k+1} = A^{-1} f.
- * Rows are split in contiguous blocks over the ranks (mpiexec -n P). */
+ * Rows are split in contiguous blocks over the ranks (mpiexec -n P).  With
+ * a CUDA hypre the matrices live in device memory (hypre's default there):
+ * values are assembled on the host and copied in at every step. */
 #include <HYPRE.h>
 #include <HYPRE_IJ_mv.h>
 #include <HYPRE_krylov.h>
@@ -27,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tilerap_device.h"
 #include "tilerap_hypre.h"
 
 static int g_rank, g_np;
@@ -36,10 +39,17 @@ typedef struct {
   HYPRE_IJMatrix ijA;
   HYPRE_IJVector ijb, ijx;
   hypre_ParCSRMatrix *A;
+  hypre_ParCSRMatrix *H; /* a host copy of A whose values are set (A in device memory), else A */
+  double *bh, *xh;       /* host values of b and x */
   HYPRE_ParVector b, x;
   double *u_old; /* local values of the previous solution (picard, heat) */
   HYPRE_BigInt lo, hi;
 } problem;
+
+static int on_device(hypre_ParCSRMatrix *A)
+{
+  return hypre_GetActualMemLocation(hypre_ParCSRMatrixMemoryLocation(A)) != hypre_MEMORY_HOST;
+}
 
 static void coords(HYPRE_BigInt g, double *x, double *y, double *z)
 {
@@ -51,6 +61,10 @@ static void coords(HYPRE_BigInt g, double *x, double *y, double *z)
 /* The pattern: 7-point stencil, rows [lo, hi] on this rank. */
 static void make_problem(problem *p)
 {
+#if defined(HYPRE_USING_CUDA)
+  HYPRE_SetMemoryLocation(HYPRE_MEMORY_HOST); /* assembled on the host */
+  HYPRE_SetExecutionPolicy(HYPRE_EXEC_HOST);
+#endif
   const HYPRE_BigInt N = g_n * g_n * g_n;
   p->lo = N * g_rank / g_np;
   p->hi = N * (g_rank + 1) / g_np - 1;
@@ -87,11 +101,54 @@ static void make_problem(problem *p)
   HYPRE_IJVectorAssemble(p->ijx);
   HYPRE_IJVectorGetObject(p->ijx, &obj);
   p->x = (HYPRE_ParVector)obj;
+#if defined(HYPRE_USING_CUDA)
+  /* built on the host, moved to the device as a GPU user's */
+  HYPRE_SetMemoryLocation(HYPRE_MEMORY_DEVICE);
+  HYPRE_SetExecutionPolicy(HYPRE_EXEC_DEVICE);
+  HYPRE_IJMatrixMigrate(p->ijA, HYPRE_MEMORY_DEVICE);
+  HYPRE_IJVectorMigrate(p->ijb, HYPRE_MEMORY_DEVICE);
+  HYPRE_IJVectorMigrate(p->ijx, HYPRE_MEMORY_DEVICE);
+  HYPRE_IJMatrixGetObject(p->ijA, &obj);
+  p->A = (hypre_ParCSRMatrix *)obj;
+  HYPRE_IJVectorGetObject(p->ijb, &obj);
+  p->b = (HYPRE_ParVector)obj;
+  HYPRE_IJVectorGetObject(p->ijx, &obj);
+  p->x = (HYPRE_ParVector)obj;
+#endif
   p->u_old = calloc((size_t)(p->hi - p->lo + 1), sizeof *p->u_old);
+  p->bh = calloc((size_t)(p->hi - p->lo + 1), sizeof *p->bh);
+  p->xh = calloc((size_t)(p->hi - p->lo + 1), sizeof *p->xh);
+  p->H = on_device(p->A) ? hypre_ParCSRMatrixClone_v2(p->A, 1, HYPRE_MEMORY_HOST) : p->A;
+}
+
+/* The host values of H into A (device memory): what an application that
+ * assembles on the host hands hypre at every step. */
+static void values_to_matrix(problem *p)
+{
+  if (p->H == p->A) return;
+  hypre_CSRMatrix *hb[2] = {hypre_ParCSRMatrixDiag(p->H), hypre_ParCSRMatrixOffd(p->H)};
+  hypre_CSRMatrix *db[2] = {hypre_ParCSRMatrixDiag(p->A), hypre_ParCSRMatrixOffd(p->A)};
+  for (int q = 0; q < 2; q++)
+    if (hypre_CSRMatrixNumNonzeros(hb[q]))
+      hypre_TMemcpy(hypre_CSRMatrixData(db[q]), hypre_CSRMatrixData(hb[q]), HYPRE_Complex,
+                    hypre_CSRMatrixNumNonzeros(hb[q]), HYPRE_MEMORY_DEVICE, HYPRE_MEMORY_HOST);
+}
+
+/* host array <-> a ParVector's local values, wherever they live */
+static void vec_copy(HYPRE_ParVector v, double *h, int to_vector)
+{
+  hypre_Vector *lv = hypre_ParVectorLocalVector((hypre_ParVector *)v);
+  const HYPRE_MemoryLocation loc = hypre_VectorMemoryLocation(lv);
+  const HYPRE_Int n = hypre_VectorSize(lv);
+  if (to_vector) hypre_TMemcpy(hypre_VectorData(lv), h, double, n, loc, HYPRE_MEMORY_HOST);
+  else hypre_TMemcpy(h, hypre_VectorData(lv), double, n, HYPRE_MEMORY_HOST, loc);
 }
 
 static void free_problem(problem *p)
 {
+  if (p->H != p->A) hypre_ParCSRMatrixDestroy(p->H);
+  free(p->bh);
+  free(p->xh);
   HYPRE_IJMatrixDestroy(p->ijA);
   HYPRE_IJVectorDestroy(p->ijb);
   HYPRE_IJVectorDestroy(p->ijx);
@@ -117,9 +174,9 @@ static double kappa(int picard, HYPRE_BigInt g, double t)
  * their sum (+ the Dirichlet faces' and the mass term). */
 static void set_values(problem *p, int picard, double t)
 {
-  hypre_CSRMatrix *d = hypre_ParCSRMatrixDiag(p->A), *o = hypre_ParCSRMatrixOffd(p->A);
-  const HYPRE_BigInt r0 = hypre_ParCSRMatrixFirstRowIndex(p->A), c0 = hypre_ParCSRMatrixFirstColDiag(p->A);
-  const HYPRE_BigInt *cm = hypre_ParCSRMatrixColMapOffd(p->A);
+  hypre_CSRMatrix *d = hypre_ParCSRMatrixDiag(p->H), *o = hypre_ParCSRMatrixOffd(p->H);
+  const HYPRE_BigInt r0 = hypre_ParCSRMatrixFirstRowIndex(p->H), c0 = hypre_ParCSRMatrixFirstColDiag(p->H);
+  const HYPRE_BigInt *cm = hypre_ParCSRMatrixColMapOffd(p->H);
   const double mass = picard ? 0.0 : 1.0 / 20.0;
   for (HYPRE_Int i = 0; i < hypre_CSRMatrixNumRows(d); i++) {
     const HYPRE_BigInt g = r0 + i;
@@ -146,7 +203,7 @@ static void set_values(problem *p, int picard, double t)
   }
 }
 
-static void gather_u(problem *p, HYPRE_ParVector u)
+static void gather_u(problem *p)
 {
   const HYPRE_BigInt N = g_n * g_n * g_n;
   int *cnt = malloc(sizeof *cnt * (size_t)g_np), *dsp = malloc(sizeof *dsp * (size_t)g_np);
@@ -155,8 +212,7 @@ static void gather_u(problem *p, HYPRE_ParVector u)
     cnt[q] = (int)(hi - lo);
     dsp[q] = (int)lo;
   }
-  const double *loc = hypre_VectorData(hypre_ParVectorLocalVector((hypre_ParVector *)u));
-  MPI_Allgatherv(loc, cnt[g_rank], MPI_DOUBLE, g_u_all, cnt, dsp, MPI_DOUBLE, MPI_COMM_WORLD);
+  MPI_Allgatherv(p->xh, cnt[g_rank], MPI_DOUBLE, g_u_all, cnt, dsp, MPI_DOUBLE, MPI_COMM_WORLD);
   free(cnt);
   free(dsp);
 }
@@ -206,9 +262,10 @@ static void run(const char *name, int picard, int steps, int reuse)
   for (int s = 0; s < steps; s++) {
     const double t = s;
     set_values(&p, picard, t);
+    values_to_matrix(&p);
     /* right-hand side: h^2 f, f = 10 (heat: + u_old / dt) */
-    double *bv = hypre_VectorData(hypre_ParVectorLocalVector((hypre_ParVector *)p.b));
-    for (HYPRE_BigInt r = p.lo; r <= p.hi; r++) bv[r - p.lo] = (picard ? 0.0 : p.u_old[r - p.lo] / 20.0) + 10.0 / (double)(g_n * g_n);
+    for (HYPRE_BigInt r = p.lo; r <= p.hi; r++) p.bh[r - p.lo] = (picard ? 0.0 : p.u_old[r - p.lo] / 20.0) + 10.0 / (double)(g_n * g_n);
+    vec_copy(p.b, p.bh, 1);
     TileRAP_HypreStats st0, st1;
     TileRAP_HypreGetStats(&st0);
     MPI_Barrier(MPI_COMM_WORLD);
@@ -228,9 +285,9 @@ static void run(const char *name, int picard, int steps, int reuse)
     HYPRE_Int it = 0;
     HYPRE_PCGGetNumIterations(pcg, &it);
     its[s] = (int)it;
-    const double *xv = hypre_VectorData(hypre_ParVectorLocalVector((hypre_ParVector *)p.x));
-    memcpy(p.u_old, xv, sizeof(double) * (size_t)(p.hi - p.lo + 1));
-    if (picard) gather_u(&p, p.x);
+    vec_copy(p.x, p.xh, 0);
+    memcpy(p.u_old, p.xh, sizeof(double) * (size_t)(p.hi - p.lo + 1));
+    if (picard) gather_u(&p);
   }
   if (g_rank == 0) {
     char way[32];
@@ -263,6 +320,7 @@ int main(int argc, char **argv)
   MPI_Init(&argc, &argv);
   MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
   MPI_Comm_size(MPI_COMM_WORLD, &g_np);
+  (void)tilerap_device_count(); /* the CUDA runtime up before hypre's */
   HYPRE_Init();
   g_n = 40;
   int steps = 12, every = 5, ncases = 0;

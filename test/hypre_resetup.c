@@ -11,15 +11,65 @@
  *  - a changed pattern (also one with the same sizes and counts), a period
  *    used up, settings that a re-setup does not refresh, a destroyed
  *    solver, bad arguments: full setups with their reasons, never a stale
- *    hierarchy. */
+ *    hierarchy.
+ * With a CUDA hypre and a GPU the first two run again on device memory
+ * (one rank; on several, device matrices get full setups, counted). */
 #include "hypre_tap.h"
 
 #include <math.h>
 
 #include "tilerap.h"
+#include "tilerap_device.h"
+#include "tilerap_csr_layouts.h"
+
+static int on_dev(hypre_ParCSRMatrix *A)
+{
+  return hypre_GetActualMemLocation(hypre_ParCSRMatrixMemoryLocation(A)) != hypre_MEMORY_HOST;
+}
+
+/* fn applied to A's values: in place on the host, else on a host copy
+ * whose values then go back (the entry order of a clone is A's). */
+static void modify(hypre_ParCSRMatrix *A, void (*fn)(hypre_ParCSRMatrix *, double, double), double a, double b)
+{
+  if (!on_dev(A)) { fn(A, a, b); return; }
+  hypre_ParCSRMatrix *H = hypre_ParCSRMatrixClone_v2(A, 1, HYPRE_MEMORY_HOST);
+  fn(H, a, b);
+  hypre_CSRMatrix *hb[2] = {hypre_ParCSRMatrixDiag(H), hypre_ParCSRMatrixOffd(H)};
+  hypre_CSRMatrix *db[2] = {hypre_ParCSRMatrixDiag(A), hypre_ParCSRMatrixOffd(A)};
+  for (int q = 0; q < 2; q++)
+    if (hypre_CSRMatrixNumNonzeros(hb[q]))
+      hypre_TMemcpy(hypre_CSRMatrixData(db[q]), hypre_CSRMatrixData(hb[q]), HYPRE_Complex,
+                    hypre_CSRMatrixNumNonzeros(hb[q]), HYPRE_MEMORY_DEVICE, HYPRE_MEMORY_HOST);
+  hypre_ParCSRMatrixDestroy(H);
+}
+
+/* A host copy of a matrix for the comparisons (th_compare reads host arrays). */
+static hypre_ParCSRMatrix *host_of(hypre_ParCSRMatrix *A)
+{
+  return on_dev(A) ? hypre_ParCSRMatrixClone_v2(A, 1, HYPRE_MEMORY_HOST) : A;
+}
+
+static th_cmp compare_any(hypre_ParCSRMatrix *X, hypre_ParCSRMatrix *Y)
+{
+  hypre_ParCSRMatrix *hx = host_of(X), *hy = host_of(Y);
+  th_cmp c = th_compare_entries(hx, hy);
+  if (hx != X) hypre_ParCSRMatrixDestroy(hx);
+  if (hy != Y) hypre_ParCSRMatrixDestroy(hy);
+  return c;
+}
+
+/* n values at p (memory loc) as a fresh host array, or NULL */
+static double *host_values(const double *p, long n, HYPRE_MemoryLocation loc)
+{
+  if (!p || n <= 0) return NULL;
+  double *h = malloc(sizeof *h * (size_t)n);
+  if (hypre_GetActualMemLocation(loc) == hypre_MEMORY_HOST) memcpy(h, p, sizeof *h * (size_t)n);
+  else hypre_TMemcpy(h, p, double, n, HYPRE_MEMORY_HOST, HYPRE_MEMORY_DEVICE);
+  return h;
+}
 
 /* A's entries a_ij *= d(i) d(j), d(g) = 1 + amp sin(0.37 g + phase). */
-static void scale_sym(hypre_ParCSRMatrix *A, double amp, double phase)
+static void scale_sym_host(hypre_ParCSRMatrix *A, double amp, double phase)
 {
   hypre_CSRMatrix *d = hypre_ParCSRMatrixDiag(A), *o = hypre_ParCSRMatrixOffd(A);
   const HYPRE_BigInt r0 = hypre_ParCSRMatrixFirstRowIndex(A), c0 = hypre_ParCSRMatrixFirstColDiag(A);
@@ -36,8 +86,9 @@ static void scale_sym(hypre_ParCSRMatrix *A, double amp, double phase)
 #undef TH_D
 }
 
-static void scale_all(hypre_ParCSRMatrix *A, double f)
+static void scale_all_host(hypre_ParCSRMatrix *A, double f, double unused)
 {
+  (void)unused;
   hypre_CSRMatrix *b[2] = {hypre_ParCSRMatrixDiag(A), hypre_ParCSRMatrixOffd(A)};
   for (int q = 0; q < 2; q++)
     for (HYPRE_Int k = 0; k < hypre_CSRMatrixNumNonzeros(b[q]); k++) hypre_CSRMatrixData(b[q])[k] *= f;
@@ -49,6 +100,39 @@ typedef struct {
   double weight;            /* relaxation weight (1: hypre's default) */
   int modular;
 } cfg;
+
+#if defined(HYPRE_USING_CUDA)
+static int g_device_mode; /* problems in device memory (a CUDA hypre) */
+#endif
+
+/* The model problem, built on the host; in device mode then moved to the
+ * device as a GPU user's. */
+static void make_problem(int dim, int n, int flags, th_problem *pb)
+{
+#if defined(HYPRE_USING_CUDA)
+  if (g_device_mode) {
+    HYPRE_SetMemoryLocation(HYPRE_MEMORY_HOST);
+    HYPRE_SetExecutionPolicy(HYPRE_EXEC_HOST);
+  }
+#endif
+  th_poisson_ex(g_comm, dim, n, flags, pb);
+#if defined(HYPRE_USING_CUDA)
+  if (g_device_mode) {
+    HYPRE_SetMemoryLocation(HYPRE_MEMORY_DEVICE);
+    HYPRE_SetExecutionPolicy(HYPRE_EXEC_DEVICE);
+    HYPRE_IJMatrixMigrate(pb->ijA, HYPRE_MEMORY_DEVICE);
+    HYPRE_IJVectorMigrate(pb->ijb, HYPRE_MEMORY_DEVICE);
+    HYPRE_IJVectorMigrate(pb->ijx, HYPRE_MEMORY_DEVICE);
+    void *obj;
+    HYPRE_IJMatrixGetObject(pb->ijA, &obj);
+    pb->A = (hypre_ParCSRMatrix *)obj;
+    HYPRE_IJVectorGetObject(pb->ijb, &obj);
+    pb->b = (HYPRE_ParVector)obj;
+    HYPRE_IJVectorGetObject(pb->ijx, &obj);
+    pb->x = (HYPRE_ParVector)obj;
+  }
+#endif
+}
 
 static HYPRE_Solver make_solver(const cfg *c)
 {
@@ -90,8 +174,12 @@ static double vec_relerr(const double *x, const double *y, long n)
 static double vector_relerr(hypre_Vector *x, hypre_Vector *y)
 {
   const int same = (!x && !y) || (x && y && hypre_VectorSize(x) == hypre_VectorSize(y));
-  const double e = vec_relerr(same && x ? hypre_VectorData(x) : NULL, same && y ? hypre_VectorData(y) : NULL,
-                              same && x ? hypre_VectorSize(x) : 0);
+  const long n = same && x ? hypre_VectorSize(x) : 0;
+  double *hx = n ? host_values(hypre_VectorData(x), n, hypre_VectorMemoryLocation(x)) : NULL;
+  double *hy = n ? host_values(hypre_VectorData(y), n, hypre_VectorMemoryLocation(y)) : NULL;
+  const double e = vec_relerr(hx, hy, n);
+  free(hx);
+  free(hy);
   return th_all(g_comm, same) ? e : 1.0;
 }
 
@@ -109,17 +197,38 @@ static long setups_full(int reason)
   return st.setups_full[reason];
 }
 
+/* Device memory: A's structure fingerprints (entry order counted / not),
+ * where a re-setup is refused (diagnostics). */
+static void fp_diag(const char *when, hypre_ParCSRMatrix *A)
+{
+#if defined(HYPRE_USING_CUDA)
+  if (!g_device_mode || g_np > 1) return;
+  hypre_CSRMatrix *d = hypre_ParCSRMatrixDiag(A);
+  uint64_t f1 = 0, f0 = 0;
+  tilerap_csr_fingerprint_i32(hypre_CSRMatrixNumRows(d), hypre_CSRMatrixI(d), hypre_CSRMatrixJ(d), NULL, 1,
+                              TILERAP_MEM_DEVICE, &f1);
+  tilerap_csr_fingerprint_i32(hypre_CSRMatrixNumRows(d), hypre_CSRMatrixI(d), hypre_CSRMatrixJ(d), NULL, 0,
+                              TILERAP_MEM_DEVICE, &f0);
+  DIAG("A %s: structure fingerprint %016llx (entry order) %016llx (sets), arrays %p %p", when,
+       (unsigned long long)f1, (unsigned long long)f0, (void *)hypre_CSRMatrixI(d), (void *)hypre_CSRMatrixJ(d));
+#else
+  (void)when; (void)A;
+#endif
+}
+
 /* Re-setup on 2A against a fresh setup on 2A: every setup datum. */
 static void check_against_fresh(const cfg *c, int dim, int n, int flags)
 {
   th_problem pb;
-  th_poisson_ex(g_comm, dim, n, flags, &pb);
+  make_problem(dim, n, flags, &pb);
   HYPRE_Solver s1 = make_solver(c);
   OK(TileRAP_HypreSetReuse(s1, -1) == TILERAP_SUCCESS, "%s: reuse set", c->name);
   TileRAP_HypreResetStats();
   HYPRE_BoomerAMGSetup(s1, (HYPRE_ParCSRMatrix)pb.A, pb.b, pb.x);
   OK(setups_full(TILERAP_HYPRE_SETUP_NEW) == 1 && setups_reused() == 0, "%s: first setup is a full one", c->name);
-  scale_all(pb.A, 2.0);
+  fp_diag("after the first setup", pb.A);
+  modify(pb.A, scale_all_host, 2.0, 0.0);
+  fp_diag("after the values changed", pb.A);
   HYPRE_BoomerAMGSetup(s1, (HYPRE_ParCSRMatrix)pb.A, pb.b, pb.x);
   OK(setups_reused() == 1, "%s: setup on 2A re-set-up from the kept hierarchy", c->name);
   HYPRE_Solver s2 = make_solver(c); /* reuse off: hypre's full setup */
@@ -132,11 +241,11 @@ static void check_against_fresh(const cfg *c, int dim, int n, int flags)
   double ep = 0, ea = 0, el1 = 0, ecd = 0, ecc = 0, ew = 0;
   for (int l = 0; l < L; l++) {
     if (l < L - 1) {
-      th_cmp cp = th_compare_entries(th_level_P(s1, l), th_level_P(s2, l));
+      th_cmp cp = compare_any(th_level_P(s1, l), th_level_P(s2, l));
       ep = fmax(ep, cp.struct_diff ? 1.0 : cp.relerr);
     }
     if (l > 0) {
-      th_cmp ca = th_compare_entries(th_level_A(s1, l), th_level_A(s2, l));
+      th_cmp ca = compare_any(th_level_A(s1, l), th_level_A(s2, l));
       ea = fmax(ea, ca.struct_diff ? 1.0 : ca.relerr);
     }
     if (hypre_ParAMGDataL1Norms(a1) || hypre_ParAMGDataL1Norms(a2))
@@ -156,24 +265,42 @@ static void check_against_fresh(const cfg *c, int dim, int n, int flags)
     ew = fmax(ew, fabs(hypre_ParAMGDataRelaxWeight(a1)[l] - hypre_ParAMGDataRelaxWeight(a2)[l]) /
                     fabs(hypre_ParAMGDataRelaxWeight(a2)[l]));
   }
-  OK(ep == 0.0, "%s: interpolation kept equals the fresh one (max rel. diff %.1e)", c->name, ep);
+  /* equal to the last bit where the coarse operators are summed in a fixed
+   * order (hypre's host RAP, the CPU engine); the CUDA engine's may differ
+   * in the last bit from run to run */
+  OK(ep <= 1e-14, "%s: interpolation kept equals the fresh one (max rel. diff %.1e)", c->name, ep);
   OK(ea <= 1e-13, "%s: coarse operators equal the fresh setup's (max rel. diff %.1e)", c->name, ea);
   OK(el1 <= 1e-13, "%s: l1 norms equal the fresh setup's (max rel. diff %.1e)", c->name, el1);
-  OK(ecc <= 1e-10 && ecd <= 1e-12, "%s: Chebyshev coefficients / scaling equal (%.1e / %.1e)", c->name, ecc, ecd);
+  /* on the device hypre's eigenvalue estimate starts from random numbers
+   * that continue their sequence from setup to setup: two estimates agree
+   * to a few per cent only */
+#if defined(HYPRE_USING_CUDA)
+  const double cheb_tol = g_device_mode ? 0.05 : 1e-10;
+#else
+  const double cheb_tol = 1e-10;
+#endif
+  OK(ecc <= cheb_tol && ecd <= 1e-12, "%s: Chebyshev coefficients / scaling equal (%.1e / %.1e)", c->name, ecc, ecd);
   OK(ew <= 1e-13, "%s: relaxation weights equal (max rel. diff %.1e)", c->name, ew);
   {
     /* the coarsest level's dense system (ranks with rows hold it) */
-    const double *m1 = hypre_ParAMGDataAMat(a1), *m2 = hypre_ParAMGDataAMat(a2);
+#ifdef hypre_ParAMGDataGEMemoryLocation
+    const HYPRE_MemoryLocation g1 = hypre_ParAMGDataGEMemoryLocation(a1), g2 = hypre_ParAMGDataGEMemoryLocation(a2);
+#else
+    const HYPRE_MemoryLocation g1 = HYPRE_MEMORY_HOST, g2 = HYPRE_MEMORY_HOST;
+#endif
     const long nc = (long)hypre_ParCSRMatrixGlobalNumRows(th_level_A(s1, L - 1));
-    int have = (m1 != NULL) == (m2 != NULL);
+    const int have = (hypre_ParAMGDataAMat(a1) != NULL) == (hypre_ParAMGDataAMat(a2) != NULL);
     OK(have, "%s: Gaussian elimination data present alike", c->name);
-    double eg = vec_relerr(m1 && m2 ? m1 : (const double[]){0}, m1 && m2 ? m2 : (const double[]){0},
-                           m1 && m2 ? nc * nc : 1);
+    double *m1 = have ? host_values(hypre_ParAMGDataAMat(a1), nc * nc, g1) : NULL;
+    double *m2 = have ? host_values(hypre_ParAMGDataAMat(a2), nc * nc, g2) : NULL;
+    double eg = vec_relerr(m1, m2, m1 && m2 ? nc * nc : 0);
+    free(m1);
+    free(m2);
     OK(eg <= 1e-13, "%s: coarsest dense system equals the fresh one (%.1e)", c->name, eg);
   }
   {
     const int it1 = solve(s1, &pb);
-    hypre_ParVector *x1 = hypre_ParVectorCloneDeep_v2((hypre_ParVector *)pb.x, HYPRE_MEMORY_HOST);
+    hypre_ParVector *x1 = hypre_ParVectorCloneDeep_v2((hypre_ParVector *)pb.x, hypre_ParVectorMemoryLocation((hypre_ParVector *)pb.x));
     const int it2 = solve(s2, &pb);
     hypre_ParVectorAxpy(-1.0, (hypre_ParVector *)pb.x, x1);
     const double dx = hypre_ParVectorInnerProd(x1, x1), xx = hypre_ParVectorInnerProd(pb.x, pb.x);
@@ -188,8 +315,9 @@ out:
 }
 
 /* A += c diag(A) (a time step's mass term changing). */
-static void shift_diag(hypre_ParCSRMatrix *A, double c)
+static void shift_diag_host(hypre_ParCSRMatrix *A, double c, double unused)
 {
+  (void)unused;
   hypre_CSRMatrix *d = hypre_ParCSRMatrixDiag(A);
   for (HYPRE_Int i = 0; i < hypre_CSRMatrixNumRows(d); i++)
     for (HYPRE_Int k = hypre_CSRMatrixI(d)[i]; k < hypre_CSRMatrixI(d)[i + 1]; k++)
@@ -201,7 +329,7 @@ static void shift_diag(hypre_ParCSRMatrix *A, double c)
 static void check_against_rap(const cfg *c, int dim, int n, int flags)
 {
   th_problem pb;
-  th_poisson_ex(g_comm, dim, n, flags, &pb);
+  make_problem(dim, n, flags, &pb);
   HYPRE_Solver s = make_solver(c);
   TileRAP_HypreSetReuse(s, -1);
   TileRAP_HypreResetStats();
@@ -209,16 +337,19 @@ static void check_against_rap(const cfg *c, int dim, int n, int flags)
   for (int step = 1; step <= 2; step++) {
     /* step 1: D A D with D varying from row to row by up to 10 %;
      * step 2: the diagonal 30 % heavier */
-    if (step == 1) scale_sym(pb.A, 0.1, 1.0);
-    else shift_diag(pb.A, 0.3);
+    if (step == 1) modify(pb.A, scale_sym_host, 0.1, 1.0);
+    else modify(pb.A, shift_diag_host, 0.3, 0.0);
     HYPRE_BoomerAMGSetup(s, (HYPRE_ParCSRMatrix)pb.A, pb.b, pb.x);
     const int L = th_num_levels(s);
     double e = 0;
     long sd = 0;
     for (int l = 0; l + 1 < L; l++) {
-      hypre_ParCSRMatrix *C = NULL, *P = th_level_P(s, l);
-      TileRAP_HypreOriginalBuildCoarseOperatorKT(P, th_level_A(s, l), P, 0, &C);
-      th_cmp cc = th_compare_entries(th_level_A(s, l + 1), C);
+      hypre_ParCSRMatrix *P = th_level_P(s, l), *C = NULL;
+      /* hypre's own product: its device RAP on device memory, else the
+       * host path BoomerAMG takes */
+      if (on_dev(P)) C = TileRAP_HypreOriginalRAPKT(P, th_level_A(s, l), P, 0, 1);
+      else TileRAP_HypreOriginalBuildCoarseOperatorKT(P, th_level_A(s, l), P, 0, &C);
+      th_cmp cc = compare_any(th_level_A(s, l + 1), C);
       e = fmax(e, cc.relerr);
       sd += cc.struct_diff;
       hypre_ParCSRMatrixDestroy(C);
@@ -316,7 +447,15 @@ static void check_full_setups(void)
 int main(int argc, char **argv)
 {
   th_tap_init(&argc, &argv);
+  /* the CUDA runtime up before hypre's (as test/hypre_device does) */
+  const int gpus = tilerap_device_count();
+  (void)gpus;
   HYPRE_Init();
+#if defined(HYPRE_USING_GPU) || defined(HYPRE_USING_CUDA)
+  /* the host part first: host memory, as with a CPU hypre */
+  HYPRE_SetMemoryLocation(HYPRE_MEMORY_HOST);
+  HYPRE_SetExecutionPolicy(HYPRE_EXEC_HOST);
+#endif
   const cfg cfgs[] = {
     {"defaults (l1 Gauss-Seidel, Gaussian elimination)", -1, -1, 0, 1.0, 0},
     {"l1-Jacobi, CF order, modular RAP", 18, 99, 1, 1.0, 1},
@@ -329,6 +468,40 @@ int main(int argc, char **argv)
   check_against_rap(&cfgs[0], 3, 13, 0);
   check_against_rap(&cfgs[1], 2, 41, TH_PERMUTE);
   check_full_setups();
+#if defined(HYPRE_USING_CUDA)
+  /* device memory (a CUDA hypre and a GPU): hypre's GPU defaults and
+   * Chebyshev; on several ranks device matrices get full setups */
+  if (gpus > 0) {
+    HYPRE_SetMemoryLocation(HYPRE_MEMORY_DEVICE);
+    HYPRE_SetExecutionPolicy(HYPRE_EXEC_DEVICE);
+    HYPRE_SetUseGpuRand(0); /* PMIS alike in the two setups compared */
+    HYPRE_SetSpGemmUseVendor(0); /* hypre's own device SpGEMM as the reference */
+    g_device_mode = 1;
+    const cfg dcfg[] = {
+      {"device: GPU defaults", -1, -1, 0, 1.0, 1},
+      {"device: Chebyshev", 16, -1, 0, 1.0, 1},
+      /* (a weight of 0, from the matrix norm, crashes hypre 3.1's own device setup) */
+      {"device: l1-Jacobi, CF order", 7, -1, 1, 1.0, 1},
+    };
+    if (g_np == 1) {
+      for (size_t k = 0; k < sizeof dcfg / sizeof dcfg[0]; k++) check_against_fresh(&dcfg[k], 3, 14, 0);
+      check_against_fresh(&dcfg[0], 2, 37, TH_PERMUTE | TH_DENSE_ROW);
+      check_against_rap(&dcfg[0], 3, 13, 0);
+    } else {
+      th_problem pb;
+      make_problem(3, 12, 0, &pb);
+      HYPRE_Solver s = make_solver(&dcfg[0]);
+      TileRAP_HypreSetReuse(s, -1);
+      TileRAP_HypreResetStats();
+      HYPRE_BoomerAMGSetup(s, (HYPRE_ParCSRMatrix)pb.A, pb.b, pb.x);
+      HYPRE_BoomerAMGSetup(s, (HYPRE_ParCSRMatrix)pb.A, pb.b, pb.x);
+      OK(setups_reused() == 0 && setups_full(TILERAP_HYPRE_SETUP_DEVICE) == 1,
+         "device memory on %d ranks: full setups (reason: device)", g_np);
+      HYPRE_BoomerAMGDestroy(s);
+      th_problem_destroy(&pb);
+    }
+  }
+#endif
   HYPRE_Finalize();
   return th_tap_finish();
 }

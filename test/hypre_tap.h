@@ -51,7 +51,7 @@ static int th_tap_finish(void)
 
 /* A setup and solve with the hook on and fresh counters (read into *st);
  * checked: the hierarchy has at least 3 levels (*L). */
-static HYPRE_Solver th_hook_on_run(th_problem *pb, th_amg_opts o, const char *tag, TileRAP_HypreStats *st, int *iters,
+static inline HYPRE_Solver th_hook_on_run(th_problem *pb, th_amg_opts o, const char *tag, TileRAP_HypreStats *st, int *iters,
                                    double *setup_s, int *L)
 {
   TileRAP_HypreEnable(1);

@@ -110,6 +110,12 @@ int main(void)
     EXPECT(tilerap_spgemm_plan_create(T, T, &o, &plan, &C), TILERAP_ERR_ENGINE, "CUDA engine without CUDA/GPU");
     EXPECT(tilerap_tile_create(4, 4, 1, 1, TILERAP_MEM_DEVICE, &C), TILERAP_ERR_ENGINE,
            "device matrix without CUDA/GPU");
+    {
+      double v = 1, w = 0;
+      int64_t q = 0;
+      EXPECT(tilerap_device_gather_values(1, &q, &v, &w), TILERAP_ERR_ENGINE, "device gather without CUDA/GPU");
+      tap_ok(w == 0, "... nothing written");
+    }
   }
   /* devices: none in a CPU build or without a GPU, a clear error on setting one */
   {

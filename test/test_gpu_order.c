@@ -9,7 +9,9 @@
  *    out-of-range columns, wrong memory or shape) with nothing written;
  *  - tilerap_csr_fingerprint_i32 on the device against the host version,
  *    and what changes it;
- *  - tilerap_device_malloc / tilerap_memcpy round trips. */
+ *  - tilerap_device_malloc / tilerap_memcpy round trips;
+ *  - tilerap_device_gather_values / _scatter_values against host loops,
+ *    tilerap_tile_slots_device_i32 against the values it must find. */
 #include "test_gpu_common.h"
 
 static void *up(const void *h, size_t bytes)
@@ -458,11 +460,130 @@ static void check_buffers(uint64_t *seed)
   tilerap_device_free(NULL);
 }
 
+static void check_gather(uint64_t *seed)
+{
+  const int64_t sizes[] = {1, 777, 3000017};
+  for (size_t t = 0; t < sizeof sizes / sizeof sizes[0]; t++) {
+    const int64_t n = sizes[t], m = n + 13;
+    double *src = malloc(sizeof *src * (size_t)m), *got = malloc(sizeof *got * (size_t)n);
+    int64_t *perm = malloc(sizeof *perm * (size_t)n);
+    for (int64_t k = 0; k < m; k++) src[k] = ref_rand01(seed) - 0.5;
+    for (int64_t q = 0; q < n; q++) perm[q] = (int64_t)(ref_rand01(seed) * (double)m) % m;
+    double *dsrc = up(src, sizeof *src * (size_t)m), *ddst = up(src, sizeof *src * (size_t)n);
+    int64_t *dperm = up(perm, sizeof *perm * (size_t)n);
+    const int err = tilerap_device_gather_values(n, dperm, dsrc, ddst);
+    down(got, ddst, sizeof *got * (size_t)n);
+    int64_t bad = 0;
+    for (int64_t q = 0; q < n; q++) bad += got[q] != src[perm[q]];
+    tap_ok(!err && bad == 0, "device gather of %lld values from %lld: %lld differ from the host gather (%s)",
+           (long long)n, (long long)m, (long long)bad, err ? tilerap_last_error() : "ok");
+    tilerap_device_free(dsrc); tilerap_device_free(ddst); tilerap_device_free(dperm);
+    free(src); free(got); free(perm);
+  }
+  double x = 0;
+  tap_ok(tilerap_device_gather_values(0, NULL, NULL, NULL) == TILERAP_SUCCESS, "device gather of 0 values: nothing to do");
+  EXPECT(tilerap_device_gather_values(1, NULL, &x, &x), TILERAP_ERR_NULL, "device gather without a map");
+  EXPECT(tilerap_device_scatter_values(1, NULL, &x, &x), TILERAP_ERR_NULL, "device scatter without a map");
+}
+
+/* slots of a CSR's entries (rows shuffled) in a tile matrix of a CSR that
+ * holds them and more, on the device; a gather by them returns the CSR's
+ * values, entries the tiles lack get -1 (and 0 from the gather), and a
+ * scatter by them writes the CSR's values into the tiles. */
+static void check_slots(uint64_t *seed)
+{
+  const int32_t sizes[][2] = {{1, 1}, {37, 53}, {1000, 777}, {20000, 20011}};
+  for (size_t t = 0; t < sizeof sizes / sizeof sizes[0]; t++) {
+    const int32_t m = sizes[t][0], n = sizes[t][1];
+    tilerap_csr *Big = ref_random(m, n, t == 3 ? 0.0006 : 0.08, 7, seed);
+    ref_randomize_values(Big, seed);
+    tilerap_tile_matrix *T = NULL, *dT = NULL;
+    int err = tilerap_tile_from_csr(m, n, Big->rowptr, Big->colidx, Big->val, &T);
+    if (!err) err = tilerap_tile_copy(T, TILERAP_MEM_DEVICE, &dT);
+    /* the caller's CSR: every third entry of Big left out, one column
+     * that Big lacks added where there is room, rows shuffled */
+    tilerap_csr *S = NULL;
+    tilerap_csr_create(m, n, Big->nnz + m, &S);
+    double *want = malloc(sizeof(double) * (size_t)(Big->nnz + m + 1));
+    int64_t w = 0, absent = 0;
+    for (int32_t i = 0; i < m; i++) {
+      S->rowptr[i] = w;
+      int32_t prev = -1;
+      for (int64_t k = Big->rowptr[i]; k < Big->rowptr[i + 1]; k++) {
+        if (k % 3 == 0) continue;
+        S->colidx[w] = Big->colidx[k]; S->val[w] = Big->val[k]; want[w++] = Big->val[k];
+        prev = Big->colidx[k];
+      }
+      /* a column after the row's last one in Big, when the row has room */
+      const int32_t last = Big->rowptr[i + 1] > Big->rowptr[i] ? Big->colidx[Big->rowptr[i + 1] - 1] : -1;
+      if (last + 1 < n && last + 1 > prev) { S->colidx[w] = last + 1; S->val[w] = 9.0; want[w++] = 0.0; absent++; }
+    }
+    S->rowptr[m] = w;
+    S->nnz = w;
+    csr32 Sh = shuffled(S, 0, seed); /* values follow their entries */
+    double *wsh = malloc(sizeof(double) * (size_t)(w + 1));
+    for (int64_t k = 0; k < w; k++) wsh[k] = Sh.val[k] == 9.0 ? 0.0 : Sh.val[k];
+    int32_t *drp = up(Sh.rp, sizeof(int32_t) * ((size_t)m + 1)), *dcol = up(Sh.col, sizeof(int32_t) * (size_t)(w + 1));
+    int64_t *dslot = NULL, *slot = malloc(sizeof(int64_t) * (size_t)(w + 1));
+    double *dgot = NULL, *got = malloc(sizeof(double) * (size_t)(w + 1));
+    if (!err) err = tilerap_device_malloc(sizeof(int64_t) * (size_t)(w + 1), (void **)&dslot);
+    if (!err) err = tilerap_device_malloc(sizeof(double) * (size_t)(w + 1), (void **)&dgot);
+    if (!err) err = tilerap_tile_slots_device_i32(dT, m, drp, dcol, w, dslot);
+    if (!err) err = tilerap_device_gather_values(w, dslot, dT->val, dgot);
+    down(slot, dslot, sizeof(int64_t) * (size_t)w);
+    down(got, dgot, sizeof(double) * (size_t)w);
+    int64_t bad = 0, neg = 0;
+    for (int64_t k = 0; k < w; k++) {
+      bad += got[k] != wsh[k];
+      neg += slot[k] < 0;
+    }
+    tap_ok(!err && bad == 0 && neg == absent,
+           "slots of %lld entries (%lld not in the tiles) in a %dx%d tile matrix: gather gives the CSR's values "
+           "(%lld differ, %lld slots -1) (%s)", (long long)w, (long long)absent, m, n, (long long)bad,
+           (long long)neg, err ? tilerap_last_error() : "ok");
+    /* scatter: values 1 + k into the tiles; T's other entries untouched */
+    double *src = malloc(sizeof(double) * (size_t)(w + 1)), *tv = malloc(sizeof(double) * (size_t)(T->nnz + 1));
+    for (int64_t k = 0; k < w; k++) src[k] = 1.0 + (double)k;
+    double *dsrc = up(src, sizeof(double) * (size_t)(w + 1));
+    if (!err) err = tilerap_device_scatter_values(w, dslot, dsrc, dT->val);
+    down(tv, dT->val, sizeof(double) * (size_t)T->nnz);
+    int64_t sbad = 0, touched = 0;
+    for (int64_t k = 0; k < w; k++)
+      if (slot[k] >= 0) { sbad += tv[slot[k]] != src[k]; tv[slot[k]] = T->val[slot[k]]; touched++; }
+    for (int64_t q = 0; q < T->nnz; q++) sbad += tv[q] != T->val[q];
+    tap_ok(!err && sbad == 0, "scatter by the slots writes %lld values and nothing else (%lld wrong)", (long long)touched,
+           (long long)sbad);
+    tilerap_device_free(drp); tilerap_device_free(dcol); tilerap_device_free(dslot); tilerap_device_free(dgot);
+    tilerap_device_free(dsrc);
+    free(slot); free(got); free(want); free(wsh); free(src); free(tv);
+    csr32_free(&Sh);
+    tilerap_csr_destroy(&S);
+    tilerap_csr_destroy(&Big);
+    tilerap_tile_destroy(&T);
+    tilerap_tile_destroy(&dT);
+  }
+  tilerap_tile_matrix *H = NULL;
+  tilerap_csr *E = ref_random(20, 20, 0.2, 0, seed);
+  tilerap_tile_from_csr(20, 20, E->rowptr, E->colidx, E->val, &H);
+  int64_t sl[4];
+  int32_t rp[2] = {0, 0}, cl[1] = {0};
+  EXPECT(tilerap_tile_slots_device_i32(H, 20, rp, cl, 1, sl), TILERAP_ERR_MEMTYPE, "slots in a host tile matrix");
+  EXPECT(tilerap_tile_slots_device_i32(NULL, 20, rp, cl, 1, sl), TILERAP_ERR_NULL, "slots in NULL");
+  tilerap_tile_matrix *dH = NULL;
+  tilerap_tile_copy(H, TILERAP_MEM_DEVICE, &dH);
+  EXPECT(tilerap_tile_slots_device_i32(dH, 19, rp, cl, 1, sl), TILERAP_ERR_SIZE, "slots with another row count");
+  tilerap_tile_destroy(&dH);
+  tilerap_tile_destroy(&H);
+  tilerap_csr_destroy(&E);
+}
+
 int main(void)
 {
   gpu_skip_without_device();
   uint64_t seed = 4242;
   check_buffers(&seed);
+  check_gather(&seed);
+  check_slots(&seed);
   check_fingerprint(&seed);
   check_model(TILERAP_P2D5, 50, "p2d5 50^2", &seed);
   check_model(TILERAP_P2D9, 37, "p2d9 37^2", &seed);

@@ -11,9 +11,14 @@
  * then a scatter of A_l's values, a numeric run of the plan, a scatter of
  * C_all's values and one exchange of values: no allocation, no search.
  *
- * Host memory (CPU builds of hypre); the engine is the plan's. */
+ * Host memory (CPU builds of hypre; the engine is the plan's), or device
+ * memory on one rank (CUDA builds): there the tiles are made from hypre's
+ * device arrays and the maps are slots found on the GPU, so that nothing
+ * but a count passes through the host, at the record only. */
 #include "hook_internal.h"
 #include "level_recipe.h"
+#include "tilerap_csr_layouts.h"
+#include "tilerap_device.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -36,6 +41,10 @@ struct tr_level_recipe {
   double *send_buf, *recv_buf;
   HYPRE_Int *rmap;   /* [recv_off[nrecv]]: received value -> slot of A_{l+1} */
   MPI_Request *req;
+  /* device memory: A_sq->val[aslot[k]] = A's data[k], C's data[k] =
+   * C_all->val[cslot[k]] (0 where cslot[k] < 0) (device arrays) */
+  int dev;
+  int64_t *d_aslot, *d_cslot;
 };
 
 /* ---- record ------------------------------------------------------- */
@@ -158,6 +167,8 @@ void tr_level_recipe_free(tr_level_recipe **rp)
   free(r->amap); free(r->cmap);
   free(r->send_proc); free(r->recv_proc); free(r->send_off); free(r->recv_off);
   free(r->send_buf); free(r->recv_buf); free(r->rmap); free(r->req);
+  tilerap_device_free(r->d_aslot);
+  tilerap_device_free(r->d_cslot);
   free(r);
   *rp = NULL;
 }
@@ -222,7 +233,6 @@ static int record_local(tr_level_recipe *r, hypre_ParCSRMatrix *A, hypre_ParCSRM
   if (r->nnz_ao) as.b[as.nblocks++] = (tr_block){hypre_CSRMatrixI(Ao), hypre_CSRMatrixJ(Ao), NULL,
                                                   hypre_CSRMatrixData(Ao), NULL, nA};
   if (!err) err = tr_tiles_from_segments(nA + nAo, nA + nAo, 1, &as, &r->Asq);
-  if (!err) err = tilerap_ptap_plan_create(r->Asq, r->Pfull, opt, &r->plan, &r->Call);
   if (err) { *why = tilerap_last_error(); return 1; }
 
   /* A_l's entries -> A_sq's slots */
@@ -239,6 +249,8 @@ static int record_local(tr_level_recipe *r, hypre_ParCSRMatrix *A, hypre_ParCSRM
         bad |= (r->amap[r->nnz_ad + k] = tile_slot(r->Asq, i, nA + aoj[k])) < 0;
   }
   if (bad) { *why = "repeated columns in a row of A"; return 1; }
+  err = tilerap_ptap_plan_create(r->Asq, r->Pfull, opt, &r->plan, &r->Call);
+  if (err) { *why = tilerap_last_error(); return 1; }
 
   /* C_all's entries -> A_{l+1}'s slots, or a send buffer (counted here,
    * placed in record_sends) */
@@ -348,6 +360,71 @@ static int record_sends(tr_level_recipe *r, hypre_ParCSRMatrix *C, tr_record_tmp
   return 0;
 }
 
+static int on_host(hypre_ParCSRMatrix *M)
+{
+  return hypre_GetActualMemLocation(hypre_ParCSRMatrixMemoryLocation(M)) == hypre_MEMORY_HOST;
+}
+
+/* One rank, device memory: tiles made from hypre's device arrays, the
+ * plan on the GPU, and for each of A's and C's entries its slot in the
+ * tiles (tilerap_tile_slots_device_i32); only a count comes to the host. */
+static int record_device(tr_level_recipe *r, hypre_ParCSRMatrix *A, hypre_ParCSRMatrix *P, hypre_ParCSRMatrix *C,
+                         const tilerap_options *opt, const char **why)
+{
+  hypre_CSRMatrix *Ad = hypre_ParCSRMatrixDiag(A), *Pd = hypre_ParCSRMatrixDiag(P), *Cd = hypre_ParCSRMatrixDiag(C);
+  r->dev = 1;
+  r->nA = hypre_CSRMatrixNumRows(Ad);
+  r->nAo = hypre_CSRMatrixNumCols(hypre_ParCSRMatrixOffd(A));
+  r->nnz_ad = hypre_CSRMatrixNumNonzeros(Ad);
+  r->nnz_ao = hypre_CSRMatrixNumNonzeros(hypre_ParCSRMatrixOffd(A));
+  r->nC = hypre_CSRMatrixNumRows(Cd);
+  r->nnz_cd = hypre_CSRMatrixNumNonzeros(Cd);
+  r->nnz_co = hypre_CSRMatrixNumNonzeros(hypre_ParCSRMatrixOffd(C));
+  const HYPRE_Int ncP = hypre_CSRMatrixNumCols(Pd);
+  if (sizeof(HYPRE_Int) != sizeof(int32_t) || r->nnz_ao || r->nnz_co ||
+      hypre_CSRMatrixNumNonzeros(hypre_ParCSRMatrixOffd(P)) || hypre_CSRMatrixNumCols(Ad) != r->nA ||
+      hypre_CSRMatrixNumRows(Pd) != r->nA || r->nC != ncP || hypre_CSRMatrixNumCols(Cd) != ncP) {
+    *why = "device memory: shapes of A, P and the coarse operator, or offd blocks on one rank";
+    return 1;
+  }
+  int64_t *slots = NULL, covered = 0;
+  int err = tilerap_tile_from_unsorted_csr_device_i32(r->nA, r->nA, (const int32_t *)hypre_CSRMatrixI(Ad),
+                                                      (const int32_t *)hypre_CSRMatrixJ(Ad), hypre_CSRMatrixData(Ad),
+                                                      TILERAP_MEM_DEVICE, &r->Asq);
+  if (!err)
+    err = tilerap_tile_from_unsorted_csr_device_i32(r->nA, ncP, (const int32_t *)hypre_CSRMatrixI(Pd),
+                                                    (const int32_t *)hypre_CSRMatrixJ(Pd), hypre_CSRMatrixData(Pd),
+                                                    TILERAP_MEM_DEVICE, &r->Pfull);
+  if (!err) err = tilerap_ptap_plan_create(r->Asq, r->Pfull, opt, &r->plan, &r->Call);
+  if (!err) err = tilerap_device_malloc(((size_t)r->nnz_ad + 1) * sizeof(int64_t), (void **)&r->d_aslot);
+  if (!err) err = tilerap_device_malloc(((size_t)r->nnz_cd + 1) * sizeof(int64_t), (void **)&r->d_cslot);
+  if (!err)
+    err = tilerap_tile_slots_device_i32(r->Asq, r->nA, (const int32_t *)hypre_CSRMatrixI(Ad),
+                                        (const int32_t *)hypre_CSRMatrixJ(Ad), r->nnz_ad, r->d_aslot);
+  if (!err)
+    err = tilerap_tile_slots_device_i32(r->Call, r->nC, (const int32_t *)hypre_CSRMatrixI(Cd),
+                                        (const int32_t *)hypre_CSRMatrixJ(Cd), r->nnz_cd, r->d_cslot);
+  if (err) {
+    *why = tilerap_last_error();
+    return 1;
+  }
+  /* every entry of C_all must land in C (C's own extra entries get 0) */
+  slots = malloc(((size_t)r->nnz_cd + 1) * sizeof *slots);
+  if (!slots || tilerap_memcpy(slots, TILERAP_MEM_HOST, r->d_cslot, TILERAP_MEM_DEVICE,
+                               (size_t)r->nnz_cd * sizeof *slots)) {
+    free(slots);
+    *why = "device memory: the coarse operator's slots not readable";
+    return 1;
+  }
+  for (HYPRE_Int k = 0; k < r->nnz_cd; k++) covered += slots[k] >= 0;
+  free(slots);
+  if (covered != r->Call->nnz || r->Asq->nnz != r->nnz_ad) {
+    *why = "an entry of P^T A P missing from the coarse operator (dropped or filtered)";
+    return 1;
+  }
+  return 0;
+}
+
 int tr_level_recipe_record(hypre_ParCSRMatrix *A, hypre_ParCSRMatrix *P, hypre_ParCSRMatrix *C,
                            const tilerap_options *opt, tr_level_recipe **out, const char **why)
 {
@@ -360,6 +437,18 @@ int tr_level_recipe_record(hypre_ParCSRMatrix *A, hypre_ParCSRMatrix *P, hypre_P
   r->comm = hypre_ParCSRMatrixComm(A);
   MPI_Comm_size(r->comm, &r->nprocs);
   int failed = 0;
+  const int dev = !on_host(A) || !on_host(P) || !on_host(C);
+  if (dev && r->nprocs > 1) { /* every rank's matrices are in device memory alike */
+    *why = "device memory on several ranks";
+    tr_level_recipe_free(&r);
+    return 1;
+  }
+  if (dev) {
+    failed = record_device(r, A, P, C, opt, why);
+    if (failed) tr_level_recipe_free(&r);
+    *out = r;
+    return failed;
+  }
   if (r->nprocs > 1) {
     /* every rank's first coarse row; the rows of P that A_offd touches */
     t.starts = malloc(((size_t)r->nprocs + 1) * sizeof *t.starts);
@@ -404,6 +493,19 @@ int tr_level_recipe_matches(const tr_level_recipe *r, hypre_ParCSRMatrix *A, hyp
 
 int tr_level_recipe_run(tr_level_recipe *r, hypre_ParCSRMatrix *A, hypre_ParCSRMatrix *C)
 {
+  if (r->dev) { /* one rank, device memory: a scatter and a gather around the numeric run */
+    /* A's slots found again: hypre may store A's rows in another order
+     * than at the record (its entries are the same: checked by the caller) */
+    hypre_CSRMatrix *Ad = hypre_ParCSRMatrixDiag(A);
+    int err = tilerap_tile_slots_device_i32(r->Asq, r->nA, (const int32_t *)hypre_CSRMatrixI(Ad),
+                                            (const int32_t *)hypre_CSRMatrixJ(Ad), r->nnz_ad, r->d_aslot);
+    if (!err) err = tilerap_device_scatter_values(r->nnz_ad, r->d_aslot, hypre_CSRMatrixData(hypre_ParCSRMatrixDiag(A)),
+                                            r->Asq->val);
+    if (!err) err = tilerap_ptap_numeric(r->plan, r->Asq, r->Pfull, r->Call);
+    if (!err) err = tilerap_device_gather_values(r->nnz_cd, r->d_cslot, r->Call->val,
+                                                 hypre_CSRMatrixData(hypre_ParCSRMatrixDiag(C)));
+    return err;
+  }
   const HYPRE_Complex *ad = hypre_CSRMatrixData(hypre_ParCSRMatrixDiag(A));
   const HYPRE_Complex *ao = hypre_CSRMatrixData(hypre_ParCSRMatrixOffd(A));
   HYPRE_Complex *cd = hypre_CSRMatrixData(hypre_ParCSRMatrixDiag(C));

@@ -8,11 +8,12 @@
  * relaxation weights asked for as 0, the coarsest level's Gaussian
  * elimination.  Settings whose setup data it does not refresh (complex
  * smoothers, non-Galerkin or filtered coarse operators, AIR, additive
- * cycles, block or device matrices...) always get a full setup, counted
- * with their reason. */
+ * cycles, block matrices, device matrices on several ranks) always get a
+ * full setup, counted with their reason. */
 #include "hook_internal.h"
 #include "level_recipe.h"
 #include "tuning.h"
+#include "tilerap_csr_layouts.h"
 
 #include <pthread.h>
 #include <stdlib.h>
@@ -28,6 +29,10 @@ typedef struct {
   HYPRE_Int n, nnz_d, nnz_o, ncol_o;
   HYPRE_Int *di, *dj, *oi, *oj;
   HYPRE_BigInt *cmap;
+  /* device memory (one rank): a fingerprint of the diag block's pattern
+   * computed on the GPU instead of a host copy */
+  int dev;
+  uint64_t fp;
 } tr_pattern;
 
 typedef struct tr_amg_state {
@@ -124,9 +129,34 @@ static void *dup_bytes(const void *p, size_t n)
   return q;
 }
 
+static int on_host(hypre_ParCSRMatrix *M);
+
+/* Structure-only fingerprint of a device diag block, whatever the order of
+ * entries within rows (hypre's device setup may store them in another
+ * order; the level's recipe finds their slots again at every run). */
+static int device_fingerprint(hypre_ParCSRMatrix *A, uint64_t *fp)
+{
+  hypre_CSRMatrix *Ad = hypre_ParCSRMatrixDiag(A);
+  if (sizeof(HYPRE_Int) != sizeof(int32_t)) return 1;
+  const int err = tilerap_csr_fingerprint_i32((int32_t)hypre_CSRMatrixNumRows(Ad), (const int32_t *)hypre_CSRMatrixI(Ad),
+                                              (const int32_t *)hypre_CSRMatrixJ(Ad), NULL, 0, TILERAP_MEM_DEVICE, fp);
+  if (err) tr_hypre_note("re-setup: fingerprint of A on the device: %s", tilerap_last_error());
+  return err != 0;
+}
+
 static int pattern_save(tr_pattern *p, hypre_ParCSRMatrix *A)
 {
   hypre_CSRMatrix *Ad = hypre_ParCSRMatrixDiag(A), *Ao = hypre_ParCSRMatrixOffd(A);
+  if (!on_host(A)) {
+    p->dev = 1;
+    p->global_rows = hypre_ParCSRMatrixGlobalNumRows(A);
+    p->first_row = hypre_ParCSRMatrixFirstRowIndex(A);
+    p->n = hypre_CSRMatrixNumRows(Ad);
+    p->nnz_d = hypre_CSRMatrixNumNonzeros(Ad);
+    p->nnz_o = hypre_CSRMatrixNumNonzeros(Ao);
+    p->ncol_o = hypre_CSRMatrixNumCols(Ao);
+    return device_fingerprint(A, &p->fp);
+  }
   p->global_rows = hypre_ParCSRMatrixGlobalNumRows(A);
   p->first_row = hypre_ParCSRMatrixFirstRowIndex(A);
   p->n = hypre_CSRMatrixNumRows(Ad);
@@ -153,8 +183,13 @@ static int pattern_same(const tr_pattern *p, hypre_ParCSRMatrix *A)
   if (p->global_rows != hypre_ParCSRMatrixGlobalNumRows(A) || p->first_row != hypre_ParCSRMatrixFirstRowIndex(A) ||
       p->n != hypre_CSRMatrixNumRows(Ad) || p->nnz_d != hypre_CSRMatrixNumNonzeros(Ad) ||
       p->nnz_o != hypre_CSRMatrixNumNonzeros(Ao) || p->ncol_o != hypre_CSRMatrixNumCols(Ao) ||
-      hypre_CSRMatrixNumCols(Ad) != hypre_ParCSRMatrixNumCols(A) || !p->oi != !hypre_CSRMatrixI(Ao))
+      hypre_CSRMatrixNumCols(Ad) != hypre_ParCSRMatrixNumCols(A) || p->dev != !on_host(A))
     return 0;
+  if (p->dev) {
+    uint64_t fp = 0;
+    return !device_fingerprint(A, &fp) && fp == p->fp;
+  }
+  if (!p->oi != !hypre_CSRMatrixI(Ao)) return 0;
   const size_t ni = ((size_t)p->n + 1) * sizeof(HYPRE_Int);
   return same_bytes(p->di, hypre_CSRMatrixI(Ad), ni) &&
          same_bytes(p->dj, hypre_CSRMatrixJ(Ad), (size_t)p->nnz_d * sizeof(HYPRE_Int)) &&
@@ -189,7 +224,12 @@ static int on_host(hypre_ParCSRMatrix *M)
 static int unsupported(hypre_ParAMGData *amg, hypre_ParCSRMatrix *A)
 {
   if (!TILERAP_HYPRE_SCALAR_OK || sizeof(HYPRE_Int) != sizeof(int32_t)) return TILERAP_HYPRE_SETUP_OPTIONS;
-  if (!on_host(A)) return TILERAP_HYPRE_SETUP_DEVICE;
+  if (!on_host(A)) { /* device memory: one rank, the CUDA engine */
+    int np = 1;
+    MPI_Comm_size(hypre_ParCSRMatrixComm(A), &np);
+    if (!TR_HYPRE_DEVICE || np > 1 || tilerap_engine_resolve(TILERAP_ENGINE_AUTO) != TILERAP_ENGINE_CUDA)
+      return TILERAP_HYPRE_SETUP_DEVICE;
+  }
   const HYPRE_Int *grt = hypre_ParAMGDataGridRelaxType(amg);
   if (!grt || hypre_ParAMGDataBlockMode(amg) || hypre_ParAMGDataSmoothNumLevels(amg) > 0 ||
       hypre_ParAMGDataRestriction(amg) || hypre_ParAMGDataADropTol(amg) > 0.0 ||
@@ -383,10 +423,11 @@ static int record(tr_amg_state *s, hypre_ParAMGData *amg, hypre_ParCSRMatrix *A)
   if (failed) return TILERAP_HYPRE_SETUP_LEVELS;
   tilerap_options opt;
   tilerap_options_default(&opt);
+  if (!on_host(A)) opt.engine = TILERAP_ENGINE_CUDA;
   for (int l = 0; l < L; l++) { s->A[l] = Aa[l]; s->P[l] = l < L - 1 ? Pa[l] : NULL; }
   for (int l = 0; l < L - 1; l++) {
     const char *why = NULL;
-    failed = !on_host(Pa[l]) || !on_host(Aa[l + 1]);
+    failed = on_host(Pa[l]) != on_host(A) || on_host(Aa[l + 1]) != on_host(A);
     count_collective(comm, &failed);
     if (failed) return TILERAP_HYPRE_SETUP_DEVICE;
     if (tr_level_recipe_record(Aa[l], Pa[l], Aa[l + 1], &opt, &s->lv[l], &why)) {
@@ -447,7 +488,6 @@ HYPRE_Int hypre_BoomerAMGSetup(void *amg_vdata, hypre_ParCSRMatrix *A, hypre_Par
   /* the decision is collective: the pattern may differ on one rank only */
   int reason = !s->kept ? (s->why_not >= 0 ? s->why_not : TILERAP_HYPRE_SETUP_NEW)
                : (setting > 0 && s->reuses >= setting) ? TILERAP_HYPRE_SETUP_PERIOD
-               : !on_host(A) ? TILERAP_HYPRE_SETUP_DEVICE
                : !pattern_same(&s->fine, A) ? TILERAP_HYPRE_SETUP_PATTERN
                : !hierarchy_intact(s, amg) ? TILERAP_HYPRE_SETUP_NEW
                : -1;
@@ -489,6 +529,11 @@ HYPRE_Int hypre_BoomerAMGSetup(void *amg_vdata, hypre_ParCSRMatrix *A, hypre_Par
     why = record(s, amg, A);
   }
   if (why >= 0) drop_hierarchy(s);
+  if (why >= 0 && why != s->why_not && tr_hypre_verbose())
+    tr_hypre_note("BoomerAMG setup of solver %p: the next setups are full ones too (%s)", amg_vdata,
+                  why == TILERAP_HYPRE_SETUP_OPTIONS ? "a setting whose setup data a re-setup does not refresh"
+                  : why == TILERAP_HYPRE_SETUP_DEVICE ? "device memory on several ranks or without the CUDA engine"
+                                                      : "a level could not be kept");
   s->why_not = why;
   tr_hypre_count_setup(reason, tr_hypre_wtime() - t0);
   return hypre_error_flag;

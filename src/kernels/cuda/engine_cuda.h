@@ -85,6 +85,12 @@ TILERAP_EXPORT int tr_cuda_rows_product(const tilerap_tile_matrix *X, const doub
 int tr_cuda_tile_transpose(const tilerap_tile_matrix *T, tilerap_tile_matrix **Tt, int64_t **perm_dev,
                            void *stream);
 int tr_cuda_gather_values(const double *src, const int64_t *perm, int64_t n, double *dst, void *stream);
+/* tile_cuda_slots.cu, on the legacy default stream: slot[k] = position in
+ * T->val of entry k of an m-row CSR (all device arrays), or -1; and
+ * dst[map[q]] = src[q] where map[q] >= 0. */
+int tr_cuda_tile_slots(const tilerap_tile_matrix *T, int32_t m, const int32_t *rowptr, const int32_t *colidx,
+                       int64_t nnz, int64_t *slot);
+int tr_cuda_scatter_values(const double *src, const int64_t *map, int64_t n, double *dst);
 
 /* CSR <-> tile with the tile matrix on the device (tile_cuda_from_csr.cu,
  * tile_cuda_to_csr.cu); arguments checked by tile_convert_device.c.

@@ -416,7 +416,10 @@ static __global__ void k_gather(const double *__restrict__ src, const int64_t *_
                                 double *__restrict__ dst)
 {
   for (int64_t q = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; q < n; q += (int64_t)gridDim.x * blockDim.x)
-    dst[q] = src[perm[q]];
+  {
+    const int64_t p = perm[q];
+    dst[q] = p >= 0 ? src[p] : 0.0; /* -1: an entry the source does not hold */
+  }
 }
 
 extern "C" int tr_cuda_gather_values(const double *src, const int64_t *perm, int64_t n, double *dst, void *stream)

@@ -1,5 +1,7 @@
 /* Device buffers and copies for callers that keep arrays on the GPU
- * between calls (tilerap_device_malloc / _free, tilerap_memcpy). */
+ * between calls (tilerap_device_malloc / _free, tilerap_memcpy), and
+ * value moves between their layouts and tile matrices (slots, gather,
+ * scatter). */
 #include "tile_internal.h"
 #include "engine_cuda.h"
 
@@ -51,6 +53,52 @@ int tilerap_memcpy(void *dst, tilerap_memtype dst_mem, const void *src, tilerap_
   if (err) return err;
 #ifdef TILERAP_HAVE_CUDA
   return tr_cuda_memcpy(dst, dst_mem, src, src_mem, bytes);
+#else
+  return TILERAP_ERR_ENGINE;
+#endif
+}
+
+int tilerap_device_gather_values(int64_t n, const int64_t *perm, const double *src, double *dst)
+{
+  if (n <= 0) return TILERAP_SUCCESS;
+  if (!perm || !src || !dst) return tilerap_set_error(TILERAP_ERR_NULL, "tilerap_device_gather_values: NULL array");
+  int err = tr_require_cuda("tilerap_device_gather_values");
+  if (err) return err;
+#ifdef TILERAP_HAVE_CUDA
+  return tr_cuda_gather_values(src, perm, n, dst, NULL);
+#else
+  return TILERAP_ERR_ENGINE;
+#endif
+}
+
+int tilerap_tile_slots_device_i32(const tilerap_tile_matrix *T, int32_t m, const int32_t *rowptr,
+                                  const int32_t *colidx, int64_t nnz, int64_t *slot)
+{
+  if (!T || (nnz > 0 && (!rowptr || !colidx || !slot)))
+    return tilerap_set_error(TILERAP_ERR_NULL, "tilerap_tile_slots_device_i32: NULL argument");
+  if (T->memtype != TILERAP_MEM_DEVICE)
+    return tilerap_set_error(TILERAP_ERR_MEMTYPE, "tilerap_tile_slots_device_i32: the tile matrix is not on the device");
+  if (m != T->m || nnz < 0)
+    return tilerap_set_error(TILERAP_ERR_SIZE, "tilerap_tile_slots_device_i32: %d rows for a %d-row tile matrix, %lld entries",
+                             (int)m, (int)T->m, (long long)nnz);
+  if (nnz == 0) return TILERAP_SUCCESS;
+  int err = tr_require_cuda("tilerap_tile_slots_device_i32");
+  if (err) return err;
+#ifdef TILERAP_HAVE_CUDA
+  return tr_cuda_tile_slots(T, m, rowptr, colidx, nnz, slot);
+#else
+  return TILERAP_ERR_ENGINE;
+#endif
+}
+
+int tilerap_device_scatter_values(int64_t n, const int64_t *map, const double *src, double *dst)
+{
+  if (n <= 0) return TILERAP_SUCCESS;
+  if (!map || !src || !dst) return tilerap_set_error(TILERAP_ERR_NULL, "tilerap_device_scatter_values: NULL array");
+  int err = tr_require_cuda("tilerap_device_scatter_values");
+  if (err) return err;
+#ifdef TILERAP_HAVE_CUDA
+  return tr_cuda_scatter_values(src, map, n, dst);
 #else
   return TILERAP_ERR_ENGINE;
 #endif
