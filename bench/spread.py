@@ -6,6 +6,7 @@ BENCHMARKS.md tabulates them:
     bench/spread.py run1/bench_bench.log run2/bench_bench.log run3/bench_bench.log
     bench/spread.py --spgemm run1/spgemm.log run2/spgemm.log run3/spgemm.log
     bench/spread.py --hypre run1/hypre.log run2/hypre.log run3/hypre.log   (hypre-device-bench)
+    bench/spread.py --resetup run1/r.log run2/r.log run3/r.log            (hypre-resetup-bench)
 
 Ratios are reference / tilerap of the medians (above 1: tilerap faster);
 the first call's spread is over the runs, the later calls' over runs and
@@ -113,6 +114,40 @@ def hypre(files):
         print("| %s | %s | %s | %s | %s | %s | %s |" % (name, cells[0], cells[1], cells[2], other, its, ocs))
 
 
+def resetup(files):
+    """hypre-resetup-bench: per sequence (problem, n, ranks), each way's
+    setup times (median full setup, median re-setup, the sequence's total),
+    iterations and solve time, spread over the runs; the speed-ups are of
+    the medians against the "full" way."""
+    pat = re.compile(r"^(\S+)\s+n=(\d+) np=(\d+) (\S+)\s+setups\s+([\d.]+) s \(full\s+(\d+) x median ([\d.]+) s, "
+                     r"re-setup\s+(\d+) x median ([\d.]+) s\) solve\s+([\d.]+) s\s+iterations min/mean/max "
+                     r"(\d+)/([\d.]+)/(\d+)")
+    rows = {}
+    for f in files:
+        for line in open(f):
+            m = pat.match(line)
+            if m:
+                key = (m.group(1), m.group(2), m.group(3))
+                rows.setdefault(key, {}).setdefault(m.group(4), []).append(m.groups()[4:])
+    print("| sequence | way | runs | full setup (median of its steps) s | re-setup s | speed-up | "
+          "setups of the sequence s | speed-up | iterations mean (max) | solve s |")
+    print("|---|---|---:|---|---|---:|---|---:|---|---|")
+    for (prob, n, np_), ways in rows.items():
+        base = ways.get("full")
+        bfull = statistics.median(float(r[2]) for r in base) if base else None
+        btot = statistics.median(float(r[0]) for r in base) if base else None
+        for way, rs in ways.items():
+            tot = [float(r[0]) for r in rs]
+            full = [float(r[2]) for r in rs if int(r[1]) > 0]
+            re_ = [float(r[4]) for r in rs if int(r[3]) > 0]
+            sp1 = "%.1f×" % (bfull / statistics.median(re_)) if re_ and bfull else ""
+            sp2 = "%.1f×" % (btot / statistics.median(tot)) if btot and way != "full" else ""
+            its = "%s (%s)" % ("/".join(sorted(set(r[7] for r in rs))), "/".join(sorted(set(r[8] for r in rs))))
+            print("| %s %s³, %s rank%s | %s | %d | %s | %s | %s | %s | %s | %s | %s |" % (
+                prob, n, np_, "" if np_ == "1" else "s", way, len(rs), mmm(full, "%.4f") if full else "",
+                mmm(re_, "%.4f") if re_ else "", sp1, mmm(tot), sp2, its, mmm([float(r[5]) for r in rs])))
+
+
 if __name__ == "__main__":
     args = sys.argv[1:]
     if not args:
@@ -121,5 +156,7 @@ if __name__ == "__main__":
         spgemm(args[1:])
     elif args[0] == "--hypre":
         hypre(args[1:])
+    elif args[0] == "--resetup":
+        resetup(args[1:])
     else:
         galerkin(args)
