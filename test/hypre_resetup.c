@@ -397,9 +397,26 @@ static void check_full_setups(void)
   OK(setups_full(TILERAP_HYPRE_SETUP_PATTERN) == 2, "another size: full setup (pattern)");
   HYPRE_BoomerAMGSetup(s, (HYPRE_ParCSRMatrix)p3.A, p3.b, p3.x);
   OK(setups_reused() == 4, "then re-setups again");
+  {
+    /* a new matrix object of the same pattern, the old one destroyed (as
+     * PETSc's PCHYPRE does when its matrix changed): re-set-up, and right */
+    th_problem p4;
+    th_poisson_ex(g_comm, 2, 25, 0, &p4);
+    th_problem_destroy(&p3);
+    modify(p4.A, scale_all_host, 3.0, 0.0);
+    HYPRE_BoomerAMGSetup(s, (HYPRE_ParCSRMatrix)p4.A, p4.b, p4.x);
+    hypre_ParCSRMatrix *C = NULL;
+    TileRAP_HypreOriginalBuildCoarseOperatorKT(th_level_P(s, 0), p4.A, th_level_P(s, 0), 0, &C);
+    th_cmp cc = compare_any(th_level_A(s, 1), C);
+    hypre_ParCSRMatrixDestroy(C);
+    OK(setups_reused() == 5 && cc.struct_diff == 0 && cc.relerr <= 1e-13,
+       "a new matrix object with the kept pattern (the old one destroyed): re-set-up, level 1 is P^T (3A) P (%.1e)",
+       cc.relerr);
+    p3 = p4;
+  }
   OK(TileRAP_HypreSetReuse(s, 0) == TILERAP_SUCCESS, "reuse switched off");
   HYPRE_BoomerAMGSetup(s, (HYPRE_ParCSRMatrix)p3.A, p3.b, p3.x);
-  OK(setups_reused() == 4, "off: hypre's setup, nothing counted");
+  OK(setups_reused() == 5, "off: hypre's setup, nothing counted");
   HYPRE_BoomerAMGDestroy(s);
 
   /* settings whose setup data a re-setup does not refresh */

@@ -59,5 +59,9 @@ test_hypre_device_SOURCES = test/hypre_device.c test/hypre_test_util.h test/hypr
 test_hypre_device_CPPFLAGS = $(AM_CPPFLAGS) $(HYPRE_CPPFLAGS) -I$(top_srcdir)/test
 test_hypre_device_LDADD = $(hypre_ldadd)
 TESTS += $(hypre_tests) test/hypre_mpi.sh
-EXTRA_DIST += test/hypre_mpi.sh
+EXTRA_DIST += test/hypre_mpi.sh test/petsc_hypre_resetup.sh
+# an unmodified PETSc program with -pc_type hypre, the hook preloaded
+if HAVE_PETSC
+TESTS += test/petsc_hypre_resetup.sh
+endif
 endif

@@ -16,6 +16,7 @@
 #include "tilerap_csr_layouts.h"
 
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -439,12 +440,15 @@ static int record(tr_amg_state *s, hypre_ParAMGData *amg, hypre_ParCSRMatrix *A)
   return -1;
 }
 
-static int hierarchy_intact(const tr_amg_state *s, hypre_ParAMGData *amg)
+/* The solver still holds the levels recorded (A: the new fine matrix, which
+ * may be another object than the recorded one, e.g. PETSc's PCHYPRE makes a
+ * new hypre matrix when its own changed; its pattern is checked apart). */
+static int hierarchy_intact(const tr_amg_state *s, hypre_ParAMGData *amg, hypre_ParCSRMatrix *A)
 {
   if (hypre_ParAMGDataNumLevels(amg) != s->num_levels || !hypre_ParAMGDataAArray(amg)) return 0;
   for (int l = 1; l < s->num_levels; l++)
     if (hypre_ParAMGDataAArray(amg)[l] != s->A[l] || hypre_ParAMGDataPArray(amg)[l - 1] != s->P[l - 1] ||
-        !tr_level_recipe_matches(s->lv[l - 1], l == 1 ? s->A[0] : s->A[l - 1], s->A[l]))
+        !tr_level_recipe_matches(s->lv[l - 1], l == 1 ? A : s->A[l - 1], s->A[l]))
       return 0;
   return 1;
 }
@@ -489,7 +493,7 @@ HYPRE_Int hypre_BoomerAMGSetup(void *amg_vdata, hypre_ParCSRMatrix *A, hypre_Par
   int reason = !s->kept ? (s->why_not >= 0 ? s->why_not : TILERAP_HYPRE_SETUP_NEW)
                : (setting > 0 && s->reuses >= setting) ? TILERAP_HYPRE_SETUP_PERIOD
                : !pattern_same(&s->fine, A) ? TILERAP_HYPRE_SETUP_PATTERN
-               : !hierarchy_intact(s, amg) ? TILERAP_HYPRE_SETUP_NEW
+               : !hierarchy_intact(s, amg, A) ? TILERAP_HYPRE_SETUP_NEW
                : -1;
   int np = 1;
   MPI_Comm comm = hypre_ParCSRMatrixComm(A);
@@ -503,6 +507,9 @@ HYPRE_Int hypre_BoomerAMGSetup(void *amg_vdata, hypre_ParCSRMatrix *A, hypre_Par
     if (!resetup(s, amg, A, f, u)) {
       s->reuses++;
       tr_hypre_count_setup(-1, tr_hypre_wtime() - t0);
+      if (tr_hypre_verbose() >= 2)
+        fprintf(stderr, "tilerap_hypre: BoomerAMG solver %p: re-setup %d from the kept hierarchy, %d levels, %.4f s\n",
+                amg_vdata, s->reuses, s->num_levels, tr_hypre_wtime() - t0);
       return hypre_error_flag;
     }
     reason = TILERAP_HYPRE_SETUP_LEVELS;
@@ -536,6 +543,9 @@ HYPRE_Int hypre_BoomerAMGSetup(void *amg_vdata, hypre_ParCSRMatrix *A, hypre_Par
                                                       : "a level could not be kept");
   s->why_not = why;
   tr_hypre_count_setup(reason, tr_hypre_wtime() - t0);
+  if (tr_hypre_verbose() >= 2)
+    fprintf(stderr, "tilerap_hypre: BoomerAMG solver %p: full setup (reason %d), %s, %.4f s\n", amg_vdata, reason,
+            why < 0 ? "levels kept for re-setups" : "levels not kept", tr_hypre_wtime() - t0);
   return hypre_error_flag;
 }
 
