@@ -90,11 +90,14 @@ TILERAP_EXPORT int tilerap_memcpy(void *dst, tilerap_memtype dst_mem, const void
  * m-row CSR (int32 row pointers and columns, rows in any column order),
  * or -1 where T stores no such entry; T on the device, m = T->m.
  * gather: dst[q] = src[perm[q]] for q < n, 0 where perm[q] < 0.
- * scatter: dst[map[q]] = src[q] for q < n where map[q] >= 0 (distinct). */
+ * scatter: dst[map[q]] = src[q] for q < n where map[q] >= 0 (distinct).
+ * scatter_add: dst[map[q]] += src[q] where map[q] >= 0; targets may
+ * repeat (atomic adds: the order of a target's additions is not fixed). */
 TILERAP_EXPORT int tilerap_tile_slots_device_i32(const tilerap_tile_matrix *T, int32_t m, const int32_t *rowptr,
                                                  const int32_t *colidx, int64_t nnz, int64_t *slot);
 TILERAP_EXPORT int tilerap_device_gather_values(int64_t n, const int64_t *perm, const double *src, double *dst);
 TILERAP_EXPORT int tilerap_device_scatter_values(int64_t n, const int64_t *map, const double *src, double *dst);
+TILERAP_EXPORT int tilerap_device_scatter_add_values(int64_t n, const int64_t *map, const double *src, double *dst);
 /* Bytes of the current device's memory that tilerap's allocations (its
  * pool: tile matrices, plans, temporaries) hold now, and the most they
  * held since the last tilerap_device_memory_reset_peak (or since the

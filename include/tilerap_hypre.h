@@ -121,8 +121,7 @@ typedef enum {
   TILERAP_HYPRE_SETUP_PATTERN = 2, /* A's pattern or row partition is not the kept one   */
   TILERAP_HYPRE_SETUP_OPTIONS = 3, /* a setting whose setup data a re-setup does not
                                       refresh (see TileRAP_HypreSetReuse)              */
-  TILERAP_HYPRE_SETUP_DEVICE = 4,  /* device matrices on several ranks, or without the
-                                      CUDA engine                                      */
+  TILERAP_HYPRE_SETUP_DEVICE = 4,  /* device matrices without the CUDA engine          */
   TILERAP_HYPRE_SETUP_LEVELS = 5,  /* a coarse operator is not P^T A P as a plan makes it
                                       (entries dropped), or tilerap failed (note)      */
   TILERAP_HYPRE_SETUP_NREASONS = 6
@@ -206,9 +205,10 @@ int TileRAP_HypreSetPath(const char *path);
  * -pc_type hypre, which sets BoomerAMG up at every PCSetUp).
  * Host memory (CPU builds of hypre): any number of ranks, the engine
  * TILERAP_ENGINE resolves (CUDA with a GPU, else the CPU engine).  Device
- * memory (a CUDA hypre): one rank, the CUDA engine; tiles, plans and maps
- * stay on the GPU and a re-setup copies nothing to or from the host (on
- * several ranks: full setups, TILERAP_HYPRE_SETUP_DEVICE).  Settings whose
+ * memory (a CUDA hypre): the CUDA engine; tiles, plans and maps stay on
+ * the GPU, and a re-setup copies nothing to or from the host on one rank,
+ * only the values exchanged between ranks on several (staged through host
+ * buffers: MPI need not be CUDA-aware).  Settings whose
  * setup data a re-setup does not refresh always get a full setup, counted
  * as TILERAP_HYPRE_SETUP_OPTIONS: smoothers other than Jacobi, the
  * Gauss-Seidel family, their l1 variants and Chebyshev (relax types 0, 3,

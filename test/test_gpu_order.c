@@ -484,6 +484,31 @@ static void check_gather(uint64_t *seed)
   tap_ok(tilerap_device_gather_values(0, NULL, NULL, NULL) == TILERAP_SUCCESS, "device gather of 0 values: nothing to do");
   EXPECT(tilerap_device_gather_values(1, NULL, &x, &x), TILERAP_ERR_NULL, "device gather without a map");
   EXPECT(tilerap_device_scatter_values(1, NULL, &x, &x), TILERAP_ERR_NULL, "device scatter without a map");
+  EXPECT(tilerap_device_scatter_add_values(1, NULL, &x, &x), TILERAP_ERR_NULL, "device scatter-add without a map");
+  /* scatter-add with repeated targets and skipped (-1) entries */
+  {
+    const int64_t n = 100003, m = 977;
+    double *src = malloc(sizeof *src * (size_t)n), *want = calloc((size_t)m, sizeof *want), *got = malloc(sizeof *got * (size_t)m);
+    int64_t *map = malloc(sizeof *map * (size_t)n);
+    for (int64_t q = 0; q < n; q++) {
+      src[q] = (double)((q * 7919) % 1024) / 64.0; /* exact in any order of addition */
+      map[q] = q % 5 == 0 ? -1 : (int64_t)(ref_rand01(seed) * (double)m) % m;
+      if (map[q] >= 0) want[map[q]] += src[q];
+    }
+    for (int64_t k = 0; k < m; k++) want[k] += 1.0;
+    double *ones = malloc(sizeof *ones * (size_t)m);
+    for (int64_t k = 0; k < m; k++) ones[k] = 1.0;
+    double *dsrc = up(src, sizeof *src * (size_t)n), *ddst = up(ones, sizeof *ones * (size_t)m);
+    int64_t *dmap = up(map, sizeof *map * (size_t)n);
+    const int err = tilerap_device_scatter_add_values(n, dmap, dsrc, ddst);
+    down(got, ddst, sizeof *got * (size_t)m);
+    int64_t bad = 0;
+    for (int64_t k = 0; k < m; k++) bad += got[k] != want[k];
+    tap_ok(!err && bad == 0, "device scatter-add of %lld values onto %lld targets (repeated, some skipped): %lld differ",
+           (long long)n, (long long)m, (long long)bad);
+    tilerap_device_free(dsrc); tilerap_device_free(ddst); tilerap_device_free(dmap);
+    free(src); free(want); free(got); free(map); free(ones);
+  }
 }
 
 /* slots of a CSR's entries (rows shuffled) in a tile matrix of a CSR that

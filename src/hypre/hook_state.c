@@ -46,7 +46,7 @@ static const char *const g_reason_text[TILERAP_HYPRE_FWD_NREASONS] = {
 static const char *const g_setup_text[TILERAP_HYPRE_SETUP_NREASONS] = {
   "no kept hierarchy yet", "the re-setups allowed after a full setup were used up",
   "A's pattern changed", "a setting whose setup data a re-setup does not refresh",
-  "device matrices on several ranks or without the CUDA engine", "a coarse operator could not be kept (note)"};
+  "device matrices without the CUDA engine", "a coarse operator could not be kept (note)"};
 static const char *const g_entry_text[TILERAP_HYPRE_EP_N] = {
   "hypre_BoomerAMGBuildCoarseOperatorKT", "hypre_ParCSRMatrixRAPKT", "hypre_CSRMatrixTripleMultiplyDevice",
   "hypre_ParCSRMatMat", "hypre_ParCSRTMatMatKT"};

@@ -12,9 +12,11 @@
  * C_all's values and one exchange of values: no allocation, no search.
  *
  * Host memory (CPU builds of hypre; the engine is the plan's), or device
- * memory on one rank (CUDA builds): there the tiles are made from hypre's
- * device arrays and the maps are slots found on the GPU, so that nothing
- * but a count passes through the host, at the record only. */
+ * memory (CUDA builds): on one rank the tiles are made from hypre's device
+ * arrays and the maps are slots found on the GPU, so that nothing but a
+ * count passes through the host, at the record only; on several ranks the
+ * record is the host's, made once on host copies, and a run stages only the
+ * exchanged values through the host. */
 #include "hook_internal.h"
 #include "level_recipe.h"
 #include "tilerap_csr_layouts.h"
@@ -45,6 +47,12 @@ struct tr_level_recipe {
    * C_all->val[cslot[k]] (0 where cslot[k] < 0) (device arrays) */
   int dev;
   int64_t *d_aslot, *d_cslot;
+  /* device memory on several ranks (dev == 2): amap on the device, cmap
+   * split by destination (C's diag, C's offd, the send buffer; -1
+   * elsewhere), rmap split likewise, the exchanged values staged through
+   * the host buffers */
+  int64_t *d_amap, *d_cmap[3], *d_rmap[2];
+  double *d_send, *d_recv;
 };
 
 /* ---- record ------------------------------------------------------- */
@@ -146,6 +154,7 @@ typedef struct {
   HYPRE_BigInt *starts, *pairs, *rpairs;
   int *scount, *rcount, *sdisp, *rdisp, *dest;
   tr_row_index ix;
+  tilerap_tile_matrix *Chost; /* C_all's structure on the host (device recipes) */
 } tr_record_tmp;
 
 static void record_tmp_free(tr_record_tmp *t)
@@ -154,6 +163,7 @@ static void record_tmp_free(tr_record_tmp *t)
   free(t->colQ); free(t->mapPo); free(t->pext_col); free(t->starts); free(t->pairs); free(t->rpairs);
   free(t->scount); free(t->rcount); free(t->sdisp); free(t->rdisp); free(t->dest);
   free(t->ix.ptr); free(t->ix.ks);
+  tilerap_tile_destroy(&t->Chost);
 }
 
 void tr_level_recipe_free(tr_level_recipe **rp)
@@ -169,6 +179,11 @@ void tr_level_recipe_free(tr_level_recipe **rp)
   free(r->send_buf); free(r->recv_buf); free(r->rmap); free(r->req);
   tilerap_device_free(r->d_aslot);
   tilerap_device_free(r->d_cslot);
+  tilerap_device_free(r->d_amap);
+  for (int q = 0; q < 3; q++) tilerap_device_free(r->d_cmap[q]);
+  for (int q = 0; q < 2; q++) tilerap_device_free(r->d_rmap[q]);
+  tilerap_device_free(r->d_send);
+  tilerap_device_free(r->d_recv);
   free(r);
   *rp = NULL;
 }
@@ -249,13 +264,23 @@ static int record_local(tr_level_recipe *r, hypre_ParCSRMatrix *A, hypre_ParCSRM
         bad |= (r->amap[r->nnz_ad + k] = tile_slot(r->Asq, i, nA + aoj[k])) < 0;
   }
   if (bad) { *why = "repeated columns in a row of A"; return 1; }
-  err = tilerap_ptap_plan_create(r->Asq, r->Pfull, opt, &r->plan, &r->Call);
+  if (r->dev) { /* device recipe: the tiles go up, C_all's structure comes down once */
+    tilerap_tile_matrix *dA = NULL, *dP = NULL;
+    err = tilerap_tile_copy(r->Asq, TILERAP_MEM_DEVICE, &dA);
+    if (!err) err = tilerap_tile_copy(r->Pfull, TILERAP_MEM_DEVICE, &dP);
+    tilerap_tile_destroy(&r->Asq);
+    tilerap_tile_destroy(&r->Pfull);
+    r->Asq = dA;
+    r->Pfull = dP;
+  }
+  if (!err) err = tilerap_ptap_plan_create(r->Asq, r->Pfull, opt, &r->plan, &r->Call);
+  if (!err && r->dev) err = tilerap_tile_copy(r->Call, TILERAP_MEM_HOST, &t->Chost);
   if (err) { *why = tilerap_last_error(); return 1; }
 
   /* C_all's entries -> A_{l+1}'s slots, or a send buffer (counted here,
    * placed in record_sends) */
   if (row_index_make(Cd, Co, &t->ix)) { *why = "out of memory"; return 1; }
-  const tilerap_tile_matrix *Cl = r->Call;
+  const tilerap_tile_matrix *Cl = t->Chost ? t->Chost : r->Call;
   r->cmap = malloc(((size_t)Cl->nnz + 1) * sizeof *r->cmap);
   t->dest = malloc(((size_t)Cl->nnz + 1) * sizeof *t->dest);
   t->scount = calloc((size_t)r->nprocs, sizeof *t->scount);
@@ -288,7 +313,7 @@ static int record_local(tr_level_recipe *r, hypre_ParCSRMatrix *A, hypre_ParCSRM
 static int record_sends(tr_level_recipe *r, hypre_ParCSRMatrix *C, tr_record_tmp *t, const char **why)
 {
   const int np = r->nprocs;
-  const tilerap_tile_matrix *Cl = r->Call;
+  const tilerap_tile_matrix *Cl = t->Chost ? t->Chost : r->Call;
   const HYPRE_Int ncP = r->nC;
   const HYPRE_BigInt firstP = hypre_ParCSRMatrixFirstRowIndex(C);
   t->rcount = malloc((size_t)np * sizeof *t->rcount);
@@ -425,6 +450,85 @@ static int record_device(tr_level_recipe *r, hypre_ParCSRMatrix *A, hypre_ParCSR
   return 0;
 }
 
+#if TR_HYPRE_DEVICE
+/* A host map split by destination and uploaded: out[q][e] = map[e] - base[q]
+ * where base[q] <= map[e] < base[q+1], else -1. */
+static int upload_split(const int64_t *map, int64_t n, const int64_t *base, int nparts, int64_t **out)
+{
+  int64_t *h = malloc(((size_t)n + 1) * sizeof *h);
+  if (!h) return TILERAP_ERR_NOMEM;
+  int err = 0;
+  for (int q = 0; q < nparts && !err; q++) {
+    for (int64_t e = 0; e < n; e++) h[e] = map[e] >= base[q] && map[e] < base[q + 1] ? map[e] - base[q] : -1;
+    err = tilerap_device_malloc(((size_t)n + 1) * sizeof *h, (void **)&out[q]);
+    if (!err) err = tilerap_memcpy(out[q], TILERAP_MEM_DEVICE, h, TILERAP_MEM_HOST, (size_t)n * sizeof *h);
+  }
+  free(h);
+  return err;
+}
+#endif
+
+/* Several ranks, device memory: the host record run on host copies of the
+ * three matrices (once), the tiles and the plan on the GPU, the maps
+ * uploaded split by destination. */
+static int record_device_ranks(tr_level_recipe *r, hypre_ParCSRMatrix *A, hypre_ParCSRMatrix *P,
+                               hypre_ParCSRMatrix *C, const tilerap_options *opt, const char **why)
+{
+  int failed = 0;
+#if TR_HYPRE_DEVICE
+  hypre_ParCSRMatrix *Ah = hypre_ParCSRMatrixClone_v2(A, 1, HYPRE_MEMORY_HOST);
+  hypre_ParCSRMatrix *Ph = hypre_ParCSRMatrixClone_v2(P, 1, HYPRE_MEMORY_HOST);
+  hypre_ParCSRMatrix *Ch = hypre_ParCSRMatrixClone_v2(C, 0, HYPRE_MEMORY_HOST);
+  tr_record_tmp t;
+  memset(&t, 0, sizeof t);
+  r->dev = 2;
+  t.starts = malloc(((size_t)r->nprocs + 1) * sizeof *t.starts);
+  HYPRE_BigInt first = hypre_ParCSRMatrixFirstColDiag(P);
+  failed = !Ah || !Ph || !Ch || !t.starts;
+  if (t.starts) {
+    MPI_Allgather(&first, 1, HYPRE_MPI_BIG_INT, t.starts, 1, HYPRE_MPI_BIG_INT, r->comm);
+    t.starts[r->nprocs] = hypre_ParCSRMatrixGlobalNumCols(P);
+  }
+  if (Ah && Ph) {
+    hypre_MatvecCommPkgCreate(Ah);
+    t.Pext = hypre_ParCSRMatrixExtractBExt(Ph, Ah, 1);
+  }
+  if (!failed) failed = record_local(r, Ah, Ph, Ch, opt, &t, why);
+  int any = 0;
+  MPI_Allreduce(&failed, &any, 1, MPI_INT, MPI_MAX, r->comm);
+  if (!any) failed = record_sends(r, Ch, &t, why);
+  if (!failed) {
+    const int64_t nc = r->Call->nnz, ns = r->nsend ? r->send_off[r->nsend] : 0, nr = r->nrecv ? r->recv_off[r->nrecv] : 0;
+    const int64_t cbase[4] = {0, r->nnz_cd, (int64_t)r->nnz_cd + r->nnz_co, (int64_t)r->nnz_cd + r->nnz_co + ns};
+    const int64_t rbase[3] = {0, r->nnz_cd, (int64_t)r->nnz_cd + r->nnz_co};
+    int64_t *rm = malloc(((size_t)nr + 1) * sizeof *rm);
+    const size_t na = (size_t)r->nnz_ad + r->nnz_ao;
+    int err = rm ? 0 : TILERAP_ERR_NOMEM;
+    for (int64_t k = 0; rm && k < nr; k++) rm[k] = r->rmap[k];
+    if (!err) err = tilerap_device_malloc((na + 1) * sizeof(int64_t), (void **)&r->d_amap);
+    if (!err) err = tilerap_memcpy(r->d_amap, TILERAP_MEM_DEVICE, r->amap, TILERAP_MEM_HOST, na * sizeof(int64_t));
+    if (!err) err = upload_split(r->cmap, nc, cbase, 3, r->d_cmap);
+    if (!err) err = upload_split(rm, nr, rbase, 2, r->d_rmap);
+    if (!err) err = tilerap_device_malloc(((size_t)ns + 1) * sizeof(double), (void **)&r->d_send);
+    if (!err) err = tilerap_device_malloc(((size_t)nr + 1) * sizeof(double), (void **)&r->d_recv);
+    free(rm);
+    if (err) { *why = err == TILERAP_ERR_NOMEM ? "out of memory" : tilerap_last_error(); failed = 1; }
+  }
+  MPI_Allreduce(&failed, &any, 1, MPI_INT, MPI_MAX, r->comm);
+  if (any && !failed) *why = "another rank could not keep its part";
+  failed = any;
+  record_tmp_free(&t);
+  if (Ah) hypre_ParCSRMatrixDestroy(Ah);
+  if (Ph) hypre_ParCSRMatrixDestroy(Ph);
+  if (Ch) hypre_ParCSRMatrixDestroy(Ch);
+#else
+  (void)r; (void)A; (void)P; (void)C; (void)opt;
+  *why = "device memory in a build without CUDA hypre";
+  failed = 1;
+#endif
+  return failed;
+}
+
 int tr_level_recipe_record(hypre_ParCSRMatrix *A, hypre_ParCSRMatrix *P, hypre_ParCSRMatrix *C,
                            const tilerap_options *opt, tr_level_recipe **out, const char **why)
 {
@@ -439,9 +543,10 @@ int tr_level_recipe_record(hypre_ParCSRMatrix *A, hypre_ParCSRMatrix *P, hypre_P
   int failed = 0;
   const int dev = !on_host(A) || !on_host(P) || !on_host(C);
   if (dev && r->nprocs > 1) { /* every rank's matrices are in device memory alike */
-    *why = "device memory on several ranks";
-    tr_level_recipe_free(&r);
-    return 1;
+    failed = record_device_ranks(r, A, P, C, opt, why);
+    if (failed) tr_level_recipe_free(&r);
+    *out = r;
+    return failed;
   }
   if (dev) {
     failed = record_device(r, A, P, C, opt, why);
@@ -491,8 +596,53 @@ int tr_level_recipe_matches(const tr_level_recipe *r, hypre_ParCSRMatrix *A, hyp
          hypre_CSRMatrixNumNonzeros(Co) == r->nnz_co;
 }
 
+/* Several ranks, device memory: the host run's steps with device arrays;
+ * the values sent and received go through the host buffers (MPI need not
+ * be CUDA-aware); received values are added atomically (several ranks may
+ * add to one entry). */
+static int run_device_ranks(tr_level_recipe *r, hypre_ParCSRMatrix *A, hypre_ParCSRMatrix *C)
+{
+#if TR_HYPRE_DEVICE
+  hypre_CSRMatrix *Cd = hypre_ParCSRMatrixDiag(C), *Co = hypre_ParCSRMatrixOffd(C);
+  HYPRE_Complex *cd = hypre_CSRMatrixData(Cd), *co = hypre_CSRMatrixData(Co);
+  const int64_t ns = r->nsend ? r->send_off[r->nsend] : 0, nr = r->nrecv ? r->recv_off[r->nrecv] : 0;
+  int err = tilerap_device_scatter_values(r->nnz_ad, r->d_amap, hypre_CSRMatrixData(hypre_ParCSRMatrixDiag(A)),
+                                          r->Asq->val); /* (no entries, no call: the counts guard the arrays) */
+  if (!err) err = tilerap_device_scatter_values(r->nnz_ao, r->d_amap + r->nnz_ad,
+                                                hypre_CSRMatrixData(hypre_ParCSRMatrixOffd(A)), r->Asq->val);
+  if (!err) err = tilerap_ptap_numeric(r->plan, r->Asq, r->Pfull, r->Call);
+  if (r->nnz_cd) hypre_Memset(cd, 0, (size_t)r->nnz_cd * sizeof *cd, HYPRE_MEMORY_DEVICE);
+  if (r->nnz_co) hypre_Memset(co, 0, (size_t)r->nnz_co * sizeof *co, HYPRE_MEMORY_DEVICE);
+  if (ns) hypre_Memset(r->d_send, 0, (size_t)ns * sizeof(double), HYPRE_MEMORY_DEVICE);
+  /* a destination without entries (a rank with no offd block, nothing to
+   * send) has no array: its map holds only -1 */
+  if (!err && r->nnz_cd) err = tilerap_device_scatter_values(r->Call->nnz, r->d_cmap[0], r->Call->val, cd);
+  if (!err && r->nnz_co) err = tilerap_device_scatter_values(r->Call->nnz, r->d_cmap[1], r->Call->val, co);
+  if (!err && ns) err = tilerap_device_scatter_values(r->Call->nnz, r->d_cmap[2], r->Call->val, r->d_send);
+  /* every rank takes part in the exchange, a failed one with zeros */
+  if (ns && tilerap_memcpy(r->send_buf, TILERAP_MEM_HOST, r->d_send, TILERAP_MEM_DEVICE, (size_t)ns * sizeof(double)))
+    err = err ? err : TILERAP_ERR_CUDA;
+  int nreq = 0;
+  for (int q = 0; q < r->nrecv; q++)
+    MPI_Irecv(r->recv_buf + r->recv_off[q], (int)(r->recv_off[q + 1] - r->recv_off[q]), MPI_DOUBLE,
+              r->recv_proc[q], 0x7e5e, r->comm, &r->req[nreq++]);
+  for (int q = 0; q < r->nsend; q++)
+    MPI_Isend(r->send_buf + r->send_off[q], (int)(r->send_off[q + 1] - r->send_off[q]), MPI_DOUBLE,
+              r->send_proc[q], 0x7e5e, r->comm, &r->req[nreq++]);
+  if (nreq) MPI_Waitall(nreq, r->req, MPI_STATUSES_IGNORE);
+  if (!err && nr) err = tilerap_memcpy(r->d_recv, TILERAP_MEM_DEVICE, r->recv_buf, TILERAP_MEM_HOST, (size_t)nr * sizeof(double));
+  if (!err && r->nnz_cd) err = tilerap_device_scatter_add_values(nr, r->d_rmap[0], r->d_recv, cd);
+  if (!err && r->nnz_co) err = tilerap_device_scatter_add_values(nr, r->d_rmap[1], r->d_recv, co);
+  return err;
+#else
+  (void)r; (void)A; (void)C;
+  return TILERAP_ERR_ENGINE;
+#endif
+}
+
 int tr_level_recipe_run(tr_level_recipe *r, hypre_ParCSRMatrix *A, hypre_ParCSRMatrix *C)
 {
+  if (r->dev == 2) return run_device_ranks(r, A, C);
   if (r->dev) { /* one rank, device memory: a scatter and a gather around the numeric run */
     /* A's slots found again: hypre may store A's rows in another order
      * than at the record (its entries are the same: checked by the caller) */

@@ -8,8 +8,8 @@
  * relaxation weights asked for as 0, the coarsest level's Gaussian
  * elimination.  Settings whose setup data it does not refresh (complex
  * smoothers, non-Galerkin or filtered coarse operators, AIR, additive
- * cycles, block matrices, device matrices on several ranks) always get a
- * full setup, counted with their reason. */
+ * cycles, block matrices, device matrices without the CUDA engine) always
+ * get a full setup, counted with their reason. */
 #include "hook_internal.h"
 #include "level_recipe.h"
 #include "tuning.h"
@@ -132,16 +132,25 @@ static void *dup_bytes(const void *p, size_t n)
 
 static int on_host(hypre_ParCSRMatrix *M);
 
-/* Structure-only fingerprint of a device diag block, whatever the order of
- * entries within rows (hypre's device setup may store them in another
- * order; the level's recipe finds their slots again at every run). */
+/* Structure-only fingerprint of a device matrix: the diag block whatever
+ * the order of entries within rows on one rank (the level's recipe finds
+ * their slots again at every run), in their order on several (the recipe
+ * keeps the slots of the record), plus the offd block in its order; the
+ * offd column map (host memory) is compared by the caller. */
 static int device_fingerprint(hypre_ParCSRMatrix *A, uint64_t *fp)
 {
-  hypre_CSRMatrix *Ad = hypre_ParCSRMatrixDiag(A);
+  hypre_CSRMatrix *Ad = hypre_ParCSRMatrixDiag(A), *Ao = hypre_ParCSRMatrixOffd(A);
   if (sizeof(HYPRE_Int) != sizeof(int32_t)) return 1;
-  const int err = tilerap_csr_fingerprint_i32((int32_t)hypre_CSRMatrixNumRows(Ad), (const int32_t *)hypre_CSRMatrixI(Ad),
-                                              (const int32_t *)hypre_CSRMatrixJ(Ad), NULL, 0, TILERAP_MEM_DEVICE, fp);
+  int np = 1;
+  MPI_Comm_size(hypre_ParCSRMatrixComm(A), &np);
+  uint64_t fo = 0;
+  int err = tilerap_csr_fingerprint_i32((int32_t)hypre_CSRMatrixNumRows(Ad), (const int32_t *)hypre_CSRMatrixI(Ad),
+                                        (const int32_t *)hypre_CSRMatrixJ(Ad), NULL, np > 1, TILERAP_MEM_DEVICE, fp);
+  if (!err && hypre_CSRMatrixNumNonzeros(Ao) && hypre_CSRMatrixI(Ao))
+    err = tilerap_csr_fingerprint_i32((int32_t)hypre_CSRMatrixNumRows(Ao), (const int32_t *)hypre_CSRMatrixI(Ao),
+                                      (const int32_t *)hypre_CSRMatrixJ(Ao), NULL, 1, TILERAP_MEM_DEVICE, &fo);
   if (err) tr_hypre_note("re-setup: fingerprint of A on the device: %s", tilerap_last_error());
+  *fp = *fp * 0x9e3779b97f4a7c15ULL + fo;
   return err != 0;
 }
 
@@ -156,7 +165,8 @@ static int pattern_save(tr_pattern *p, hypre_ParCSRMatrix *A)
     p->nnz_d = hypre_CSRMatrixNumNonzeros(Ad);
     p->nnz_o = hypre_CSRMatrixNumNonzeros(Ao);
     p->ncol_o = hypre_CSRMatrixNumCols(Ao);
-    return device_fingerprint(A, &p->fp);
+    p->cmap = dup_bytes(hypre_ParCSRMatrixColMapOffd(A), (size_t)p->ncol_o * sizeof(HYPRE_BigInt));
+    return !p->cmap || device_fingerprint(A, &p->fp);
   }
   p->global_rows = hypre_ParCSRMatrixGlobalNumRows(A);
   p->first_row = hypre_ParCSRMatrixFirstRowIndex(A);
@@ -188,7 +198,8 @@ static int pattern_same(const tr_pattern *p, hypre_ParCSRMatrix *A)
     return 0;
   if (p->dev) {
     uint64_t fp = 0;
-    return !device_fingerprint(A, &fp) && fp == p->fp;
+    return same_bytes(p->cmap, hypre_ParCSRMatrixColMapOffd(A), (size_t)p->ncol_o * sizeof(HYPRE_BigInt)) &&
+           !device_fingerprint(A, &fp) && fp == p->fp;
   }
   if (!p->oi != !hypre_CSRMatrixI(Ao)) return 0;
   const size_t ni = ((size_t)p->n + 1) * sizeof(HYPRE_Int);
@@ -225,10 +236,8 @@ static int on_host(hypre_ParCSRMatrix *M)
 static int unsupported(hypre_ParAMGData *amg, hypre_ParCSRMatrix *A)
 {
   if (!TILERAP_HYPRE_SCALAR_OK || sizeof(HYPRE_Int) != sizeof(int32_t)) return TILERAP_HYPRE_SETUP_OPTIONS;
-  if (!on_host(A)) { /* device memory: one rank, the CUDA engine */
-    int np = 1;
-    MPI_Comm_size(hypre_ParCSRMatrixComm(A), &np);
-    if (!TR_HYPRE_DEVICE || np > 1 || tilerap_engine_resolve(TILERAP_ENGINE_AUTO) != TILERAP_ENGINE_CUDA)
+  if (!on_host(A)) { /* device memory: the CUDA engine */
+    if (!TR_HYPRE_DEVICE || tilerap_engine_resolve(TILERAP_ENGINE_AUTO) != TILERAP_ENGINE_CUDA)
       return TILERAP_HYPRE_SETUP_DEVICE;
   }
   const HYPRE_Int *grt = hypre_ParAMGDataGridRelaxType(amg);
@@ -252,7 +261,9 @@ static int unsupported(hypre_ParAMGData *amg, hypre_ParCSRMatrix *A)
 
 /* ---- the value-dependent setup data, as hypre_BoomerAMGSetup makes them */
 
-static void set_l1_norms(hypre_ParAMGData *amg, int j, HYPRE_Int option, int use_cf)
+/* always: hypre's second pass (relax type 7) keeps a vector even where a
+ * rank has no rows; its first pass keeps none there. */
+static void set_l1_norms(hypre_ParAMGData *amg, int j, HYPRE_Int option, int use_cf, int always)
 {
   hypre_Vector **l1 = hypre_ParAMGDataL1Norms(amg);
   hypre_ParCSRMatrix *Aj = hypre_ParAMGDataAArray(amg)[j];
@@ -262,7 +273,7 @@ static void set_l1_norms(hypre_ParAMGData *amg, int j, HYPRE_Int option, int use
   hypre_ParCSRComputeL1Norms(Aj, option, cf, &data);
   if (l1[j]) hypre_SeqVectorDestroy(l1[j]);
   l1[j] = NULL;
-  if (!data) return; /* no rows here: hypre keeps no vector either */
+  if (!data && !always) return; /* no rows here: hypre keeps no vector either */
   l1[j] = hypre_SeqVectorCreate(hypre_ParCSRMatrixNumRows(Aj));
   hypre_VectorData(l1[j]) = data;
   hypre_SeqVectorInitialize_v2(l1[j], hypre_ParCSRMatrixMemoryLocation(Aj));
@@ -341,8 +352,9 @@ static void refresh_smoothers(hypre_ParAMGData *amg, tr_amg_state *s, int ge)
     else if (coarsest && (grt[3] == 8 || grt[3] == 13 || grt[3] == 14)) { opt = 4; cf = 0; }
     if (!coarsest && TR_ANY12(18)) { opt = 1; cf = order; }
     else if (coarsest && grt[3] == 18) { opt = 1; cf = 0; }
-    if (TR_ANY12(7) || (coarsest && grt[3] == 7)) { opt = 5; cf = 0; }
-    if (opt >= 0 && hypre_ParAMGDataL1Norms(amg)) set_l1_norms(amg, j, opt, cf);
+    int always = 0;
+    if (TR_ANY12(7) || (coarsest && grt[3] == 7)) { opt = 5; cf = 0; always = 1; }
+    if (opt >= 0 && hypre_ParAMGDataL1Norms(amg)) set_l1_norms(amg, j, opt, cf, always);
     if ((TR_ANY12(16) || (coarsest && grt[3] == 16)) && hypre_ParAMGDataChebyCoefs(amg)) set_chebyshev(amg, j);
     if (j < s->nweights) {
       /* a weight the user changed since the setup is a new request */
@@ -539,7 +551,7 @@ HYPRE_Int hypre_BoomerAMGSetup(void *amg_vdata, hypre_ParCSRMatrix *A, hypre_Par
   if (why >= 0 && why != s->why_not && tr_hypre_verbose())
     tr_hypre_note("BoomerAMG setup of solver %p: the next setups are full ones too (%s)", amg_vdata,
                   why == TILERAP_HYPRE_SETUP_OPTIONS ? "a setting whose setup data a re-setup does not refresh"
-                  : why == TILERAP_HYPRE_SETUP_DEVICE ? "device memory on several ranks or without the CUDA engine"
+                  : why == TILERAP_HYPRE_SETUP_DEVICE ? "device memory without the CUDA engine"
                                                       : "a level could not be kept");
   s->why_not = why;
   tr_hypre_count_setup(reason, tr_hypre_wtime() - t0);

@@ -91,6 +91,8 @@ int tr_cuda_gather_values(const double *src, const int64_t *perm, int64_t n, dou
 int tr_cuda_tile_slots(const tilerap_tile_matrix *T, int32_t m, const int32_t *rowptr, const int32_t *colidx,
                        int64_t nnz, int64_t *slot);
 int tr_cuda_scatter_values(const double *src, const int64_t *map, int64_t n, double *dst);
+/* dst[map[q]] += src[q] where map[q] >= 0 (atomic: targets may repeat) */
+int tr_cuda_scatter_add_values(const double *src, const int64_t *map, int64_t n, double *dst);
 
 /* CSR <-> tile with the tile matrix on the device (tile_cuda_from_csr.cu,
  * tile_cuda_to_csr.cu); arguments checked by tile_convert_device.c.

@@ -69,3 +69,19 @@ extern "C" int tr_cuda_scatter_values(const double *src, const int64_t *map, int
   k_scatter<<<(unsigned)blocks, 256>>>(src, map, n, dst);
   return tr_cuda_check_launch("value scatter");
 }
+
+static __global__ void k_scatter_add(const double *__restrict__ src, const int64_t *__restrict__ map, int64_t n,
+                                     double *__restrict__ dst)
+{
+  for (int64_t q = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; q < n; q += (int64_t)gridDim.x * blockDim.x)
+    if (map[q] >= 0) atomicAdd(dst + map[q], src[q]);
+}
+
+extern "C" int tr_cuda_scatter_add_values(const double *src, const int64_t *map, int64_t n, double *dst)
+{
+  if (n <= 0) return TILERAP_SUCCESS;
+  int64_t blocks = (n + 255) / 256;
+  if (blocks > 65536) blocks = 65536;
+  k_scatter_add<<<(unsigned)blocks, 256>>>(src, map, n, dst);
+  return tr_cuda_check_launch("value scatter-add");
+}

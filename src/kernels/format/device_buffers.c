@@ -104,6 +104,19 @@ int tilerap_device_scatter_values(int64_t n, const int64_t *map, const double *s
 #endif
 }
 
+int tilerap_device_scatter_add_values(int64_t n, const int64_t *map, const double *src, double *dst)
+{
+  if (n <= 0) return TILERAP_SUCCESS;
+  if (!map || !src || !dst) return tilerap_set_error(TILERAP_ERR_NULL, "tilerap_device_scatter_add_values: NULL array");
+  int err = tr_require_cuda("tilerap_device_scatter_add_values");
+  if (err) return err;
+#ifdef TILERAP_HAVE_CUDA
+  return tr_cuda_scatter_add_values(src, map, n, dst);
+#else
+  return TILERAP_ERR_ENGINE;
+#endif
+}
+
 static int tr_device_memory(size_t *in_use, size_t *peak, int reset)
 {
   int err = tr_require_cuda("device memory statistics");
