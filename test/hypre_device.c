@@ -62,18 +62,7 @@ static void device_problem(int dim, HYPRE_BigInt n, int flags, th_problem *pb)
   HYPRE_SetMemoryLocation(HYPRE_MEMORY_HOST);
   HYPRE_SetExecutionPolicy(HYPRE_EXEC_HOST);
   th_poisson_ex(g_comm, dim, n, flags, pb);
-  HYPRE_SetMemoryLocation(HYPRE_MEMORY_DEVICE);
-  HYPRE_SetExecutionPolicy(HYPRE_EXEC_DEVICE);
-  HYPRE_IJMatrixMigrate(pb->ijA, HYPRE_MEMORY_DEVICE);
-  HYPRE_IJVectorMigrate(pb->ijb, HYPRE_MEMORY_DEVICE);
-  HYPRE_IJVectorMigrate(pb->ijx, HYPRE_MEMORY_DEVICE);
-  void *obj;
-  HYPRE_IJMatrixGetObject(pb->ijA, &obj);
-  pb->A = (hypre_ParCSRMatrix *)obj;
-  HYPRE_IJVectorGetObject(pb->ijb, &obj);
-  pb->b = (HYPRE_ParVector)obj;
-  HYPRE_IJVectorGetObject(pb->ijx, &obj);
-  pb->x = (HYPRE_ParVector)obj;
+  th_problem_to_device(pb);
 }
 
 /* BoomerAMG with the GPU defaults of hypre (PMIS, ext+i, modular RAP, the

@@ -116,20 +116,7 @@ static void make_problem(int dim, int n, int flags, th_problem *pb)
 #endif
   th_poisson_ex(g_comm, dim, n, flags, pb);
 #if defined(HYPRE_USING_CUDA)
-  if (g_device_mode) {
-    HYPRE_SetMemoryLocation(HYPRE_MEMORY_DEVICE);
-    HYPRE_SetExecutionPolicy(HYPRE_EXEC_DEVICE);
-    HYPRE_IJMatrixMigrate(pb->ijA, HYPRE_MEMORY_DEVICE);
-    HYPRE_IJVectorMigrate(pb->ijb, HYPRE_MEMORY_DEVICE);
-    HYPRE_IJVectorMigrate(pb->ijx, HYPRE_MEMORY_DEVICE);
-    void *obj;
-    HYPRE_IJMatrixGetObject(pb->ijA, &obj);
-    pb->A = (hypre_ParCSRMatrix *)obj;
-    HYPRE_IJVectorGetObject(pb->ijb, &obj);
-    pb->b = (HYPRE_ParVector)obj;
-    HYPRE_IJVectorGetObject(pb->ijx, &obj);
-    pb->x = (HYPRE_ParVector)obj;
-  }
+  if (g_device_mode) th_problem_to_device(pb);
 #endif
 }
 
@@ -367,6 +354,30 @@ static void check_against_rap(const cfg *c, int dim, int n, int flags)
   th_problem_destroy(&pb);
 }
 
+static void set_schwarz(HYPRE_Solver s)
+{
+  HYPRE_BoomerAMGSetSmoothType(s, 6);
+  HYPRE_BoomerAMGSetSmoothNumLevels(s, 1);
+}
+
+static void set_cg_weights(HYPRE_Solver s) { HYPRE_BoomerAMGSetRelaxWt(s, -10.0); }
+
+/* Two setups with a setting whose setup data a re-setup does not refresh:
+ * both full ones, the second counted as such (want: the count since the
+ * last reset). */
+static void check_settings_not_kept(const cfg *c, th_problem *pb, void (*set)(HYPRE_Solver), const char *what,
+                                    long want)
+{
+  HYPRE_Solver s = make_solver(c);
+  set(s);
+  TileRAP_HypreSetReuse(s, -1);
+  HYPRE_BoomerAMGSetup(s, (HYPRE_ParCSRMatrix)pb->A, pb->b, pb->x);
+  HYPRE_BoomerAMGSetup(s, (HYPRE_ParCSRMatrix)pb->A, pb->b, pb->x);
+  OK(setups_reused() == 0 && setups_full(TILERAP_HYPRE_SETUP_OPTIONS) == want,
+     "%s: every setup a full one (reason: settings)", what);
+  HYPRE_BoomerAMGDestroy(s);
+}
+
 static void check_full_setups(void)
 {
   const cfg c = {"default", -1, -1, 0, 1.0, 0};
@@ -420,23 +431,8 @@ static void check_full_setups(void)
 
   /* settings whose setup data a re-setup does not refresh */
   TileRAP_HypreResetStats();
-  s = make_solver(&c);
-  HYPRE_BoomerAMGSetSmoothType(s, 6); /* Schwarz */
-  HYPRE_BoomerAMGSetSmoothNumLevels(s, 1);
-  TileRAP_HypreSetReuse(s, -1);
-  HYPRE_BoomerAMGSetup(s, (HYPRE_ParCSRMatrix)p1.A, p1.b, p1.x);
-  HYPRE_BoomerAMGSetup(s, (HYPRE_ParCSRMatrix)p1.A, p1.b, p1.x);
-  OK(setups_reused() == 0 && setups_full(TILERAP_HYPRE_SETUP_OPTIONS) == 1,
-     "Schwarz smoother: every setup a full one (reason: settings)");
-  HYPRE_BoomerAMGDestroy(s);
-  s = make_solver(&c);
-  HYPRE_BoomerAMGSetRelaxWt(s, -10.0); /* CG-estimated weights */
-  TileRAP_HypreSetReuse(s, -1);
-  HYPRE_BoomerAMGSetup(s, (HYPRE_ParCSRMatrix)p1.A, p1.b, p1.x);
-  HYPRE_BoomerAMGSetup(s, (HYPRE_ParCSRMatrix)p1.A, p1.b, p1.x);
-  OK(setups_reused() == 0 && setups_full(TILERAP_HYPRE_SETUP_OPTIONS) == 2,
-     "CG-estimated relaxation weights: full setups (reason: settings)");
-  HYPRE_BoomerAMGDestroy(s);
+  check_settings_not_kept(&c, &p1, set_schwarz, "Schwarz smoother", 1);
+  check_settings_not_kept(&c, &p1, set_cg_weights, "CG-estimated relaxation weights", 2);
 
   /* the environment's setting, and a destroyed solver's state forgotten */
   TileRAP_HypreResetStats();

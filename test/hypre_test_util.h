@@ -121,6 +121,26 @@ static inline void th_poisson_ex(MPI_Comm comm, int dim, HYPRE_BigInt n, int fla
   pb->x = (HYPRE_ParVector)obj;
 }
 
+#if defined(HYPRE_USING_CUDA)
+/* A problem built on the host moved to device memory, as a GPU user's
+ * (the default memory location and execution policy become the device's). */
+static inline void th_problem_to_device(th_problem *pb)
+{
+  HYPRE_SetMemoryLocation(HYPRE_MEMORY_DEVICE);
+  HYPRE_SetExecutionPolicy(HYPRE_EXEC_DEVICE);
+  HYPRE_IJMatrixMigrate(pb->ijA, HYPRE_MEMORY_DEVICE);
+  HYPRE_IJVectorMigrate(pb->ijb, HYPRE_MEMORY_DEVICE);
+  HYPRE_IJVectorMigrate(pb->ijx, HYPRE_MEMORY_DEVICE);
+  void *obj;
+  HYPRE_IJMatrixGetObject(pb->ijA, &obj);
+  pb->A = (hypre_ParCSRMatrix *)obj;
+  HYPRE_IJVectorGetObject(pb->ijb, &obj);
+  pb->b = (HYPRE_ParVector)obj;
+  HYPRE_IJVectorGetObject(pb->ijx, &obj);
+  pb->x = (HYPRE_ParVector)obj;
+}
+#endif
+
 static inline void th_poisson(MPI_Comm comm, int dim, HYPRE_BigInt n, th_problem *pb)
 {
   th_poisson_ex(comm, dim, n, 0, pb);

@@ -157,29 +157,20 @@ static int device_fingerprint(hypre_ParCSRMatrix *A, uint64_t *fp)
 static int pattern_save(tr_pattern *p, hypre_ParCSRMatrix *A)
 {
   hypre_CSRMatrix *Ad = hypre_ParCSRMatrixDiag(A), *Ao = hypre_ParCSRMatrixOffd(A);
-  if (!on_host(A)) {
-    p->dev = 1;
-    p->global_rows = hypre_ParCSRMatrixGlobalNumRows(A);
-    p->first_row = hypre_ParCSRMatrixFirstRowIndex(A);
-    p->n = hypre_CSRMatrixNumRows(Ad);
-    p->nnz_d = hypre_CSRMatrixNumNonzeros(Ad);
-    p->nnz_o = hypre_CSRMatrixNumNonzeros(Ao);
-    p->ncol_o = hypre_CSRMatrixNumCols(Ao);
-    p->cmap = dup_bytes(hypre_ParCSRMatrixColMapOffd(A), (size_t)p->ncol_o * sizeof(HYPRE_BigInt));
-    return !p->cmap || device_fingerprint(A, &p->fp);
-  }
+  p->dev = !on_host(A);
   p->global_rows = hypre_ParCSRMatrixGlobalNumRows(A);
   p->first_row = hypre_ParCSRMatrixFirstRowIndex(A);
   p->n = hypre_CSRMatrixNumRows(Ad);
   p->nnz_d = hypre_CSRMatrixNumNonzeros(Ad);
   p->nnz_o = hypre_CSRMatrixNumNonzeros(Ao);
   p->ncol_o = hypre_CSRMatrixNumCols(Ao);
+  p->cmap = dup_bytes(hypre_ParCSRMatrixColMapOffd(A), (size_t)p->ncol_o * sizeof(HYPRE_BigInt));
+  if (p->dev) return !p->cmap || device_fingerprint(A, &p->fp);
   const size_t ni = ((size_t)p->n + 1) * sizeof(HYPRE_Int);
   p->di = dup_bytes(hypre_CSRMatrixI(Ad), ni);
   p->dj = dup_bytes(hypre_CSRMatrixJ(Ad), (size_t)p->nnz_d * sizeof(HYPRE_Int));
   p->oi = hypre_CSRMatrixI(Ao) ? dup_bytes(hypre_CSRMatrixI(Ao), ni) : NULL;
   p->oj = dup_bytes(hypre_CSRMatrixJ(Ao), (size_t)p->nnz_o * sizeof(HYPRE_Int));
-  p->cmap = dup_bytes(hypre_ParCSRMatrixColMapOffd(A), (size_t)p->ncol_o * sizeof(HYPRE_BigInt));
   return !p->di || !p->dj || (hypre_CSRMatrixI(Ao) && !p->oi) || !p->oj || !p->cmap;
 }
 

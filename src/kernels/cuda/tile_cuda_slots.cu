@@ -54,34 +54,35 @@ extern "C" int tr_cuda_tile_slots(const tilerap_tile_matrix *T, int32_t m, const
   return tr_cuda_check_launch("tile slots");
 }
 
+/* dst[map[q]] = src[q] (ADD: += atomically, targets may repeat) where map[q] >= 0 */
+template <bool ADD>
 static __global__ void k_scatter(const double *__restrict__ src, const int64_t *__restrict__ map, int64_t n,
                                  double *__restrict__ dst)
 {
-  for (int64_t q = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; q < n; q += (int64_t)gridDim.x * blockDim.x)
-    if (map[q] >= 0) dst[map[q]] = src[q];
+  for (int64_t q = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; q < n; q += (int64_t)gridDim.x * blockDim.x) {
+    const int64_t m = map[q];
+    if (m < 0) continue;
+    if (ADD) atomicAdd(dst + m, src[q]);
+    else dst[m] = src[q];
+  }
+}
+
+static int scatter(const double *src, const int64_t *map, int64_t n, double *dst, bool add)
+{
+  if (n <= 0) return TILERAP_SUCCESS;
+  int64_t blocks = (n + 255) / 256;
+  if (blocks > 65536) blocks = 65536;
+  if (add) k_scatter<true><<<(unsigned)blocks, 256>>>(src, map, n, dst);
+  else k_scatter<false><<<(unsigned)blocks, 256>>>(src, map, n, dst);
+  return tr_cuda_check_launch(add ? "value scatter-add" : "value scatter");
 }
 
 extern "C" int tr_cuda_scatter_values(const double *src, const int64_t *map, int64_t n, double *dst)
 {
-  if (n <= 0) return TILERAP_SUCCESS;
-  int64_t blocks = (n + 255) / 256;
-  if (blocks > 65536) blocks = 65536;
-  k_scatter<<<(unsigned)blocks, 256>>>(src, map, n, dst);
-  return tr_cuda_check_launch("value scatter");
-}
-
-static __global__ void k_scatter_add(const double *__restrict__ src, const int64_t *__restrict__ map, int64_t n,
-                                     double *__restrict__ dst)
-{
-  for (int64_t q = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; q < n; q += (int64_t)gridDim.x * blockDim.x)
-    if (map[q] >= 0) atomicAdd(dst + map[q], src[q]);
+  return scatter(src, map, n, dst, false);
 }
 
 extern "C" int tr_cuda_scatter_add_values(const double *src, const int64_t *map, int64_t n, double *dst)
 {
-  if (n <= 0) return TILERAP_SUCCESS;
-  int64_t blocks = (n + 255) / 256;
-  if (blocks > 65536) blocks = 65536;
-  k_scatter_add<<<(unsigned)blocks, 256>>>(src, map, n, dst);
-  return tr_cuda_check_launch("value scatter-add");
+  return scatter(src, map, n, dst, true);
 }
