@@ -8,12 +8,15 @@
  * and prints, per way, the setups' total and median times (full setups
  * and re-setups apart), the iterations of every step and the solve time.
  *
- *   hypre-resetup-bench [--n N] [--steps S] [--every K] heat|picard ...
+ *   hypre-resetup-bench [--n N] [--steps S] [--every K] heat|picard|newton ...
  * heat:   backward-Euler steps of u_t = div(k(x,t) grad u) on an N^3
  *         grid (7-point, Dirichlet), k = exp(1.5 sin(2 pi x + t/4) cos(2 pi y))
  *         moving with time (contrast e^3), A = I/dt + K(t), dt = 20 h^2;
  * picard: Picard steps of -div((1 + 10 u^2) grad u) = 10 on an N^3 grid,
- *         A = K(u_k), u_{k+1} = A^{-1} f.
+ *         A = K(u_k), u_{k+1} = A^{-1} f;
+ * newton: Newton steps of the same problem with the source growing by half
+ *         of 10 at each step (one step per load, a continuation): A is the
+ *         Jacobian, nonsymmetric, solved by GMRES(50) with BoomerAMG. 
  * Rows are split in contiguous blocks over the ranks (mpiexec -n P).  With
  * a CUDA hypre the matrices live in device memory (hypre's default there):
  * values are assembled on the host and copied in at every step. */
@@ -42,7 +45,7 @@ typedef struct {
   hypre_ParCSRMatrix *H; /* a host copy of A whose values are set (A in device memory), else A */
   double *bh, *xh;       /* host values of b and x */
   HYPRE_ParVector b, x;
-  double *u_old; /* local values of the previous solution (picard, heat) */
+  double *u_old; /* local values of the previous solution (newton: the iterate) */
   HYPRE_BigInt lo, hi;
 } problem;
 
@@ -170,6 +173,41 @@ static double kappa(int picard, HYPRE_BigInt g, double t)
   return exp(1.5 * sin(2 * M_PI * x + 0.25 * t) * cos(2 * M_PI * y));
 }
 
+enum { HEAT, PICARD, NEWTON };
+
+/* The Newton Jacobian of R(u) = sum over faces k_f (u_i - u_j) + Dirichlet
+ * faces k_i u_i - h^2 f, k_f = (k_i + k_j)/2, k = 1 + 10 u^2 (into H), and
+ * -R(u) into bh. */
+static void set_newton(problem *p, double f)
+{
+  hypre_CSRMatrix *d = hypre_ParCSRMatrixDiag(p->H), *o = hypre_ParCSRMatrixOffd(p->H);
+  const HYPRE_BigInt r0 = hypre_ParCSRMatrixFirstRowIndex(p->H), c0 = hypre_ParCSRMatrixFirstColDiag(p->H);
+  const HYPRE_BigInt *cm = hypre_ParCSRMatrixColMapOffd(p->H);
+  for (HYPRE_Int i = 0; i < hypre_CSRMatrixNumRows(d); i++) {
+    const HYPRE_BigInt g = r0 + i;
+    const double ui = g_u_all[g], ki = 1.0 + 10.0 * ui * ui, dki = 20.0 * ui;
+    double jii = 0, res = 0;
+    HYPRE_Int kd = -1, nb = 0;
+    hypre_CSRMatrix *blk[2] = {d, o};
+    for (int q = 0; q < 2; q++) {
+      if (!hypre_CSRMatrixI(blk[q])) continue;
+      for (HYPRE_Int k = hypre_CSRMatrixI(blk[q])[i]; k < hypre_CSRMatrixI(blk[q])[i + 1]; k++) {
+        const HYPRE_BigInt gj = q == 0 ? c0 + hypre_CSRMatrixJ(d)[k] : cm[hypre_CSRMatrixJ(o)[k]];
+        if (gj == g) { kd = k; continue; }
+        const double uj = g_u_all[gj], kj = 1.0 + 10.0 * uj * uj, kf = 0.5 * (ki + kj);
+        hypre_CSRMatrixData(blk[q])[k] = -kf + 10.0 * uj * (ui - uj); /* d/du_j of k_f (u_i - u_j) */
+        jii += kf + 0.5 * dki * (ui - uj);
+        res += kf * (ui - uj);
+        nb++;
+      }
+    }
+    jii += (6 - nb) * (ki + dki * ui);
+    res += (6 - nb) * ki * ui - f / (double)(g_n * g_n);
+    if (kd >= 0) hypre_CSRMatrixData(d)[kd] = jii;
+    p->bh[i] = -res;
+  }
+}
+
 /* A's values in place: face coefficients (k_i + k_j)/2, the diagonal
  * their sum (+ the Dirichlet faces' and the mass term). */
 static void set_values(problem *p, int picard, double t)
@@ -237,8 +275,9 @@ static double median(double *v, int n)
 }
 
 /* One sequence one way: reuse 0 (hypre alone), -1, or K. */
-static void run(const char *name, int picard, int steps, int reuse)
+static void run(const char *name, int kind, int steps, int reuse)
 {
+  const int picard = kind == PICARD;
   problem p;
   make_problem(&p);
   HYPRE_Solver amg, pcg;
@@ -248,11 +287,20 @@ static void run(const char *name, int picard, int steps, int reuse)
   HYPRE_BoomerAMGSetTol(amg, 0.0);
   TileRAP_HypreEnable(reuse != 0);
   TileRAP_HypreSetReuse(amg, reuse);
-  HYPRE_ParCSRPCGCreate(MPI_COMM_WORLD, &pcg);
-  HYPRE_PCGSetTol(pcg, 1e-8);
-  HYPRE_PCGSetMaxIter(pcg, 500);
-  HYPRE_PCGSetTwoNorm(pcg, 1);
-  HYPRE_PCGSetPrecond(pcg, (HYPRE_PtrToSolverFcn)HYPRE_BoomerAMGSolve, (HYPRE_PtrToSolverFcn)no_setup, amg);
+  /* CG for the symmetric operators, GMRES(50) for the Newton Jacobian */
+  if (kind == NEWTON) {
+    HYPRE_ParCSRGMRESCreate(MPI_COMM_WORLD, &pcg);
+    HYPRE_GMRESSetKDim(pcg, 50);
+    HYPRE_GMRESSetTol(pcg, 1e-8);
+    HYPRE_GMRESSetMaxIter(pcg, 500);
+    HYPRE_GMRESSetPrecond(pcg, (HYPRE_PtrToSolverFcn)HYPRE_BoomerAMGSolve, (HYPRE_PtrToSolverFcn)no_setup, amg);
+  } else {
+    HYPRE_ParCSRPCGCreate(MPI_COMM_WORLD, &pcg);
+    HYPRE_PCGSetTol(pcg, 1e-8);
+    HYPRE_PCGSetMaxIter(pcg, 500);
+    HYPRE_PCGSetTwoNorm(pcg, 1);
+    HYPRE_PCGSetPrecond(pcg, (HYPRE_PtrToSolverFcn)HYPRE_BoomerAMGSolve, (HYPRE_PtrToSolverFcn)no_setup, amg);
+  }
   double *tfull = malloc(sizeof(double) * (size_t)steps), *tre = malloc(sizeof(double) * (size_t)steps);
   int *its = malloc(sizeof(int) * (size_t)steps), nfull = 0, nre = 0;
   double tsolve = 0, tsetup = 0;
@@ -261,10 +309,16 @@ static void run(const char *name, int picard, int steps, int reuse)
   HYPRE_ParVectorSetConstantValues(p.x, 0.0);
   for (int s = 0; s < steps; s++) {
     const double t = s;
-    set_values(&p, picard, t);
+    if (kind == NEWTON) {
+      set_newton(&p, 10.0 * (1.0 + 0.5 * s)); /* J(u) and -R(u) */
+      HYPRE_ParVectorSetConstantValues(p.x, 0.0); /* the update starts from 0 */
+    } else {
+      set_values(&p, picard, t);
+      /* right-hand side: h^2 f, f = 10 (heat: + u_old / dt) */
+      for (HYPRE_BigInt r = p.lo; r <= p.hi; r++)
+        p.bh[r - p.lo] = (picard ? 0.0 : p.u_old[r - p.lo] / 20.0) + 10.0 / (double)(g_n * g_n);
+    }
     values_to_matrix(&p);
-    /* right-hand side: h^2 f, f = 10 (heat: + u_old / dt) */
-    for (HYPRE_BigInt r = p.lo; r <= p.hi; r++) p.bh[r - p.lo] = (picard ? 0.0 : p.u_old[r - p.lo] / 20.0) + 10.0 / (double)(g_n * g_n);
     vec_copy(p.b, p.bh, 1);
     TileRAP_HypreStats st0, st1;
     TileRAP_HypreGetStats(&st0);
@@ -278,16 +332,28 @@ static void run(const char *name, int picard, int steps, int reuse)
     if (st1.setups_reused > st0.setups_reused) tre[nre++] = ts;
     else tfull[nfull++] = ts;
     t0 = MPI_Wtime();
-    HYPRE_ParCSRPCGSetup(pcg, (HYPRE_ParCSRMatrix)p.A, p.b, p.x);
-    HYPRE_ParCSRPCGSolve(pcg, (HYPRE_ParCSRMatrix)p.A, p.b, p.x);
+    HYPRE_Int it = 0;
+    if (kind == NEWTON) {
+      HYPRE_ParCSRGMRESSetup(pcg, (HYPRE_ParCSRMatrix)p.A, p.b, p.x);
+      HYPRE_ParCSRGMRESSolve(pcg, (HYPRE_ParCSRMatrix)p.A, p.b, p.x);
+      HYPRE_GMRESGetNumIterations(pcg, &it);
+    } else {
+      HYPRE_ParCSRPCGSetup(pcg, (HYPRE_ParCSRMatrix)p.A, p.b, p.x);
+      HYPRE_ParCSRPCGSolve(pcg, (HYPRE_ParCSRMatrix)p.A, p.b, p.x);
+      HYPRE_PCGGetNumIterations(pcg, &it);
+    }
     MPI_Barrier(MPI_COMM_WORLD);
     tsolve += MPI_Wtime() - t0;
-    HYPRE_Int it = 0;
-    HYPRE_PCGGetNumIterations(pcg, &it);
     its[s] = (int)it;
     vec_copy(p.x, p.xh, 0);
-    memcpy(p.u_old, p.xh, sizeof(double) * (size_t)(p.hi - p.lo + 1));
-    if (picard) gather_u(&p);
+    const size_t nloc = (size_t)(p.hi - p.lo + 1);
+    if (kind == NEWTON) { /* u += the update */
+      for (size_t k = 0; k < nloc; k++) p.u_old[k] += p.xh[k];
+      memcpy(p.xh, p.u_old, sizeof(double) * nloc);
+    } else {
+      memcpy(p.u_old, p.xh, sizeof(double) * nloc);
+    }
+    if (kind != HEAT) gather_u(&p);
   }
   if (g_rank == 0) {
     char way[32];
@@ -309,7 +375,8 @@ static void run(const char *name, int picard, int steps, int reuse)
     printf("\n");
     fflush(stdout);
   }
-  HYPRE_ParCSRPCGDestroy(pcg);
+  if (kind == NEWTON) HYPRE_ParCSRGMRESDestroy(pcg);
+  else HYPRE_ParCSRPCGDestroy(pcg);
   HYPRE_BoomerAMGDestroy(amg);
   free(tfull); free(tre); free(its);
   free_problem(&p);
@@ -329,25 +396,26 @@ int main(int argc, char **argv)
     if (!strcmp(argv[a], "--n") && a + 1 < argc) g_n = atoll(argv[++a]);
     else if (!strcmp(argv[a], "--steps") && a + 1 < argc) steps = atoi(argv[++a]);
     else if (!strcmp(argv[a], "--every") && a + 1 < argc) every = atoi(argv[++a]);
-    else if ((!strcmp(argv[a], "heat") || !strcmp(argv[a], "picard")) && ncases < 8) cases[ncases++] = argv[a];
+    else if ((!strcmp(argv[a], "heat") || !strcmp(argv[a], "picard") || !strcmp(argv[a], "newton")) && ncases < 8)
+      cases[ncases++] = argv[a];
     else {
       if (g_rank == 0)
-        fprintf(stderr, "usage: hypre-resetup-bench [--n N] [--steps S] [--every K] heat|picard ...\n");
+        fprintf(stderr, "usage: hypre-resetup-bench [--n N] [--steps S] [--every K] heat|picard|newton ...\n");
       MPI_Finalize();
       return 2;
     }
   }
   if (!ncases || g_n < 4 || steps < 1 || every < 1) {
-    if (g_rank == 0) fprintf(stderr, "hypre-resetup-bench: name heat or picard (N >= 4, S >= 1, K >= 1)\n");
+    if (g_rank == 0) fprintf(stderr, "hypre-resetup-bench: name heat, picard or newton (N >= 4, S >= 1, K >= 1)\n");
     MPI_Finalize();
     return 2;
   }
   g_u_all = calloc((size_t)(g_n * g_n * g_n), sizeof *g_u_all);
   for (int c = 0; c < ncases; c++) {
-    const int picard = !strcmp(cases[c], "picard");
-    run(cases[c], picard, steps, 0);
-    run(cases[c], picard, steps, -1);
-    run(cases[c], picard, steps, every);
+    const int kind = !strcmp(cases[c], "picard") ? PICARD : !strcmp(cases[c], "newton") ? NEWTON : HEAT;
+    run(cases[c], kind, steps, 0);
+    run(cases[c], kind, steps, -1);
+    run(cases[c], kind, steps, every);
   }
   free(g_u_all);
   HYPRE_Finalize();
