@@ -40,6 +40,29 @@ static inline int off_rank(const tr_galerkin *g, HYPRE_BigInt col)
   return col < g->firstP || col > g->lastP;
 }
 
+int tr_columns_q(const HYPRE_BigInt *cmapP, HYPRE_Int nPo, const HYPRE_BigInt *bj, HYPRE_Int ext_nnz,
+                 HYPRE_BigInt firstP, HYPRE_Int ncP, HYPRE_BigInt **colQ_out, HYPRE_Int *nQ_out,
+                 int32_t **mapPo_out, int32_t **pext_col_out)
+{
+  HYPRE_BigInt *colQ = *colQ_out = malloc(((size_t)nPo + ext_nnz + 1) * sizeof *colQ);
+  int32_t *mapPo = *mapPo_out = malloc(((size_t)nPo + 1) * sizeof *mapPo);
+  int32_t *pext_col = *pext_col_out = malloc(((size_t)ext_nnz + 1) * sizeof *pext_col);
+  if (!colQ || !mapPo || !pext_col) return TILERAP_ERR_NOMEM;
+  const HYPRE_BigInt lastP = firstP + ncP - 1;
+  HYPRE_Int nQ = 0;
+  for (HYPRE_Int k = 0; k < nPo; k++) colQ[nQ++] = cmapP[k];
+  for (HYPRE_Int k = 0; k < ext_nnz; k++)
+    if (bj[k] < firstP || bj[k] > lastP) colQ[nQ++] = bj[k];
+  nQ = *nQ_out = tr_big_sort_unique(colQ, nQ);
+  if ((int64_t)ncP + nQ > INT32_MAX) return TILERAP_ERR_OVERFLOW;
+  for (HYPRE_Int k = 0; k < nPo; k++) mapPo[k] = (int32_t)tr_big_find(colQ, nQ, cmapP[k]);
+#pragma omp parallel for schedule(static) if (ext_nnz > 16 * TR_PAR_ROWS)
+  for (HYPRE_Int k = 0; k < ext_nnz; k++)
+    pext_col[k] = (bj[k] < firstP || bj[k] > lastP) ? (int32_t)(ncP + tr_big_find(colQ, nQ, bj[k]))
+                                                    : (int32_t)(bj[k] - firstP);
+  return 0;
+}
+
 int tr_exchange_p_rows(tr_galerkin *g)
 {
   if (g->nprocs > 1) {
@@ -53,29 +76,14 @@ int tr_exchange_p_rows(tr_galerkin *g)
   if (Pext && hypre_CSRMatrixNumRows(Pext) != g->nAo) return tr_galerkin_refuse(g, TILERAP_HYPRE_FWD_SHAPE);
 
   /* Q: P's offd columns and the off-rank columns of P_ext */
-  const HYPRE_Int nPo = g->nPo, ncP = g->ncP;
-  const HYPRE_BigInt *cmapP = hypre_ParCSRMatrixColMapOffd(g->P);
-  HYPRE_BigInt *colQ = g->colQ = hypre_TAlloc(HYPRE_BigInt, nPo + ext_nnz + 1, HYPRE_MEMORY_HOST);
-  HYPRE_Int nQ = 0;
-  for (HYPRE_Int k = 0; k < nPo; k++) colQ[nQ++] = cmapP[k];
-  const HYPRE_BigInt *bj = Pext ? hypre_CSRMatrixBigJ(Pext) : NULL;
-  for (HYPRE_Int k = 0; k < ext_nnz; k++)
-    if (off_rank(g, bj[k])) colQ[nQ++] = bj[k];
-  nQ = g->nQ = tr_big_sort_unique(colQ, nQ);
-  if ((int64_t)ncP + nQ > INT32_MAX) return tr_galerkin_refuse(g, TILERAP_HYPRE_FWD_SIZE);
-
-  g->mapPQ = malloc(((size_t)nPo + 1) * sizeof *g->mapPQ);
-  g->pext_col = malloc(((size_t)ext_nnz + 1) * sizeof *g->pext_col);
+  const int err = tr_columns_q(hypre_ParCSRMatrixColMapOffd(g->P), g->nPo, Pext ? hypre_CSRMatrixBigJ(Pext) : NULL,
+                               ext_nnz, g->firstP, g->ncP, &g->colQ, &g->nQ, &g->mapPQ, &g->pext_col);
+  if (err == TILERAP_ERR_OVERFLOW) return tr_galerkin_refuse(g, TILERAP_HYPRE_FWD_SIZE);
   g->rrow = malloc(((size_t)g->nRo + 1) * sizeof *g->rrow);
-  if (!g->mapPQ || !g->pext_col || !g->rrow) return tr_galerkin_engine_failed(g, TILERAP_ERR_NOMEM);
-  for (HYPRE_Int k = 0; k < nPo; k++) g->mapPQ[k] = (int32_t)tr_big_find(colQ, nQ, cmapP[k]);
-  int32_t *pext_col = g->pext_col;
-#pragma omp parallel for schedule(static) if (ext_nnz > 16 * TR_PAR_ROWS)
-  for (HYPRE_Int k = 0; k < ext_nnz; k++)
-    pext_col[k] = off_rank(g, bj[k]) ? (int32_t)(ncP + tr_big_find(colQ, nQ, bj[k])) : (int32_t)(bj[k] - g->firstP);
+  if (err || !g->rrow) return tr_galerkin_engine_failed(g, TILERAP_ERR_NOMEM);
   /* galerkin: RT's offd columns are P's, their rows of C_all are Q rows */
   for (HYPRE_Int k = 0; k < g->nRo; k++)
-    g->rrow[k] = g->galerkin ? (int64_t)ncP + g->mapPQ[k] : (int64_t)g->ncR + k;
+    g->rrow[k] = g->galerkin ? (int64_t)g->ncP + g->mapPQ[k] : (int64_t)g->ncR + k;
   return 0;
 }
 

@@ -199,7 +199,7 @@ static void free_stages(tr_galerkin *g)
   if (g->Pext) hypre_CSRMatrixDestroy(g->Pext);
   if (g->C_int) hypre_CSRMatrixDestroy(g->C_int);
   if (g->C_ext) hypre_CSRMatrixDestroy(g->C_ext);
-  hypre_TFree(g->colQ, HYPRE_MEMORY_HOST);
+  free(g->colQ);
   hypre_TFree(g->ext_loc, HYPRE_MEMORY_HOST);
   hypre_TFree(g->ext_ptr, HYPRE_MEMORY_HOST);
   hypre_TFree(g->ext_rows, HYPRE_MEMORY_HOST);

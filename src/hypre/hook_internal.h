@@ -127,6 +127,15 @@ tr_rapkt_fn tr_hypre_original_rapkt(void);
 HYPRE_Int tr_big_sort_unique(HYPRE_BigInt *v, HYPRE_Int n);
 /* Index of x in the ascending array v[0..n), or -1. */
 HYPRE_Int tr_big_find(const HYPRE_BigInt *v, HYPRE_Int n, HYPRE_BigInt x);
+/* Q: P's offd columns (cmapP) and P_ext's columns (bj) outside this rank's
+ * [firstP, firstP + ncP), sorted and unique (*colQ, *nQ); P's offd columns
+ * as ncP + their index in Q (*mapPo), P_ext's columns in the same local
+ * numbering (*pext_col).  All malloc'ed (freed by the caller also on
+ * failure); 0, TILERAP_ERR_NOMEM, or TILERAP_ERR_OVERFLOW when ncP + nQ
+ * exceeds 32 bits. */
+int tr_columns_q(const HYPRE_BigInt *cmapP, HYPRE_Int nPo, const HYPRE_BigInt *bj, HYPRE_Int ext_nnz,
+                 HYPRE_BigInt firstP, HYPRE_Int ncP, HYPRE_BigInt **colQ, HYPRE_Int *nQ, int32_t **mapPo,
+                 int32_t **pext_col);
 
 /* ---- local_blocks.c ---- */
 /* One block of a row segment: columns j (HYPRE_Int) or j32 (int32_t),

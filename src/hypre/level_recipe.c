@@ -215,22 +215,13 @@ static int record_local(tr_level_recipe *r, hypre_ParCSRMatrix *A, hypre_ParCSRM
   /* Q: P's offd columns and the off-rank columns of P_ext */
   const HYPRE_Int ext_nnz = t->Pext ? hypre_CSRMatrixI(t->Pext)[hypre_CSRMatrixNumRows(t->Pext)] : 0;
   if (t->Pext && hypre_CSRMatrixNumRows(t->Pext) != nAo) { *why = "rows of P from other ranks"; return 1; }
-  const HYPRE_BigInt *bj = t->Pext ? hypre_CSRMatrixBigJ(t->Pext) : NULL;
-  const HYPRE_BigInt *cmapP = hypre_ParCSRMatrixColMapOffd(P);
-  t->colQ = malloc(((size_t)nPo + ext_nnz + 1) * sizeof *t->colQ);
-  t->mapPo = malloc(((size_t)nPo + 1) * sizeof *t->mapPo);
-  t->pext_col = malloc(((size_t)ext_nnz + 1) * sizeof *t->pext_col);
-  if (!t->colQ || !t->mapPo || !t->pext_col) { *why = "out of memory"; return 1; }
   HYPRE_Int nQ = 0;
-  for (HYPRE_Int k = 0; k < nPo; k++) t->colQ[nQ++] = cmapP[k];
-  for (HYPRE_Int k = 0; k < ext_nnz; k++)
-    if (bj[k] < firstP || bj[k] >= firstP + ncP) t->colQ[nQ++] = bj[k];
-  nQ = tr_big_sort_unique(t->colQ, nQ);
-  if ((int64_t)ncP + nQ > INT32_MAX || (int64_t)nA + nAo > INT32_MAX) { *why = "local size beyond 32 bits"; return 1; }
-  for (HYPRE_Int k = 0; k < nPo; k++) t->mapPo[k] = (int32_t)tr_big_find(t->colQ, nQ, cmapP[k]);
-  for (HYPRE_Int k = 0; k < ext_nnz; k++)
-    t->pext_col[k] = (bj[k] >= firstP && bj[k] < firstP + ncP) ? (int32_t)(bj[k] - firstP)
-                                                                : (int32_t)(ncP + tr_big_find(t->colQ, nQ, bj[k]));
+  const int qerr = tr_columns_q(hypre_ParCSRMatrixColMapOffd(P), nPo, t->Pext ? hypre_CSRMatrixBigJ(t->Pext) : NULL,
+                                ext_nnz, firstP, ncP, &t->colQ, &nQ, &t->mapPo, &t->pext_col);
+  if (qerr || (int64_t)nA + nAo > INT32_MAX) {
+    *why = qerr == TILERAP_ERR_NOMEM ? "out of memory" : "local size beyond 32 bits";
+    return 1;
+  }
 
   /* P_full and A_sq as tiles (P's values are kept for good) */
   tr_segment ps[2];
@@ -385,11 +376,6 @@ static int record_sends(tr_level_recipe *r, hypre_ParCSRMatrix *C, tr_record_tmp
   return 0;
 }
 
-static int on_host(hypre_ParCSRMatrix *M)
-{
-  return hypre_GetActualMemLocation(hypre_ParCSRMatrixMemoryLocation(M)) == hypre_MEMORY_HOST;
-}
-
 /* One rank, device memory: tiles made from hypre's device arrays, the
  * plan on the GPU, and for each of A's and C's entries its slot in the
  * tiles (tilerap_tile_slots_device_i32); only a count comes to the host. */
@@ -541,7 +527,7 @@ int tr_level_recipe_record(hypre_ParCSRMatrix *A, hypre_ParCSRMatrix *P, hypre_P
   r->comm = hypre_ParCSRMatrixComm(A);
   MPI_Comm_size(r->comm, &r->nprocs);
   int failed = 0;
-  const int dev = !on_host(A) || !on_host(P) || !on_host(C);
+  const int dev = tr_hypre_on_device(A) || tr_hypre_on_device(P) || tr_hypre_on_device(C);
   if (dev && r->nprocs > 1) { /* every rank's matrices are in device memory alike */
     failed = record_device_ranks(r, A, P, C, opt, why);
     if (failed) tr_level_recipe_free(&r);
@@ -644,12 +630,7 @@ int tr_level_recipe_run(tr_level_recipe *r, hypre_ParCSRMatrix *A, hypre_ParCSRM
 {
   if (r->dev == 2) return run_device_ranks(r, A, C);
   if (r->dev) { /* one rank, device memory: a scatter and a gather around the numeric run */
-    /* A's slots found again: hypre may store A's rows in another order
-     * than at the record (its entries are the same: checked by the caller) */
-    hypre_CSRMatrix *Ad = hypre_ParCSRMatrixDiag(A);
-    int err = tilerap_tile_slots_device_i32(r->Asq, r->nA, (const int32_t *)hypre_CSRMatrixI(Ad),
-                                            (const int32_t *)hypre_CSRMatrixJ(Ad), r->nnz_ad, r->d_aslot);
-    if (!err) err = tilerap_device_scatter_values(r->nnz_ad, r->d_aslot, hypre_CSRMatrixData(hypre_ParCSRMatrixDiag(A)),
+    int err = tilerap_device_scatter_values(r->nnz_ad, r->d_aslot, hypre_CSRMatrixData(hypre_ParCSRMatrixDiag(A)),
                                             r->Asq->val);
     if (!err) err = tilerap_ptap_numeric(r->plan, r->Asq, r->Pfull, r->Call);
     if (!err) err = tilerap_device_gather_values(r->nnz_cd, r->d_cslot, r->Call->val,

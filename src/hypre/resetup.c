@@ -24,14 +24,14 @@ typedef HYPRE_Int (*tr_amg_setup_fn)(void *, hypre_ParCSRMatrix *, hypre_ParVect
 typedef HYPRE_Int (*tr_amg_destroy_fn)(void *);
 
 /* A's pattern at the full setup: the re-setup's precondition, compared
- * entry by entry. */
+ * entry by entry (host), or by structure fingerprints (device). */
 typedef struct {
   HYPRE_BigInt global_rows, first_row;
   HYPRE_Int n, nnz_d, nnz_o, ncol_o;
   HYPRE_Int *di, *dj, *oi, *oj;
   HYPRE_BigInt *cmap;
-  /* device memory (one rank): a fingerprint of the diag block's pattern
-   * computed on the GPU instead of a host copy */
+  /* device memory: a fingerprint of the diag and offd blocks' structures
+   * computed on the GPU instead of a host copy (cmap is kept either way) */
   int dev;
   uint64_t fp;
 } tr_pattern;
@@ -130,22 +130,16 @@ static void *dup_bytes(const void *p, size_t n)
   return q;
 }
 
-static int on_host(hypre_ParCSRMatrix *M);
-
-/* Structure-only fingerprint of a device matrix: the diag block whatever
- * the order of entries within rows on one rank (the level's recipe finds
- * their slots again at every run), in their order on several (the recipe
- * keeps the slots of the record), plus the offd block in its order; the
+/* Structure-only fingerprint of a device matrix, entries in their order
+ * (the recipes keep the slots of the record): diag and offd blocks; the
  * offd column map (host memory) is compared by the caller. */
 static int device_fingerprint(hypre_ParCSRMatrix *A, uint64_t *fp)
 {
   hypre_CSRMatrix *Ad = hypre_ParCSRMatrixDiag(A), *Ao = hypre_ParCSRMatrixOffd(A);
   if (sizeof(HYPRE_Int) != sizeof(int32_t)) return 1;
-  int np = 1;
-  MPI_Comm_size(hypre_ParCSRMatrixComm(A), &np);
   uint64_t fo = 0;
   int err = tilerap_csr_fingerprint_i32((int32_t)hypre_CSRMatrixNumRows(Ad), (const int32_t *)hypre_CSRMatrixI(Ad),
-                                        (const int32_t *)hypre_CSRMatrixJ(Ad), NULL, np > 1, TILERAP_MEM_DEVICE, fp);
+                                        (const int32_t *)hypre_CSRMatrixJ(Ad), NULL, 1, TILERAP_MEM_DEVICE, fp);
   if (!err && hypre_CSRMatrixNumNonzeros(Ao) && hypre_CSRMatrixI(Ao))
     err = tilerap_csr_fingerprint_i32((int32_t)hypre_CSRMatrixNumRows(Ao), (const int32_t *)hypre_CSRMatrixI(Ao),
                                       (const int32_t *)hypre_CSRMatrixJ(Ao), NULL, 1, TILERAP_MEM_DEVICE, &fo);
@@ -157,7 +151,7 @@ static int device_fingerprint(hypre_ParCSRMatrix *A, uint64_t *fp)
 static int pattern_save(tr_pattern *p, hypre_ParCSRMatrix *A)
 {
   hypre_CSRMatrix *Ad = hypre_ParCSRMatrixDiag(A), *Ao = hypre_ParCSRMatrixOffd(A);
-  p->dev = !on_host(A);
+  p->dev = tr_hypre_on_device(A);
   p->global_rows = hypre_ParCSRMatrixGlobalNumRows(A);
   p->first_row = hypre_ParCSRMatrixFirstRowIndex(A);
   p->n = hypre_CSRMatrixNumRows(Ad);
@@ -185,7 +179,7 @@ static int pattern_same(const tr_pattern *p, hypre_ParCSRMatrix *A)
   if (p->global_rows != hypre_ParCSRMatrixGlobalNumRows(A) || p->first_row != hypre_ParCSRMatrixFirstRowIndex(A) ||
       p->n != hypre_CSRMatrixNumRows(Ad) || p->nnz_d != hypre_CSRMatrixNumNonzeros(Ad) ||
       p->nnz_o != hypre_CSRMatrixNumNonzeros(Ao) || p->ncol_o != hypre_CSRMatrixNumCols(Ao) ||
-      hypre_CSRMatrixNumCols(Ad) != hypre_ParCSRMatrixNumCols(A) || p->dev != !on_host(A))
+      hypre_CSRMatrixNumCols(Ad) != hypre_ParCSRMatrixNumCols(A) || p->dev != tr_hypre_on_device(A))
     return 0;
   if (p->dev) {
     uint64_t fp = 0;
@@ -217,17 +211,12 @@ static int gauss_elim(HYPRE_Int t)
   return t == 9 || t == 99 || t == 199;
 }
 
-static int on_host(hypre_ParCSRMatrix *M)
-{
-  return hypre_GetActualMemLocation(hypre_ParCSRMatrixMemoryLocation(M)) == hypre_MEMORY_HOST;
-}
-
 /* -1 if the re-setup refreshes every setup datum of this solver, else the
  * full-setup reason. */
 static int unsupported(hypre_ParAMGData *amg, hypre_ParCSRMatrix *A)
 {
   if (!TILERAP_HYPRE_SCALAR_OK || sizeof(HYPRE_Int) != sizeof(int32_t)) return TILERAP_HYPRE_SETUP_OPTIONS;
-  if (!on_host(A)) { /* device memory: the CUDA engine */
+  if (tr_hypre_on_device(A)) { /* device memory: the CUDA engine */
     if (!TR_HYPRE_DEVICE || tilerap_engine_resolve(TILERAP_ENGINE_AUTO) != TILERAP_ENGINE_CUDA)
       return TILERAP_HYPRE_SETUP_DEVICE;
   }
@@ -427,11 +416,11 @@ static int record(tr_amg_state *s, hypre_ParAMGData *amg, hypre_ParCSRMatrix *A)
   if (failed) return TILERAP_HYPRE_SETUP_LEVELS;
   tilerap_options opt;
   tilerap_options_default(&opt);
-  if (!on_host(A)) opt.engine = TILERAP_ENGINE_CUDA;
+  if (tr_hypre_on_device(A)) opt.engine = TILERAP_ENGINE_CUDA;
   for (int l = 0; l < L; l++) { s->A[l] = Aa[l]; s->P[l] = l < L - 1 ? Pa[l] : NULL; }
   for (int l = 0; l < L - 1; l++) {
     const char *why = NULL;
-    failed = on_host(Pa[l]) != on_host(A) || on_host(Aa[l + 1]) != on_host(A);
+    failed = tr_hypre_on_device(Pa[l]) != tr_hypre_on_device(A) || tr_hypre_on_device(Aa[l + 1]) != tr_hypre_on_device(A);
     count_collective(comm, &failed);
     if (failed) return TILERAP_HYPRE_SETUP_DEVICE;
     if (tr_level_recipe_record(Aa[l], Pa[l], Aa[l + 1], &opt, &s->lv[l], &why)) {
