@@ -32,7 +32,12 @@
  *   blk:N[:TD] = block-dense N x N A with tile density TD (default 0.03)
  *   and an N x N/4 block-dense P (tile density 4 TD), dense tiles;
  *   wide:N = p3d27:N with values of A scaled by 2^(-40..40) per row and
- *   column pair (many orders of magnitude, symmetric scaling).
+ *   column pair (many orders of magnitude, symmetric scaling); and the
+ *   irregular matrices (elast:N, s125:N, mesh3d:N, ...) with their
+ *   graph-aggregation prolongators.  Each low precision is timed next to
+ *   fp64 at the same threshold (x = speed-up over it), with its pairs in
+ *   low precision / tensor-core pairs (lp; 0: the plan declined) and the
+ *   pairs that fell back to fp64 (fb: a tile's range did not fit).
  *
  * --phases  also, per level, the transpose of P, the AP product and the
  *   P^T (AP) product of a first-time Galerkin product timed apart.
@@ -279,7 +284,7 @@ static double tc_time(tilerap_tile_matrix *dA, tilerap_tile_matrix *dP, const ti
   return bench_median(t, reps);
 }
 
-static void tc_level(const char *name, int n, int lvl, const tilerap_csr *A, const tilerap_csr *P, const tilerap_csr *R)
+static void tc_level(const char *label, int lvl, const tilerap_csr *A, const tilerap_csr *P, const tilerap_csr *R)
 {
   tilerap_tile_matrix *hA = ref_csr_to_tile(A), *hP = ref_csr_to_tile(P), *dA = NULL, *dP = NULL;
   TR(tilerap_tile_copy(hA, TILERAP_MEM_DEVICE, &dA));
@@ -290,7 +295,7 @@ static void tc_level(const char *name, int n, int lvl, const tilerap_csr *A, con
   o.tc_threshold = -1; /* the baseline: tensor cores off (the default is on) */
   tilerap_ptap_info i0, it;
   double e0, et, ms0 = tc_time(dA, dP, &o, R, &e0, &i0);
-  printf("%s:%-6d %3d %8d %9lld %9lld %9lld %8.3f", name, n, lvl, A->m, (long long)A->nnz, (long long)P->nnz,
+  printf("%-14s %3d %8d %9lld %9lld %9lld %8.3f", label, lvl, A->m, (long long)A->nnz, (long long)P->nnz,
          (long long)R->nnz, ms0);
   int ok = e0 <= 1e-14;
   double first_ap = 0, first_pt = 0;
@@ -307,12 +312,22 @@ static void tc_level(const char *name, int n, int lvl, const tilerap_csr *A, con
     len += snprintf(buf + len, sizeof buf - len, " %8.3f(%4.2fx)", ms, ms0 / ms);
   }
   printf("%s", buf);
-  const tilerap_precision pr[3] = {TILERAP_PRECISION_TF32, TILERAP_PRECISION_BF16, TILERAP_PRECISION_FP16};
+  /* low precisions against fp64 at the same threshold (the pairs they take) */
   o.tc_threshold = prec_thr;
+  o.precision = TILERAP_PRECISION_FP64;
+  const double ms64 = tc_time(dA, dP, &o, R, &et, &it);
+  ok &= et <= 1e-14;
+  printf("  fp64@%d %.3f", prec_thr, ms64);
+  const tilerap_precision pr[3] = {TILERAP_PRECISION_TF32, TILERAP_PRECISION_BF16, TILERAP_PRECISION_FP16};
   for (int k = 0; k < 3; k++) {
     o.precision = pr[k];
     double ms = tc_time(dA, dP, &o, R, &et, &it);
-    printf("  %s %.1e %.3f", tilerap_precision_name(pr[k]), et, ms);
+    const long long lp = (long long)(it.ap.lowprec_pairs + it.ptap.lowprec_pairs);
+    const long long tc = (long long)(it.ap.tc_pairs + it.ptap.tc_pairs);
+    const long long fb = (long long)(it.ap.lowprec_fallbacks + it.ptap.lowprec_fallbacks);
+    const long long nt = (long long)(it.ap.lowprec_tiles + it.ptap.lowprec_tiles);
+    printf("  %s %.1e %.3f(%.2fx) lp %lld/%lld tiles %lld fb %lld", tilerap_precision_name(pr[k]), et, ms, ms64 / ms, lp,
+           tc, nt, fb);
   }
   printf("  tc pairs(T1) AP %.1f%% PtAP %.1f%% %s\n", first_ap, first_pt, ok ? "ok" : "FAIL");
   fflush(stdout);
@@ -334,15 +349,28 @@ static void run_tc_case(const char *spec)
     tilerap_tile_matrix *hA = ref_csr_to_tile(A), *hP = ref_csr_to_tile(P), *hC = NULL;
     TR(tilerap_ptap(hA, hP, &ocpu, &hC));
     tilerap_csr *R = ref_tile_to_csr(hC);
-    tc_level(name, n, 0, A, P, R);
+    tc_level(spec, 0, A, P, R);
     tilerap_tile_destroy(&hA); tilerap_tile_destroy(&hP); tilerap_tile_destroy(&hC);
     tilerap_csr_destroy(&A); tilerap_csr_destroy(&P); tilerap_csr_destroy(&R);
     return;
   }
   int wide = !strcmp(name, "wide");
   tilerap_stencil st;
-  if (tilerap_stencil_parse(wide ? "p3d27" : name, &st)) { fprintf(stderr, "bad case '%s'\n", spec); return; }
   tilerap_csr *A = NULL;
+  if (tilerap_stencil_parse(wide ? "p3d27" : name, &st)) {
+    if (tilerap_model_irregular(spec, 1, &A)) { fprintf(stderr, "bad case '%s'\n", spec); return; }
+    /* an irregular matrix: graph-aggregation prolongators, Gustavson reference */
+    for (int lvl = 0; lvl < 5 && A->m >= 200; lvl++) {
+      tilerap_csr *P = NULL;
+      TR(bench_irregular_prolongator(A, lvl, &P));
+      tilerap_csr *R = ref_ptap(A, P);
+      tc_level(spec, lvl, A, P, R);
+      tilerap_csr_destroy(&A); tilerap_csr_destroy(&P);
+      A = R;
+    }
+    tilerap_csr_destroy(&A);
+    return;
+  }
   int32_t dims[3], cd[3];
   int nd;
   TR(tilerap_model_poisson(st, n, &A, dims, &nd));
@@ -360,7 +388,7 @@ static void run_tc_case(const char *spec)
     tilerap_tile_matrix *hA = ref_csr_to_tile(A), *hP = ref_csr_to_tile(P), *hC = NULL;
     TR(tilerap_ptap(hA, hP, &ocpu, &hC));
     tilerap_csr *R = ref_tile_to_csr(hC);
-    tc_level(name, n, lvl, A, P, R);
+    tc_level(spec, lvl, A, P, R);
     tilerap_tile_destroy(&hA); tilerap_tile_destroy(&hP); tilerap_tile_destroy(&hC);
     tilerap_csr_destroy(&A); tilerap_csr_destroy(&P);
     A = R;

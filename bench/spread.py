@@ -7,6 +7,7 @@ BENCHMARKS.md tabulates them:
     bench/spread.py --spgemm run1/spgemm.log run2/spgemm.log run3/spgemm.log
     bench/spread.py --hypre run1/hypre.log run2/hypre.log run3/hypre.log   (hypre-device-bench)
     bench/spread.py --resetup run1/r.log run2/r.log run3/r.log            (hypre-resetup-bench)
+    bench/spread.py --lowprec run1/l.log run2/l.log run3/l.log            (bench/lowprec.sh)
 
 Ratios are reference / tilerap of the medians (above 1: tilerap faster);
 the first call's spread is over the runs, the later calls' over runs and
@@ -148,6 +149,54 @@ def resetup(files):
                 mmm(re_, "%.4f") if re_ else "", sp1, mmm(tot), sp2, its, mmm([float(r[5]) for r in rs])))
 
 
+def lowprec(files):
+    """galerkin-bench-gpu --tc rows: fp64 and each low precision at the same
+    threshold, per section of bench/lowprec.sh (## headers)"""
+    row = re.compile(r"^(\S+?)\s+(\d+)\s+(\d+)\s.*fp64@(\d+) ([\d.]+)(.*)$")
+    prec = re.compile(r"(tf32|bf16|fp16) ([\d.e+-]+) ([\d.]+)\([\d.]+x\) lp (\d+)/(\d+) tiles (\d+) fb (\d+)")
+    secs, order = {}, []
+    for f in files:
+        sec = ""
+        for line in open(f):
+            if line.startswith("## "):
+                sec = line[3:].strip()
+                continue
+            m = row.match(line)
+            if not m:
+                continue
+            key = (sec, m.group(1), m.group(2))
+            if key not in secs:
+                secs[key] = []
+                order.append(key)
+            ps = {x[0]: (float(x[1]), float(x[2]), int(x[3]), int(x[4]), int(x[5]), int(x[6])) for x in prec.findall(m.group(6))}
+            secs[key].append((float(m.group(5)), ps, line.rstrip().endswith("ok")))
+    last = None
+    for key in order:
+        sec, name, lvl = key
+        if sec != last:
+            print("\n**%s**\n" % sec)
+            print("| case | lvl | fp64 ms | tf32: ms (×), relerr | bf16: ms (×), relerr | fp16: ms (×), relerr | "
+                  "pairs in low precision / tensor-core pairs, tiles | fp64 fallbacks tf32 / bf16 / fp16 | check |")
+            print("|---|---:|---|---|---|---|---|---|---|")
+            last = sec
+        rs = secs[key]
+        f64 = [r[0] for r in rs]
+        cells, fb = [], []
+        for p in ("tf32", "bf16", "fp16"):
+            xs = [r[1][p] for r in rs if p in r[1]]
+            if not xs:
+                cells.append("")
+                fb.append("")
+                continue
+            ms = [x[1] for x in xs]
+            cells.append("%s (%.2f×), %.1e" % (mmm(ms), statistics.median(f64) / statistics.median(ms), max(x[0] for x in xs)))
+            fb.append(str(max(x[5] for x in xs)))
+        x0 = rs[0][1].get("fp16") or rs[0][1].get("tf32")
+        lp = "%d / %d, %d" % (x0[2], x0[3], x0[4]) if x0 else ""
+        print("| %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (name, lvl, mmm(f64), cells[0], cells[1], cells[2], lp,
+                                                             " / ".join(fb), "ok" if all(r[2] for r in rs) else "FAIL"))
+
+
 if __name__ == "__main__":
     args = sys.argv[1:]
     if not args:
@@ -158,5 +207,7 @@ if __name__ == "__main__":
         hypre(args[1:])
     elif args[0] == "--resetup":
         resetup(args[1:])
+    elif args[0] == "--lowprec":
+        lowprec(args[1:])
     else:
         galerkin(args)

@@ -84,9 +84,23 @@ typedef enum {
  * precisions are opt-in: each A and B tile of a tensor-core pair is scaled
  * by a power of two (its largest magnitude just below 2^15 for fp16, 2^31
  * for bf16/tf32: nothing overflows), rounded to nearest-even to the low
- * precision, multiplied with fp32 accumulation, and the pair's product is
- * scaled back and summed in fp64.  Entries of a tile more than 2^29 (fp16)
- * or 2^157 (bf16, tf32) below the tile's largest one flush to zero. */
+ * precision once per numeric run, multiplied with fp32 accumulation, and
+ * the pair's product is scaled back and summed in fp64.
+ * Never silently wrong: a tile whose non-zero magnitudes span more than
+ * 2^28 (fp16) or 2^93 (bf16, tf32), or that holds an inf or NaN, would
+ * lose entries in the format; every pair reading it is multiplied in fp64
+ * instead and counted (tilerap_spgemm_info.lowprec_fallbacks).  Bound, for
+ * every entry of C = A B:
+ *   |C_computed - C_exact| <= g * (|A| |B|)_ij,
+ *   g = 2^-10 + 2^-16 (tf32, fp16: 11-bit significands), 2^-7 + 2^-13 (bf16)
+ * (two roundings of 2^-p each, plus fp32 accumulation of 16 exact products).
+ * Relative to C itself the error is larger where |A||B| >> |C| (sums that
+ * cancel: Laplacian-like Galerkin products); a Galerkin product P^T A P
+ * with both halves in low precision: (2g + g^2) (|P|^T |A| |P|)_ij.
+ * A plan takes the low precision only where its pairs reuse each converted
+ * tile at least TILERAP_CUDA_LOWPREC_REUSE times (default 8: below that it
+ * was not faster than fp64 on the H100), else keeps fp64
+ * (tilerap_spgemm_info.lowprec_pairs = 0).  The CPU engine is always fp64. */
 typedef enum {
   TILERAP_PRECISION_FP64 = 0, /* default: fp64 tensor cores (DMMA), results as the fp64 path */
   TILERAP_PRECISION_TF32 = 1, /* 11-bit significand, fp32 range */
@@ -319,6 +333,16 @@ typedef struct {
   int64_t flops;          /* 2 * scalar multiply-adds of numeric     */
   int64_t dense_tiles;    /* C tiles using the dense accumulator     */
   int64_t tc_pairs;       /* pairs multiplied on tensor cores (CUDA) */
+  int64_t lowprec_pairs;  /* of those, pairs planned in the options' low
+                             precision; 0 when the precision is fp64 or the
+                             plan declined it (its pairs reuse too few tiles
+                             for the conversion to pay: fp64 DMMA instead) */
+  int64_t lowprec_tiles;  /* A and B tiles those pairs read, converted once
+                             per numeric run */
+  int64_t lowprec_fallbacks; /* low-precision pairs the last numeric run
+                             multiplied in fp64 instead: a tile's range or a
+                             non-finite value did not fit the format (reading
+                             it waits for that run) */
   int64_t recorded;       /* CPU: scalar products the plan records (RECORDED
                              kernel, filled by a numeric run: the first if
                              RECORDED was asked for, the second under AUTO);

@@ -46,7 +46,9 @@
  *   -mat_tile_dense_threshold N       dense-accumulator threshold of C tiles
  *   -mat_tile_tc_threshold N          CUDA engine: tile pairs with at least N
  *                                     multiply-adds use tensor cores (-1: off)
- *   -mat_tile_precision fp64|tf32|bf16|fp16   operands of those pairs
+ *   -mat_tile_precision fp64|tf32|bf16|fp16   operands of those pairs (low ones
+ *                       where a plan's pairs reuse each converted tile often:
+ *                       -mat_tile_lowprec_reuse, tilerap.h's bound)
  *   -mat_tile_cpu_kernel auto|tiles|recorded  CPU engine's numeric kernel
  * Process-wide (the last matrix that reads one sets it for all):
  *   -mat_tile_device N                CUDA device of this process (mpitile

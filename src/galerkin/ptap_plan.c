@@ -318,7 +318,10 @@ int tilerap_ptap_plan_info(tilerap_ptap_plan plan, tilerap_ptap_info *info)
 {
   if (!plan || !info) return tilerap_set_error(TILERAP_ERR_NULL, "tilerap_ptap_plan_info: NULL argument");
   *info = plan->info;
-  return TILERAP_SUCCESS;
+  int err = TILERAP_SUCCESS; /* the fallbacks of the last run */
+  if (plan->ap_plan && info->ap.lowprec_pairs > 0) err = tilerap_spgemm_plan_info(plan->ap_plan, &info->ap);
+  if (!err && plan->c_plan && info->ptap.lowprec_pairs > 0) err = tilerap_spgemm_plan_info(plan->c_plan, &info->ptap);
+  return err;
 }
 
 int tilerap_ptap_path(const tilerap_tile_matrix *A, const tilerap_tile_matrix *P, const tilerap_options *opt,

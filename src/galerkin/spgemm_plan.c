@@ -337,6 +337,10 @@ int tilerap_spgemm_plan_info(tilerap_spgemm_plan plan, tilerap_spgemm_info *info
 {
   if (!plan || !info) return tilerap_set_error(TILERAP_ERR_NULL, "tilerap_spgemm_plan_info: NULL argument");
   *info = plan->info;
+#ifdef TILERAP_HAVE_CUDA
+  if (plan->cuda && info->lowprec_pairs > 0)
+    return tr_cuda_spgemm_lowprec_fallbacks(plan->cuda, &info->lowprec_fallbacks);
+#endif
   return TILERAP_SUCCESS;
 }
 

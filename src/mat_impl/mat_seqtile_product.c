@@ -90,6 +90,14 @@ static PetscErrorCode TileProductView(Mat C, PetscViewer viewer)
     else if (pd->ab && !tilerap_spgemm_plan_info(pd->ab, &i)) have = 1;
     if (have)
       PetscCall(PetscViewerASCIIPrintf(viewer, "tilerap path %s (operands' mean entries per tile %.2f and %.2f; -mat_tile_path)\n", tilerap_path_name(i.path), i.a_fill, i.b_fill));
+    if (have && pd->ptap) { /* both halves of the Galerkin product */
+      i.tc_pairs += g.ptap.tc_pairs;
+      i.lowprec_pairs += g.ptap.lowprec_pairs;
+      i.lowprec_fallbacks += g.ptap.lowprec_fallbacks;
+    }
+    if (have && i.tc_pairs > 0)
+      PetscCall(PetscViewerASCIIPrintf(viewer, "tilerap tensor-core pairs %" PetscInt64_FMT ", in %s %" PetscInt64_FMT " (0: fp64 kept by the plan), of which the last run multiplied %" PetscInt64_FMT " in fp64 (a tile's range did not fit; -mat_tile_precision)\n",
+                                       (PetscInt64)i.tc_pairs, tilerap_precision_name(pd->opt.precision), (PetscInt64)i.lowprec_pairs, (PetscInt64)i.lowprec_fallbacks));
   }
   PetscFunctionReturn(PETSC_SUCCESS);
 }

@@ -39,6 +39,9 @@ int tr_cuda_spgemm_plan(const tilerap_tile_matrix *A, const tilerap_tile_matrix 
 int tr_cuda_spgemm_numeric(tr_cuda_spgemm *plan, const tilerap_tile_matrix *A,
                            const tilerap_tile_matrix *B, tilerap_tile_matrix *C);
 void tr_cuda_spgemm_destroy(tr_cuda_spgemm *plan);
+/* low-precision pairs the plan's last numeric run multiplied in fp64
+ * (waits for that run; 0 for plans without low-precision pairs) */
+int tr_cuda_spgemm_lowprec_fallbacks(const tr_cuda_spgemm *plan, int64_t *n);
 /* A deferred plan (TR_RUNS_AFTER_FIRST, no numeric run yet) reads A's values
  * through perm from then on (*taken = 1): numeric runs are given, as A, a
  * matrix of A's structure whose values are the array that A's were

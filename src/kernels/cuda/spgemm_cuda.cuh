@@ -169,12 +169,15 @@ typedef struct {
 
 /* One tensor-core pair (step 2 classified it by its multiply-add count):
  * the warp that takes it expands A tile a and B tile b into MMA fragments
- * straight from their masks and sums the 16x16 product in registers,
- * added into C tile u's accumulator (slot = its base inside the chunk,
- * bit 31 set when the tile uses the dense 16x16 accumulator). */
+ * straight from their masks (fp64) or loads their packed low-precision
+ * fragments, slots la and lb of the plan's converted tiles, and sums the
+ * 16x16 product in registers, added into C tile u's accumulator (slot =
+ * its base inside the chunk, bit 31 set when the tile uses the dense
+ * 16x16 accumulator). */
 typedef struct {
   int32_t a, b, u;
   uint32_t slot;
+  int32_t la, lb; /* -1 in fp64 plans */
 } tr_tc;
 #define TR_TC_DENSE 0x80000000u
 
@@ -192,7 +195,21 @@ struct tr_cuda_spgemm {
   int nonblocking;
   int dense_threshold;
   int tc_threshold;  /* < 0: no tensor-core pairs */
-  int precision;     /* tilerap_precision of tensor-core pairs */
+  int precision;     /* tilerap_precision of tensor-core pairs (FP64 when the plan declined a low one) */
+  /* Low-precision operands (spgemm_cuda_lowprec.cu): the A and B tiles
+   * that tensor-core pairs read, numbered (slots), converted to packed
+   * fragments once per numeric run before the pairs are multiplied. */
+  struct {
+    int asked;           /* the precision the options asked for */
+    int64_t na, nb;      /* converted A and B tiles */
+    int32_t *amap, *bmap; /* [A, B tiles] slot of a tile, -1: none */
+    int32_t *alist, *blist; /* [na], [nb] tile of each slot */
+    int32_t *aexp, *bexp; /* [na], [nb] scale exponent, TR_LP_UNFIT */
+    unsigned long long *fallbacks; /* device counter of the last run */
+    void *afrag, *bfrag; /* [na], [nb] x tr_frag_vecs x 32 uint4 */
+    int32_t *count;      /* device [2]: na, nb while slots are numbered */
+    tr_group maps, frags;
+  } lp;
   int64_t c_tiles, c_nnz, nhits, nchunks, ntc;
   int chunk_work;    /* hits + slots per chunk: TR_CHUNK_MIN .. TR_CHUNK_WORK */
   tr_group arrays;   /* the four arrays below */
@@ -306,6 +323,18 @@ int tr_cuda_step2_masks(const tilerap_tile_matrix *A, const tilerap_tile_matrix 
  * the pair lists the plan kept (launches only). */
 int tr_cuda_step2_fill_hits(const struct tr_cuda_spgemm *plan, const tilerap_tile_matrix *A,
                             const tilerap_tile_matrix *B, const tilerap_tile_matrix *C);
+/* Low-precision operands (spgemm_cuda_lowprec.cu).  At plan creation,
+ * before the tensor-core pairs are written: numbers the A and B tiles
+ * that pairs with hloc < 0 read (np pairs of the lists), allocates their
+ * fragments, or keeps the plan in fp64 where converting would cost more
+ * than the pairs save (plan->precision set to FP64). */
+int tr_cuda_lowprec_plan(struct tr_cuda_spgemm *plan, const tilerap_tile_matrix *A, const tilerap_tile_matrix *B,
+                         int64_t np, const int32_t *pair_a, const int32_t *pair_b, const int32_t *hloc, int64_t ntc);
+/* At each numeric run, before step 3: the plan's tiles scaled, checked
+ * against the format's range and packed (one launch). */
+int tr_cuda_lowprec_convert(const struct tr_cuda_spgemm *plan, const tilerap_tile_matrix *A,
+                            const tilerap_tile_matrix *B);
+void tr_cuda_lowprec_free(struct tr_cuda_spgemm *plan);
 /* Step 3: launches only (no allocation, no synchronisation). */
 int tr_cuda_step3_numeric(const struct tr_cuda_spgemm *plan, const tilerap_tile_matrix *A,
                           const tilerap_tile_matrix *B, tilerap_tile_matrix *C);

@@ -24,6 +24,7 @@ static void tr_plan_free(tr_cuda_spgemm *P)
 {
   if (!P) return;
   tr_group_free(&P->arrays, P->stream);
+  tr_cuda_lowprec_free(P);
   tr_plan_free_pairs(P);
   free(P);
 }
@@ -80,6 +81,9 @@ extern "C" int tr_cuda_spgemm_plan(const tilerap_tile_matrix *A, const tilerap_t
   info->flops = flops;
   info->dense_tiles = dense;
   info->tc_pairs = ntc;
+  info->lowprec_pairs = P->precision != TILERAP_PRECISION_FP64 && P->ntc > 0 ? P->ntc : 0;
+  info->lowprec_tiles = info->lowprec_pairs ? P->lp.na + P->lp.nb : 0;
+  info->lowprec_fallbacks = 0;
   *plan = P;
   return TILERAP_SUCCESS;
 }
@@ -135,4 +139,14 @@ extern "C" void tr_cuda_spgemm_destroy(tr_cuda_spgemm *P)
   if (!P) return;
   /* frees are ordered on the plan's stream: kernels in flight finish first */
   tr_plan_free(P);
+}
+
+extern "C" int tr_cuda_spgemm_lowprec_fallbacks(const tr_cuda_spgemm *P, int64_t *n)
+{
+  *n = 0;
+  if (!P || P->precision == TILERAP_PRECISION_FP64 || !P->lp.fallbacks || P->runs == 0) return TILERAP_SUCCESS;
+  unsigned long long v = 0;
+  const int err = tr_readback(&v, P->lp.fallbacks, sizeof v, P->stream, "low-precision fallbacks");
+  if (!err) *n = (int64_t)v;
+  return err;
 }

@@ -489,7 +489,8 @@ static __global__ void k_fill_hits(tr_dview A, tr_dview B, int64_t np, const int
                                    const int32_t *cand_ptr, const int32_t *pair_a, const int32_t *pair_b,
                                    const int32_t *hloc, const tr_scan *sc, const tr_chunk *ch, int W,
                                    const uint16_t *c_mask, const uint8_t *c_row_ptr, int dense_threshold, tr_hit *hits,
-                                   tr_tc *tcs, uint16_t *acc_loc, const int64_t *__restrict__ a_perm)
+                                   tr_tc *tcs, uint16_t *acc_loc, const int64_t *__restrict__ a_perm,
+                                   const int32_t *__restrict__ lp_amap, const int32_t *__restrict__ lp_bmap)
 {
   const int r = threadIdx.x & 15;
   const int64_t q = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) >> 4;
@@ -526,6 +527,8 @@ static __global__ void k_fill_hits(tr_dview A, tr_dview B, int64_t np, const int
       tr_tc e;
       e.a = (int32_t)a; e.b = (int32_t)b; e.u = (int32_t)u;
       e.slot = slot | (dense ? TR_TC_DENSE : 0u);
+      e.la = lp_amap ? lp_amap[a] : -1; /* slots of the low-precision fragments */
+      e.lb = lp_bmap ? lp_bmap[b] : -1;
       tcs[x.tc + (-1 - hl)] = e;
     }
     return;
@@ -555,10 +558,12 @@ static int tr_launch_fill_hits(const struct tr_cuda_spgemm *P, const tilerap_til
                                const int32_t *pair_cand, const int32_t *cand_ptr, const int32_t *pair_a,
                                const int32_t *pair_b, const int32_t *hloc, const tr_scan *sc)
 {
+  const bool lp = P->precision != TILERAP_PRECISION_FP64;
+  const int32_t *lp_amap = lp ? P->lp.amap : NULL, *lp_bmap = lp ? P->lp.bmap : NULL;
 #define TR_FILL(WORK, PERM)                                                                                         \
   k_fill_hits<WORK, PERM><<<tr_blocks(16 * np, 128), 128, 0, P->stream>>>(                                          \
       tr_view(A), tr_view(B), np, pair_cand, cand_ptr, pair_a, pair_b, hloc, sc, P->chunks, P->chunk_work,         \
-      C->row_mask, C->row_ptr, P->dense_threshold, P->hits, P->tcs, P->acc_loc, P->a_perm)
+      C->row_mask, C->row_ptr, P->dense_threshold, P->hits, P->tcs, P->acc_loc, P->a_perm, lp_amap, lp_bmap)
   if (P->chunk_work == TR_CHUNK_WORK) {
     if (P->a_perm) TR_FILL(TR_CHUNK_WORK, true);
     else TR_FILL(TR_CHUNK_WORK, false);
@@ -749,6 +754,9 @@ int tr_cuda_step2_masks(const tilerap_tile_matrix *A, const tilerap_tile_matrix 
       plan->chunks = (tr_chunk *)tr_group_at(pg, i_ch);
       plan->acc_loc = (uint16_t *)tr_group_at(pg, i_al);
     }
+    /* low-precision operands: their tiles numbered before the pairs are written */
+    if (!no_hits && ntiles > 0 && ntc > 0)
+      TR_TRY(tr_cuda_lowprec_plan(plan, A, B, np, cand->pair_a, cand->pair_b, hloc, ntc));
     int32_t *cand_tile = plan->pairs_walk ? (int32_t *)tr_group_at(&kg, i_ct) : NULL;
     const int64_t nw = ntiles > 0 && !no_hits ? nchunks * (int64_t)(sizeof(tr_chunk) / 8) : 0;
     static_assert(sizeof(tr_chunk) % 8 == 0, "chunks are zeroed in 8-byte words");

@@ -25,14 +25,14 @@
  * across consecutive pairs of the same C tile and adds it into the
  * chunk's accumulator once per tile, only at C's stored positions (the
  * others are structurally zero).  fp64: 2x2x4 DMMA m8n8k4 per pair
- * (two m16n8k16 on sm_90 measured 3-13 % slower), fp64 accumulation.  Low precisions (opt-in): each tile scaled by a
- * power of two, rounded (tr_round_prec), m16n8k16 (fp16, bf16) or
- * m16n8k8 (tf32) with fp32 accumulation per pair, scaled back and summed
- * in fp64. */
+ * (two m16n8k16 on sm_90 measured 3-13 % slower), fp64 accumulation.
+ * Low precisions (opt-in): the run starts with the conversion of the
+ * pairs' tiles into packed fragments (spgemm_cuda_lowprec.cu); a pair is
+ * then two 16-byte loads per lane (tf32: four), m16n8k16 (fp16, bf16) or
+ * 2x m16n8k8 (tf32) with fp32 accumulation, scaled back and summed in
+ * fp64; a pair with a tile outside the format's range runs in fp64. */
 #include "spgemm_cuda.cuh"
-#include "tile_lowprec.h"
-#include <cuda_fp16.h>
-#include <cuda_bf16.h>
+#include "tile_mma_fragments.cuh"
 
 static __device__ __forceinline__ void tr_apply(double *acc, const tr_hit &e, double x, double b0,
                                                 const double *__restrict__ bval)
@@ -50,52 +50,8 @@ static __device__ __forceinline__ void tr_apply(double *acc, const tr_hit &e, do
 }
 
 /* ------------------------------------------------------- tensor cores */
-/* Lane layout (PTX ISA, "Matrix Fragments for mma"): g = lane >> 2,
- * t = lane & 3.  Every shape used here gives a lane the A elements of
- * rows g and g+8 and the B elements of columns g and g+8, at four k
- * positions tr_kpos(t, j), and the C elements (g + 8mi, 8ni + 2t + j):
- *   m8n8k4 f64 (A 8x4 row: (g, t); B 4x8 col: (t, g); C (g, 2t+j)),
- *     four k steps of 4: k = t + 4j;
- *   m16n8k8 tf32 (A regs (g,t) (g+8,t) (g,t+4) (g+8,t+4); B (t,g) (t+4,g)),
- *     two k halves of 8: k = t + 4j as well;
- *   m16n8k16 f16/bf16 (A pairs (g,2t..2t+1) (g+8,..) (g,2t+8..) (g+8,..);
- *     B pairs (2t..2t+1, g) (2t+8..2t+9, g)): k = 2t + (j&1) + 8(j>>1). */
-template <int PREC> static __device__ __forceinline__ int tr_kpos(int t, int j)
-{
-  return (PREC == TILERAP_PRECISION_FP16 || PREC == TILERAP_PRECISION_BF16) ? 2 * t + (j & 1) + 8 * (j >> 1)
-                                                                              : t + 4 * j;
-}
-
-/* element (r, c) of a stored tile given row r's mask and first entry */
-static __device__ __forceinline__ double tr_at(const double *__restrict__ val, int64_t base, unsigned m, int c)
-{
-  return (m >> c) & 1u ? val[base + __popc(m & ((1u << c) - 1u))] : 0.0;
-}
-
-template <int PREC>
-static __device__ __forceinline__ void tr_gather(const tr_dview &A, const tr_dview &B, int32_t a, int32_t b, int g,
-                                                 int t, double fa[2][4], double fb[4][2])
-{
-  const int64_t ao = A.tile_off[a], bo = B.tile_off[b];
-#pragma unroll
-  for (int i = 0; i < 2; i++) {
-    const int r = g + 8 * i;
-    const unsigned m = A.row_mask[16 * (int64_t)a + r];
-    const int64_t base = ao + A.row_ptr[16 * (int64_t)a + r];
-#pragma unroll
-    for (int j = 0; j < 4; j++) fa[i][j] = tr_at(A.val, base, m, tr_kpos<PREC>(t, j));
-  }
-#pragma unroll
-  for (int j = 0; j < 4; j++) {
-    const int k = tr_kpos<PREC>(t, j);
-    const unsigned m = B.row_mask[16 * (int64_t)b + k];
-    const int64_t base = bo + B.row_ptr[16 * (int64_t)b + k];
-#pragma unroll
-    for (int i = 0; i < 2; i++) fb[j][i] = tr_at(B.val, base, m, g + 8 * i);
-  }
-}
-
-/* cc[(2mi + ni) * 2 + j] holds C(g + 8mi, 8ni + 2t + j) */
+/* cc[(2mi + ni) * 2 + j] holds C(g + 8mi, 8ni + 2t + j) (fragment layout:
+ * tile_mma_fragments.cuh) */
 static __device__ __forceinline__ void tr_dmma(double &d0, double &d1, double a, double b)
 {
   asm volatile("mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64 {%0,%1}, {%2}, {%3}, {%0,%1};\n"
@@ -103,9 +59,14 @@ static __device__ __forceinline__ void tr_dmma(double &d0, double &d1, double a,
                : "d"(a), "d"(b));
 }
 
-/* fp64 16x16x16 as 16 m8n8k4 */
-static __device__ __forceinline__ void tr_dmma_k4(const double fa[2][4], const double fb[4][2], double cc[8])
+/* one fp64 pair: cc += A_tile * B_tile as 16 m8n8k4, gathered from the tiles */
+static __device__ __forceinline__ void tr_pair_fp64(const tr_dview &A, const tr_dview &B, int32_t a, int32_t b, int g,
+                                                    int t, double cc[8])
 {
+  double fa[2][4], fb[4][2];
+  tr_gather_a<TILERAP_PRECISION_FP64>(A, a, g, t, fa);
+  tr_gather_b<TILERAP_PRECISION_FP64>(B, b, g, t, fb);
+  __syncwarp();
 #pragma unroll
   for (int j = 0; j < 4; j++)
 #pragma unroll
@@ -114,85 +75,54 @@ static __device__ __forceinline__ void tr_dmma_k4(const double fa[2][4], const d
       for (int ni = 0; ni < 2; ni++) tr_dmma(cc[(2 * mi + ni) * 2], cc[(2 * mi + ni) * 2 + 1], fa[mi][j], fb[j][ni]);
 }
 
-static __device__ __forceinline__ double tr_warp_absmax(const double *v, int n)
+/* one low-precision pair from its packed fragments (a lane's vectors,
+ * loaded): the 16x16 product
+ * with fp32 accumulation, scaled back by 2^e and added to cc in fp64 */
+template <int PREC>
+static __device__ __forceinline__ void tr_pair_lowprec(const uint4 *fa, const uint4 *fb, int e, double cc[8])
 {
-  double x = 0.0;
-  for (int i = 0; i < n; i++) x = fmax(x, fabs(v[i]));
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1) x = fmax(x, __shfl_xor_sync(0xffffffffu, x, o));
-  return x;
-}
-
-template <int PREC> static __device__ __forceinline__ uint32_t tr_pack(double lo, double hi)
-{
-  if (PREC == TILERAP_PRECISION_FP16) {
-    __half2 h = __halves2half2(__double2half(lo), __double2half(hi)); /* exact: already rounded */
-    return *reinterpret_cast<uint32_t *>(&h);
-  } else {
-    __nv_bfloat162 h = __halves2bfloat162(__double2bfloat16(lo), __double2bfloat16(hi));
-    return *reinterpret_cast<uint32_t *>(&h);
-  }
-}
-
-/* one pair: cc += A_tile * B_tile */
-template <int PREC> static __device__ __forceinline__ void tr_tc_pair(double fa[2][4], double fb[4][2], double cc[8])
-{
-  if (PREC == TILERAP_PRECISION_FP64) {
-    tr_dmma_k4(fa, fb, cc);
-    return;
-  }
-  /* low precision: power-of-two scaling per tile, warp-uniform */
-  const int ea = tr_lowprec_scale_exp(PREC, tr_warp_absmax(&fa[0][0], 8));
-  const int eb = tr_lowprec_scale_exp(PREC, tr_warp_absmax(&fb[0][0], 8));
-#pragma unroll
-  for (int i = 0; i < 2; i++)
-#pragma unroll
-    for (int j = 0; j < 4; j++) {
-      fa[i][j] = tr_round_prec(PREC, ldexp(fa[i][j], ea));
-      fb[j][i] = tr_round_prec(PREC, ldexp(fb[j][i], eb));
-    }
   float f[2][4]; /* n half ni: C(g, 8ni+2t+{0,1}), C(g+8, 8ni+2t+{0,1}) */
 #pragma unroll
   for (int ni = 0; ni < 2; ni++) f[ni][0] = f[ni][1] = f[ni][2] = f[ni][3] = 0.0f;
   if (PREC == TILERAP_PRECISION_TF32) {
 #pragma unroll
     for (int kh = 0; kh < 2; kh++) {
-      const uint32_t a0 = __float_as_uint((float)fa[0][2 * kh]), a1 = __float_as_uint((float)fa[1][2 * kh]);
-      const uint32_t a2 = __float_as_uint((float)fa[0][2 * kh + 1]), a3 = __float_as_uint((float)fa[1][2 * kh + 1]);
+      const uint4 a = fa[kh], b = fb[kh];
+      const uint32_t bb[2][2] = {{b.x, b.y}, {b.z, b.w}};
 #pragma unroll
-      for (int ni = 0; ni < 2; ni++) {
-        const uint32_t b0 = __float_as_uint((float)fb[2 * kh][ni]), b1 = __float_as_uint((float)fb[2 * kh + 1][ni]);
+      for (int ni = 0; ni < 2; ni++)
         asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
                      "{%0,%1,%2,%3};\n"
                      : "+f"(f[ni][0]), "+f"(f[ni][1]), "+f"(f[ni][2]), "+f"(f[ni][3])
-                     : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
-      }
+                     : "r"(a.x), "r"(a.y), "r"(a.z), "r"(a.w), "r"(bb[ni][0]), "r"(bb[ni][1]));
     }
   } else {
-    const uint32_t a0 = tr_pack<PREC>(fa[0][0], fa[0][1]), a1 = tr_pack<PREC>(fa[1][0], fa[1][1]);
-    const uint32_t a2 = tr_pack<PREC>(fa[0][2], fa[0][3]), a3 = tr_pack<PREC>(fa[1][2], fa[1][3]);
+    const uint4 a = fa[0], b = fb[0];
+    const uint32_t bb[2][2] = {{b.x, b.y}, {b.z, b.w}};
 #pragma unroll
     for (int ni = 0; ni < 2; ni++) {
-      const uint32_t b0 = tr_pack<PREC>(fb[0][ni], fb[1][ni]), b1 = tr_pack<PREC>(fb[2][ni], fb[3][ni]);
       if (PREC == TILERAP_PRECISION_FP16)
         asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
                      "{%0,%1,%2,%3};\n"
                      : "+f"(f[ni][0]), "+f"(f[ni][1]), "+f"(f[ni][2]), "+f"(f[ni][3])
-                     : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+                     : "r"(a.x), "r"(a.y), "r"(a.z), "r"(a.w), "r"(bb[ni][0]), "r"(bb[ni][1]));
       else
         asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
                      "{%0,%1,%2,%3};\n"
                      : "+f"(f[ni][0]), "+f"(f[ni][1]), "+f"(f[ni][2]), "+f"(f[ni][3])
-                     : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+                     : "r"(a.x), "r"(a.y), "r"(a.z), "r"(a.w), "r"(bb[ni][0]), "r"(bb[ni][1]));
     }
   }
-  const int e = -(ea + eb);
+  /* 2^e as two factors, each a normal double for |e| < 2044: exact */
+  const int e1 = e / 2, e2 = e - e1;
+  const double s1 = __longlong_as_double((long long)(1023 + e1) << 52);
+  const double s2 = __longlong_as_double((long long)(1023 + e2) << 52);
 #pragma unroll
   for (int ni = 0; ni < 2; ni++) {
-    cc[ni * 2] += ldexp((double)f[ni][0], e);
-    cc[ni * 2 + 1] += ldexp((double)f[ni][1], e);
-    cc[(2 + ni) * 2] += ldexp((double)f[ni][2], e);
-    cc[(2 + ni) * 2 + 1] += ldexp((double)f[ni][3], e);
+    cc[ni * 2] += ((double)f[ni][0] * s1) * s2;
+    cc[ni * 2 + 1] += ((double)f[ni][1] * s1) * s2;
+    cc[(2 + ni) * 2] += ((double)f[ni][2] * s1) * s2;
+    cc[(2 + ni) * 2 + 1] += ((double)f[ni][3] * s1) * s2;
   }
 }
 
@@ -219,32 +149,79 @@ static __device__ __forceinline__ void tr_tc_flush(double *acc, const tr_tc &e, 
 }
 
 /* the chunk's tensor-core pairs, split into one contiguous range per warp
- * (pairs of a C tile are contiguous: one flush per tile and warp) */
+ * (pairs of a C tile are contiguous: one flush per tile and warp).  A
+ * pair's product is short next to the loads that feed it, so the warp
+ * reads the records (and scale exponents) of 32 pairs at once, one per
+ * lane, and, in low precision, loads the next pair's fragments before it
+ * multiplies the current one. */
 template <int PREC>
 static __device__ __forceinline__ void tr_tc_chunk(double *acc, const tr_chunk &ch, const tr_tc *__restrict__ tcs,
                                                    const tr_dview &A, const tr_dview &B,
                                                    const uint16_t *__restrict__ cmask,
-                                                   const uint8_t *__restrict__ crow_ptr)
+                                                   const uint8_t *__restrict__ crow_ptr, const tr_lp_view &lp)
 {
   const int W = TR_NUMERIC_THREADS / 32, w = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int g = lane >> 2, t = lane & 3;
   const long long n = ch.tc1 - ch.tc0;
   const long long p0 = ch.tc0 + n * w / W, p1 = ch.tc0 + n * (w + 1) / W;
   if (p0 >= p1) return; /* warp-uniform */
+  constexpr bool LP = PREC != TILERAP_PRECISION_FP64;
+  constexpr int V = tr_frag_vecs<PREC>();
+  const unsigned full = 0xffffffffu;
   double cc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-  tr_tc cur = tcs[p0];
-  for (long long p = p0; p < p1; p++) {
-    const tr_tc e = tcs[p];
-    if (e.u != cur.u) {
-      tr_tc_flush(acc, cur, cmask, crow_ptr, g, t, cc);
-      cur = e;
+  int32_t cur_u = -1;
+  uint32_t cur_slot = 0;
+  for (long long base = p0; base < p1; base += 32) {
+    const int nb = (int)(p1 - base < 32 ? p1 - base : 32);
+    tr_tc mine = {0, 0, -1, 0, 0, 0};
+    int mexp = TR_LP_UNFIT; /* the pair's scale exponent, or TR_LP_UNFIT */
+    if (lane < nb) {
+      mine = tcs[base + lane];
+      if (LP) {
+        const int sa = lp.aexp[mine.la], sb = lp.bexp[mine.lb];
+        mexp = sa == TR_LP_UNFIT || sb == TR_LP_UNFIT ? TR_LP_UNFIT : -(sa + sb);
+      }
     }
-    double fa[2][4], fb[4][2];
-    tr_gather<PREC>(A, B, e.a, e.b, g, t, fa, fb);
-    __syncwarp();
-    tr_tc_pair<PREC>(fa, fb, cc);
+    uint4 fa[V], fb[V], na[V], nb4[V];
+    auto load = [&](int j, uint4 *xa, uint4 *xb) {
+      const int la = __shfl_sync(full, mine.la, j), lb = __shfl_sync(full, mine.lb, j);
+      if (__shfl_sync(full, mexp, j) == TR_LP_UNFIT) return;
+#pragma unroll
+      for (int k = 0; k < V; k++) {
+        xa[k] = lp.afrag[((int64_t)la * V + k) * 32 + lane];
+        xb[k] = lp.bfrag[((int64_t)lb * V + k) * 32 + lane];
+      }
+    };
+    if (LP) load(0, fa, fb);
+    for (int j = 0; j < nb; j++) {
+      if (LP && j + 1 < nb) load(j + 1, na, nb4);
+      const int32_t u = __shfl_sync(full, mine.u, j);
+      const uint32_t slot = __shfl_sync(full, mine.slot, j);
+      if (u != cur_u) {
+        if (cur_u >= 0) {
+          tr_tc e;
+          e.u = cur_u; e.slot = cur_slot;
+          tr_tc_flush(acc, e, cmask, crow_ptr, g, t, cc);
+        }
+        cur_u = u;
+        cur_slot = slot;
+      }
+      const int ex = LP ? __shfl_sync(full, mexp, j) : TR_LP_UNFIT;
+      if (!LP || ex == TR_LP_UNFIT) { /* fp64; in low precision a tile outside the format's range, counted */
+        tr_pair_fp64(A, B, __shfl_sync(full, mine.a, j), __shfl_sync(full, mine.b, j), g, t, cc);
+        if (LP && lane == 0) atomicAdd(lp.fallbacks, 1ull);
+      } else {
+        tr_pair_lowprec<PREC>(fa, fb, ex, cc);
+      }
+      if (LP) {
+#pragma unroll
+        for (int k = 0; k < V; k++) { fa[k] = na[k]; fb[k] = nb4[k]; }
+      }
+    }
   }
-  tr_tc_flush(acc, cur, cmask, crow_ptr, g, t, cc);
+  tr_tc e;
+  e.u = cur_u; e.slot = cur_slot;
+  tr_tc_flush(acc, e, cmask, crow_ptr, g, t, cc);
 }
 
 /* PREC < 0: plan without tensor-core pairs (the kernel stays as lean as
@@ -255,7 +232,8 @@ static __global__ void __launch_bounds__(TR_NUMERIC_THREADS, PREC < 0 ? 6 : 3)
     k_numeric(const tr_chunk *__restrict__ chunks, const tr_hit *__restrict__ hits, const tr_tc *__restrict__ tcs,
               tr_dview A, tr_dview B, double *__restrict__ cval, const int64_t *__restrict__ ctile_off,
               const uint8_t *__restrict__ cidx, const uint16_t *__restrict__ cmask,
-              const uint8_t *__restrict__ crow_ptr, const uint16_t *__restrict__ acc_loc, int dense_threshold)
+              const uint8_t *__restrict__ crow_ptr, const uint16_t *__restrict__ acc_loc, int dense_threshold,
+              tr_lp_view lp)
 {
   __shared__ double acc[TR_CHUNK_ACC];
   const double *__restrict__ aval = A.val;
@@ -266,7 +244,7 @@ static __global__ void __launch_bounds__(TR_NUMERIC_THREADS, PREC < 0 ? 6 : 3)
   const int T = TR_NUMERIC_THREADS;
   for (int i = threadIdx.x; i < nacc; i += T) acc[i] = 0.0;
   __syncthreads();
-  if (PREC >= 0 && ch.tc1 > ch.tc0) tr_tc_chunk<(PREC < 0 ? 0 : PREC)>(acc, ch, tcs, A, B, cmask, crow_ptr);
+  if (PREC >= 0 && ch.tc1 > ch.tc0) tr_tc_chunk<(PREC < 0 ? 0 : PREC)>(acc, ch, tcs, A, B, cmask, crow_ptr, lp);
   /* two hits per thread and round: both load chains in flight together */
   int64_t h = ch.hit0 + threadIdx.x;
   for (; h + T < ch.hit1; h += 2 * T) {
@@ -301,11 +279,17 @@ int tr_cuda_step3_numeric(const struct tr_cuda_spgemm *P, const tilerap_tile_mat
 {
   if (P->nchunks <= 0) return TILERAP_SUCCESS;
   const unsigned nb = (unsigned)P->nchunks;
-  int prec = P->ntc > 0 ? P->precision : -1;
+  const int prec = P->ntc > 0 ? P->precision : -1;
+  if (prec > 0) { /* the operands' fragments for this run's values */
+    const int err = tr_cuda_lowprec_convert(P, A, B);
+    if (err) return err;
+  }
+  const tr_lp_view lp = {(const uint4 *)P->lp.afrag, (const uint4 *)P->lp.bfrag, P->lp.aexp, P->lp.bexp,
+                         P->lp.fallbacks};
 #define TR_LAUNCH(PR)                                                                                              \
   k_numeric<PR><<<nb, TR_NUMERIC_THREADS, 0, P->stream>>>(P->chunks, P->hits, P->tcs, tr_view(A), tr_view(B),      \
                                                           C->val, C->tile_off, C->idx, C->row_mask, C->row_ptr,     \
-                                                          P->acc_loc, P->dense_threshold)
+                                                          P->acc_loc, P->dense_threshold, lp)
   switch (prec) {
   case TILERAP_PRECISION_TF32: TR_LAUNCH(TILERAP_PRECISION_TF32); break;
   case TILERAP_PRECISION_BF16: TR_LAUNCH(TILERAP_PRECISION_BF16); break;
