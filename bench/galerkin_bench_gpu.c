@@ -374,14 +374,7 @@ static void run_tc_case(const char *spec)
   int32_t dims[3], cd[3];
   int nd;
   TR(tilerap_model_poisson(st, n, &A, dims, &nd));
-  if (wide) { /* D A D with D = 2^(-40..40): symmetric, values over ~24 orders of magnitude */
-    uint64_t seed = 5;
-    int *d = malloc((size_t)A->m * sizeof *d);
-    for (int32_t i = 0; i < A->m; i++) d[i] = (int)(ref_rand01(&seed) * 81) - 40;
-    for (int32_t i = 0; i < A->m; i++)
-      for (int64_t q = A->rowptr[i]; q < A->rowptr[i + 1]; q++) A->val[q] = ldexp(A->val[q], d[i] + d[A->colidx[q]]);
-    free(d);
-  }
+  if (wide) ref_scale_wide(A, 40, 5); /* values over ~24 orders of magnitude */
   for (int lvl = 0; lvl < 5 && A->m >= 200; lvl++) {
     tilerap_csr *P = NULL;
     TR(tilerap_model_prolongator(A, nd, dims, 2.0 / 3.0, &P, cd));

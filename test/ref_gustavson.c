@@ -102,6 +102,15 @@ tilerap_csr *ref_ptap(const tilerap_csr *A, const tilerap_csr *P)
   return C;
 }
 
+void ref_scale_wide(tilerap_csr *A, int E, uint64_t seed)
+{
+  int *d = xmalloc(((size_t)A->m + 1) * sizeof *d);
+  for (int32_t i = 0; i < A->m; i++) d[i] = (int)(ref_rand01(&seed) * (2 * E + 1)) - E;
+  for (int32_t i = 0; i < A->m; i++)
+    for (int64_t q = A->rowptr[i]; q < A->rowptr[i + 1]; q++) A->val[q] = ldexp(A->val[q], d[i] + d[A->colidx[q]]);
+  free(d);
+}
+
 double ref_rand01(uint64_t *s)
 { /* splitmix64 */
   uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);

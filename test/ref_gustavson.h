@@ -23,6 +23,9 @@ tilerap_csr *ref_dense(int32_t m, int32_t n, uint64_t *seed);
 /* Random values in place, same structure. */
 void ref_randomize_values(tilerap_csr *A, uint64_t *seed);
 double ref_rand01(uint64_t *seed);
+/* A = D A D, D = diag(2^e_i), e_i uniform in [-E, E] (seeded): a symmetric
+ * operator whose values span many orders of magnitude */
+void ref_scale_wide(tilerap_csr *A, int E, uint64_t seed);
 
 /* Structure of X equals structure of Y? */
 int ref_same_structure(const tilerap_csr *X, const tilerap_csr *Y);
