@@ -12,7 +12,7 @@ san=$(command -v compute-sanitizer 2>/dev/null)
 # TOOL:PROGRAM[:SETTINGS] (SETTINGS: tuning knobs, comma-separated, that
 # force paths the automatic choice takes only on large products)
 runs="memcheck:test_gpu_spgemm memcheck:test_gpu_ptap memcheck:test_gpu_tc racecheck:test_gpu_spgemm
-racecheck:test_gpu_ptap racecheck:test_gpu_tc synccheck:test_gpu_spgemm synccheck:test_gpu_ptap
+racecheck:test_gpu_ptap racecheck:test_gpu_tc synccheck:test_gpu_spgemm synccheck:test_gpu_ptap synccheck:test_gpu_tc
 memcheck:test_misuse synccheck:test_misuse
 memcheck:test_gpu_spgemm:TILERAP_MASKS_LANES=8 memcheck:test_gpu_ptap:TILERAP_PTAP=first
 memcheck:test_gpu_ptap:TILERAP_PTAP=scatter memcheck:test_gpu_ptap:TILERAP_PTAP_KERNEL=scatter
