@@ -113,7 +113,11 @@ static PetscErrorCode run(PetscInt dim, PetscInt n, MatType type, PetscBool repa
   }
   if (reuse) { /* no process reduction: GAMG reuses every level's product (a reduced level it recomputes) */
     PetscCall(PCGAMGSetProcEqLim(pc, 1));
+#if PETSC_VERSION_LT(3, 20, 0)
     PetscCall(PCGAMGSetUseParallelCoarseGridSolve(pc, PETSC_TRUE));
+#else
+    PetscCall(PCGAMGSetParallelCoarseGridSolve(pc, PETSC_TRUE));
+#endif
   }
   PetscCall(KSPSetFromOptions(ksp));
   PetscCall(KSPSolve(ksp, b, x));

@@ -114,7 +114,7 @@ static PetscErrorCode value_diff(Mat X, Mat Y, PetscReal *rel)
 static PetscErrorCode all_ranks(PetscBool mine, PetscBool *all)
 {
   PetscFunctionBeginUser;
-  PetscCall(MPIU_Allreduce(&mine, all, 1, MPIU_BOOL, MPI_LAND, PETSC_COMM_WORLD));
+  PetscCall(MPIU_Allreduce(&mine, all, 1, TILE_TEST_MPI_BOOL, MPI_LAND, PETSC_COMM_WORLD));
   PetscFunctionReturn(0);
 }
 

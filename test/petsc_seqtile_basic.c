@@ -346,6 +346,7 @@ int main(int argc, char **argv)
       {"-mat_tile_copy_threads", "TILERAP_COPY_THREADS", "2", "65"},
       {"-mat_tile_trace", "TILERAP_TRACE", "", "2"}, /* no value: on, as a PETSc boolean */
       {"-mat_tile_path", "TILERAP_PATH", "csr", "fastest"},
+      {"-mat_tile_lowprec_reuse", "TILERAP_CUDA_LOWPREC_REUSE", "0", "-1"},
     };
     Mat E;
     PetscCall(MatDuplicate(A, MAT_COPY_VALUES, &E));
@@ -364,7 +365,7 @@ int main(int argc, char **argv)
       PetscCall(PetscPushErrorHandler(PetscReturnErrorHandler, NULL));
       ierr = MatSetFromOptions(E);
       PetscCall(PetscPopErrorHandler());
-      if (ierr) PetscErrorMessage(ierr, &text, &msg);
+      if (ierr) PetscErrorMessage(ierr, &text, (void *)&msg); /* char ** before 3.2x, const char ** since: both take it */
       tap_ok(ierr != 0 && msg && strstr(msg, knobs[k].knob) && strstr(msg, knobs[k].option), "%s %s is refused with tilerap's message (%d: %s)", knobs[k].option, knobs[k].bad, (int)ierr, msg ? msg : "");
       PetscCall(PetscOptionsClearValue(NULL, name));
       tap_ok(tilerap_tuning_set(knobs[k].knob, NULL) == TILERAP_SUCCESS, "%s back to the environment's value", knobs[k].knob);

@@ -7,6 +7,13 @@
 #include <stdio.h>
 #include "tap.h"
 
+/* MPI datatype of PetscBool: MPIU_BOOL, deprecated since PETSc 3.24 for MPI_C_BOOL */
+#if PETSC_VERSION_GE(3, 24, 0)
+  #define TILE_TEST_MPI_BOOL MPI_C_BOOL
+#else
+  #define TILE_TEST_MPI_BOOL MPIU_BOOL
+#endif
+
 /* 64-bit LCG: the same matrices on every run and machine. */
 static inline double tu_rand(unsigned long long *s)
 {
@@ -110,7 +117,7 @@ static inline PetscErrorCode tu_mpi_compare(Mat X, Mat Y, PetscBool *same, Petsc
   PetscCall(MatGetSize(Y, &YM, &YN));
   if (xm != ym || xn != yn || XM != YM || XN != YN) s = PETSC_FALSE;
   if (s) PetscCall(tu_csr_diff(Xl, Yl, xm, &s, loc));
-  PetscCall(MPIU_Allreduce(&s, same, 1, MPIU_BOOL, MPI_LAND, comm));
+  PetscCall(MPIU_Allreduce(&s, same, 1, TILE_TEST_MPI_BOOL, MPI_LAND, comm));
   PetscCall(MPIU_Allreduce(loc, glob, 2, MPIU_REAL, MPIU_SUM, comm));
   *relerr = *same ? tu_relerr(glob) : PETSC_MAX_REAL;
   PetscCall(MatDestroy(&Xl));
@@ -206,7 +213,7 @@ static inline PetscErrorCode tu_ok(PetscBool cond, const char *fmt, ...)
   PetscFunctionBeginUser;
   PetscCallMPI(MPI_Comm_rank(PETSC_COMM_WORLD, &rank));
   PetscCallMPI(MPI_Comm_size(PETSC_COMM_WORLD, &size));
-  PetscCall(MPIU_Allreduce(&cond, &all, 1, MPIU_BOOL, MPI_LAND, PETSC_COMM_WORLD));
+  PetscCall(MPIU_Allreduce(&cond, &all, 1, TILE_TEST_MPI_BOOL, MPI_LAND, PETSC_COMM_WORLD));
   va_start(ap, fmt);
   vsnprintf(buf, sizeof buf, fmt, ap);
   va_end(ap);

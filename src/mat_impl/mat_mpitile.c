@@ -495,7 +495,7 @@ static PetscErrorCode TileMPIProductDestroy(TILE_PRODUCT_DESTROY_ARG arg)
   PetscCall(TileInnerDestroy(w));
   PetscCall(PetscFree(w));
 #if !PETSC_VERSION_LT(3, 25, 0)
-  *arg = NULL;
+  *(void **)arg = NULL;
 #endif
   PetscFunctionReturn(PETSC_SUCCESS);
 }

@@ -19,15 +19,16 @@ typedef PetscOptionItems *TileOptionItems;
 #else
 typedef PetscOptionItems TileOptionItems;
 #endif
-/* Mat_Product destroy callback takes void ** from 3.25 on. */
+/* Mat_Product's destroy callback is given the data (before 3.25) or the
+ * address of the data pointer (3.25 on, typed PetscCtxRt = void *). */
 #if PETSC_VERSION_LT(3, 25, 0)
   #define TILE_PRODUCT_DESTROY_ARG void *
   #define TILE_PRODUCT_DESTROY_DATA(p) (p)
   #define TILE_PRODUCT_DESTROY_PASS(p) (p) /* what a destroy callback is called with */
 #else
-  #define TILE_PRODUCT_DESTROY_ARG void **
-  #define TILE_PRODUCT_DESTROY_DATA(p) (*(p))
-  #define TILE_PRODUCT_DESTROY_PASS(p) ((void **)&(p))
+  #define TILE_PRODUCT_DESTROY_ARG PetscCtxRt
+  #define TILE_PRODUCT_DESTROY_DATA(p) (*(void **)(p))
+  #define TILE_PRODUCT_DESTROY_PASS(p) ((void *)&(p))
 #endif
 
 #if PETSC_VERSION_LT(3, 20, 0)

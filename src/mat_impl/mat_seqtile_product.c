@@ -46,7 +46,7 @@ static PetscErrorCode TileProductDestroy(TILE_PRODUCT_DESTROY_ARG arg)
   PetscCall(PetscFree(pd->fresh));
   PetscCall(PetscFree(pd));
 #if !PETSC_VERSION_LT(3, 25, 0)
-  *arg = NULL;
+  *(void **)arg = NULL;
 #endif
   PetscFunctionReturn(PETSC_SUCCESS);
 }
