@@ -34,6 +34,11 @@ for t in test_gpu_spgemm test_gpu_ptap; do
   run "TILERAP_MASKS_LANES=8" $t
 done
 run "TILERAP_STEP1_SORT=compact" test_ptap
+for c in merge sort; do # both device CSR->tile paths on every conversion test
+  run "TILERAP_CONVERT=$c" test_gpu_convert
+  run "TILERAP_CONVERT=$c" test_irregular
+  run "TILERAP_CONVERT=$c" test_gpu_order
+done
 run "TILERAP_ROWS_MAX=0" test_gpu_spgemm
 run "TILERAP_CUDA_WALK_MAX=1e9 TILERAP_CUDA_WALK_MEAN=1e9" test_gpu_spgemm
 run "TILERAP_CUDA_HITS=plan" test_gpu_spgemm

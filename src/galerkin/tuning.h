@@ -40,6 +40,7 @@ typedef enum {
   TR_KNOB_ROWS_GROUP,        /* choice auto|1|8: warps per tile row of the row products */
   TR_KNOB_CSR_MACS_PER_PAIR, /* real: auto takes the CSR path below this many multiply-adds per tile pair */
   TR_KNOB_CUDA_LOWPREC_REUSE, /* real: tensor-core pairs per converted tile below which a plan keeps fp64 */
+  TR_KNOB_CONVERT,           /* choice auto|merge|sort: the device CSR->tile conversion's path */
   TR_KNOB_HYPRE_TEST_REFUSE_RANK,  /* int: that rank refuses every product */
   TR_KNOB_HYPRE_TEST_PARALLEL,     /* flag: the row-order pass's parallel paths at any size */
   TR_KNOB_HYPRE_TEST_ORDER_THREAD, /* flag: the row-order pass on its own thread on the CPU too */

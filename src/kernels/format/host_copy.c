@@ -42,3 +42,22 @@ void tr_host_copy(void *dst, const void *src, size_t bytes)
     if (b < bytes) memcpy((char *)dst + b, (const char *)src + b, bytes - b < per ? bytes - b : per);
   }
 }
+
+int64_t tr_host_max_row(int32_t m, const int64_t *rp64, const int32_t *rp32)
+{
+  int64_t mx = 0;
+  int np = 1;
+#ifdef _OPENMP
+  if (m >= (1 << 16) && !omp_in_parallel()) {
+    np = tr_copy_threads();
+    if (np > omp_get_max_threads()) np = omp_get_max_threads();
+  }
+#pragma omp parallel for num_threads(np) reduction(max : mx) schedule(static)
+#endif
+  for (int32_t i = 0; i < m; i++) {
+    const int64_t len = rp64 ? rp64[i + 1] - rp64[i] : (int64_t)rp32[i + 1] - rp32[i];
+    if (len > mx) mx = len;
+  }
+  (void)np;
+  return mx;
+}

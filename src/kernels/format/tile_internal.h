@@ -34,6 +34,9 @@ int tr_require_cuda(const char *what);
  * ones (host_copy.c). */
 #define TR_HOST_COPY_THREADS 4
 TILERAP_EXPORT void tr_host_copy(void *dst, const void *src, size_t bytes); /* exported for the tests */
+/* longest row of a host CSR (rp64 or rp32), by the copy threads: the
+ * device conversion's path choice on host input */
+int64_t tr_host_max_row(int32_t m, const int64_t *rp64, const int32_t *rp32);
 
 /* Popcount of a 16-bit mask; portable (no -mpopcnt needed). */
 extern const uint8_t tilerap_popcount8[256];
