@@ -43,6 +43,10 @@ TILERAP_EXPORT int tilerap_get_device(int *dev);
  * the arrays are complete.  A build without CUDA, or no visible GPU, gives
  * TILERAP_ERR_ENGINE.
  *
+ * CSR -> tile sorts entries on the device where a row has more than 64
+ * entries (TILERAP_CONVERT in doc/tuning.md); that path takes fewer than
+ * 2^31 entries (TILERAP_ERR_OVERFLOW otherwise).
+ *
  * A device tile matrix made by tilerap_tile_from_csr_device from host
  * arrays, or given to tilerap_tile_to_csr_device with host arrays, keeps a
  * device staging buffer of nnz values (freed with the matrix), so that the
