@@ -288,6 +288,44 @@ static int tr_row_error(int32_t n, const RP *drp, const int32_t *dcol, int32_t i
   return err ? err : tilerap_set_error(TILERAP_ERR_INVALID, "internal: row %d flagged but valid", i);
 }
 
+/* The CSR's entry count and its structure on the device (host arrays
+ * uploaded into *drp, *dcol; device arrays used in place), after the
+ * checks every path makes first.  tr_csr_release frees what was uploaded. */
+template <typename RP>
+static int tr_csr_structure(int32_t m, const RP *rp, const int32_t *col, int on_device, cudaStream_t s, int64_t *nnz,
+                            RP **drp, int32_t **dcol)
+{
+  int64_t rp0 = 0;
+  int err = TILERAP_SUCCESS;
+  *drp = NULL; *dcol = NULL;
+  TR_RET(tr_rp_get(rp, 0, on_device, &rp0));
+  TR_RET(tr_rp_get(rp, m, on_device, nnz));
+  if (rp0 != 0) return tilerap_set_error(TILERAP_ERR_INVALID, "CSR rowptr[0] = %lld, expected 0", (long long)rp0);
+  if (*nnz > 0 && !col) return tilerap_set_error(TILERAP_ERR_NULL, "CSR column indices are NULL");
+  if (on_device) { *drp = (RP *)rp; *dcol = (int32_t *)col; return TILERAP_SUCCESS; }
+  TR_TRY(tr_dalloc((void **)drp, ((size_t)m + 1) * sizeof(RP), s, "CSR row pointers"));
+  TR_TRY(tr_h2d(*drp, rp, ((size_t)m + 1) * sizeof(RP), s, "CSR upload"));
+  if (*nnz > 0) {
+    TR_TRY(tr_dalloc((void **)dcol, (size_t)*nnz * sizeof(int32_t), s, "CSR column indices"));
+    TR_TRY(tr_h2d(*dcol, col, (size_t)*nnz * sizeof(int32_t), s, "CSR upload"));
+  }
+  return TILERAP_SUCCESS;
+cleanup:
+  tr_dfree(*drp, s); tr_dfree(*dcol, s);
+  *drp = NULL; *dcol = NULL;
+  return err;
+}
+
+/* frees what tr_csr_structure uploaded, and uploaded values */
+template <typename RP>
+static void tr_csr_release(int on_device, RP *drp, int32_t *dcol, double *dval, cudaStream_t s)
+{
+  if (on_device) return;
+  tr_dfree(drp, s);
+  tr_dfree(dcol, s);
+  tr_dfree(dval, s);
+}
+
 template <typename RP>
 static int tr_from_csr_merge(int32_t m, int32_t n, const RP *rp, const int32_t *col, const double *val, int on_device,
                        tilerap_tile_matrix **out, int trusted = 0)
@@ -301,26 +339,12 @@ static int tr_from_csr_merge(int32_t m, int32_t n, const RP *rp, const int32_t *
   int *bad = NULL;
   int64_t *cnt = NULL, *tp = NULL;
   void *scan = NULL;
-  int64_t rp0 = 0, nnz = 0, num_tiles = 0;
+  int64_t nnz = 0, num_tiles = 0;
   int hbad[2];
   size_t scan_bytes = 0;
   int err = TILERAP_SUCCESS;
 
-  TR_TRY(tr_rp_get(rp, 0, on_device, &rp0));
-  TR_TRY(tr_rp_get(rp, m, on_device, &nnz));
-  if (rp0 != 0) { err = tilerap_set_error(TILERAP_ERR_INVALID, "CSR rowptr[0] = %lld, expected 0", (long long)rp0); goto cleanup; }
-  if (nnz > 0 && !col) { err = tilerap_set_error(TILERAP_ERR_NULL, "CSR column indices are NULL"); goto cleanup; }
-  if (nnz < 0) { /* a decrease somewhere: let validation name the row */ }
-  if (on_device) {
-    drp = (RP *)rp; dcol = (int32_t *)col;
-  } else {
-    TR_TRY(tr_dalloc((void **)&drp, ((size_t)m + 1) * sizeof(RP), s, "CSR row pointers"));
-    TR_TRY(tr_h2d(drp, rp, ((size_t)m + 1) * sizeof(RP), s, "CSR upload"));
-    if (nnz > 0) {
-      TR_TRY(tr_dalloc((void **)&dcol, (size_t)nnz * sizeof(int32_t), s, "CSR column indices"));
-      TR_TRY(tr_h2d(dcol, col, (size_t)nnz * sizeof(int32_t), s, "CSR upload"));
-    }
-  }
+  TR_TRY(tr_csr_structure<RP>(m, rp, col, on_device, s, &nnz, &drp, &dcol));
 
   /* validation (not of tilerap's own products) */
   if (trusted) goto validated;
@@ -369,11 +393,7 @@ validated:
   if (!on_device && dval) { T->internal = dval; dval = NULL; } /* kept: staging of value refreshes */
 
 cleanup:
-  if (!on_device) {
-    tr_dfree(drp, s);
-    tr_dfree(dcol, s);
-    tr_dfree(dval, s);
-  }
+  tr_csr_release<RP>(on_device, drp, dcol, dval, s);
   tr_dfree(bad, s);
   tr_dfree(cnt, s);
   tr_dfree(tp, s);
@@ -456,11 +476,7 @@ static int tr_from_unsorted_csr_merge(int32_t m, int32_t n, const RP *rp, const 
   }
 
 cleanup:
-  if (!on_device) {
-    tr_dfree(drp, s);
-    tr_dfree(dcol, s);
-    tr_dfree(dval, s);
-  }
+  tr_csr_release<RP>(on_device, drp, dcol, dval, s);
   tr_dfree(bad, s);
   tr_dfree(scol, s);
   tr_dfree(sval, s);
@@ -555,29 +571,16 @@ static int tr_from_csr_keys(int32_t m, int32_t n, const RP *rp, const int32_t *c
   double *dval = NULL; /* uploaded values: become T's staging buffer */
   void *key = NULL;
   int *bad = NULL;
-  int64_t rp0 = 0, nnz = 0, num_tiles = 0;
+  int64_t nnz = 0, num_tiles = 0;
   int hbad[TR_BAD_FLAGS] = {INT_MAX, INT_MAX, INT_MAX};
   const int key_bits = 8 + bits_for((uint64_t)(TR > 0 ? TR : 1) * (uint64_t)(TC > 0 ? TC : 1) - 1);
   int err = TILERAP_SUCCESS;
 
-  TR_TRY(tr_rp_get(rp, 0, on_device, &rp0));
-  TR_TRY(tr_rp_get(rp, m, on_device, &nnz));
-  if (rp0 != 0) { err = tilerap_set_error(TILERAP_ERR_INVALID, "CSR rowptr[0] = %lld, expected 0", (long long)rp0); goto cleanup; }
-  if (nnz > 0 && !col) { err = tilerap_set_error(TILERAP_ERR_NULL, "CSR column indices are NULL"); goto cleanup; }
+  TR_TRY(tr_csr_structure<RP>(m, rp, col, on_device, s, &nnz, &drp, &dcol));
   if (nnz > INT_MAX) {
     err = tilerap_set_error(TILERAP_ERR_OVERFLOW, "device CSR conversion: %lld entries (the device sort takes < 2^31)",
                             (long long)nnz);
     goto cleanup;
-  }
-  if (on_device) {
-    drp = (RP *)rp; dcol = (int32_t *)col;
-  } else {
-    TR_TRY(tr_dalloc((void **)&drp, ((size_t)m + 1) * sizeof(RP), s, "CSR row pointers"));
-    TR_TRY(tr_h2d(drp, rp, ((size_t)m + 1) * sizeof(RP), s, "CSR upload"));
-    if (nnz > 0) {
-      TR_TRY(tr_dalloc((void **)&dcol, (size_t)nnz * sizeof(int32_t), s, "CSR column indices"));
-      TR_TRY(tr_h2d(dcol, col, (size_t)nnz * sizeof(int32_t), s, "CSR upload"));
-    }
   }
   TR_TRY(tr_dalloc((void **)&bad, TR_BAD_FLAGS * sizeof(int), s, "validation flags"));
   TR_TRY_CU(cudaMemsetAsync(bad, 0x7f, TR_BAD_FLAGS * sizeof(int), s), "validation flags");
@@ -623,11 +626,7 @@ static int tr_from_csr_keys(int32_t m, int32_t n, const RP *rp, const int32_t *c
   if (!on_device && dval && ordered) { T->internal = dval; dval = NULL; }
 
 cleanup:
-  if (!on_device) {
-    tr_dfree(drp, s);
-    tr_dfree(dcol, s);
-    tr_dfree(dval, s);
-  }
+  tr_csr_release<RP>(on_device, drp, dcol, dval, s);
   tr_dfree(bad, s);
   tr_dfree(key, s);
   tr_dfree(pos, s);
