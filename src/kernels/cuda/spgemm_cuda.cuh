@@ -200,14 +200,12 @@ struct tr_cuda_spgemm {
    * that tensor-core pairs read, numbered (slots), converted to packed
    * fragments once per numeric run before the pairs are multiplied. */
   struct {
-    int asked;           /* the precision the options asked for */
     int64_t na, nb;      /* converted A and B tiles */
     int32_t *amap, *bmap; /* [A, B tiles] slot of a tile, -1: none */
     int32_t *alist, *blist; /* [na], [nb] tile of each slot */
     int32_t *aexp, *bexp; /* [na], [nb] scale exponent, TR_LP_UNFIT */
     unsigned long long *fallbacks; /* device counter of the last run */
     void *afrag, *bfrag; /* [na], [nb] x tr_frag_vecs x 32 uint4 */
-    int32_t *count;      /* device [2]: na, nb while slots are numbered */
     tr_group maps, frags;
   } lp;
   int64_t c_tiles, c_nnz, nhits, nchunks, ntc;
@@ -391,6 +389,14 @@ static __device__ __forceinline__ int tr_pick8(const uint32_t w[4], int k)
 static inline bool tr_vec_ok(const tilerap_tile_matrix *T)
 {
   return ((uintptr_t)T->row_ptr % 16) == 0;
+}
+
+/* *mx = max(*mx, v) over a whole warp (every lane calls it): one atomic
+ * per warp, since a million atomics on one address take a millisecond */
+static __device__ __forceinline__ void tr_warp_atomic_max(unsigned v, unsigned long long *mx)
+{
+  v = __reduce_max_sync(0xffffffffu, v);
+  if ((threadIdx.x & 31) == 0 && v) atomicMax(mx, (unsigned long long)v);
 }
 
 /* Ascending bitonic sort of key[0, n2) in shared memory by the whole

@@ -147,18 +147,18 @@ static int tr_lowprec_slots(struct tr_cuda_spgemm *P, const tilerap_tile_matrix 
   P->lp.alist = (int32_t *)tr_group_at(g, i_al); P->lp.blist = (int32_t *)tr_group_at(g, i_bl);
   P->lp.aexp = (int32_t *)tr_group_at(g, i_ae); P->lp.bexp = (int32_t *)tr_group_at(g, i_be);
   P->lp.fallbacks = (unsigned long long *)tr_group_at(g, i_fb);
-  P->lp.count = (int32_t *)tr_group_at(g, i_ct);
+  int32_t *count = (int32_t *)tr_group_at(g, i_ct); /* na, nb while slots are numbered */
   TR_TRY_CU(cudaMemsetAsync(P->lp.amap, 0, (size_t)ta * sizeof(int32_t), s), "low-precision marks");
   TR_TRY_CU(cudaMemsetAsync(P->lp.bmap, 0, (size_t)tb * sizeof(int32_t), s), "low-precision marks");
-  TR_TRY_CU(cudaMemsetAsync(P->lp.count, 0, 2 * sizeof(int32_t), s), "low-precision counts");
+  TR_TRY_CU(cudaMemsetAsync(count, 0, 2 * sizeof(int32_t), s), "low-precision counts");
   TR_TRY_CU(cudaMemsetAsync(P->lp.fallbacks, 0, sizeof(unsigned long long), s), "low-precision fallbacks");
   k_lp_mark<<<tr_blocks(np, 256), 256, 0, s>>>(np, pair_a, pair_b, hloc, P->lp.amap, P->lp.bmap);
   TR_TRY(tr_cuda_check_launch("low-precision marks"));
-  k_lp_number<<<tr_blocks(ta, 256), 256, 0, s>>>(ta, P->lp.amap, P->lp.alist, P->lp.count);
-  k_lp_number<<<tr_blocks(tb, 256), 256, 0, s>>>(tb, P->lp.bmap, P->lp.blist, P->lp.count + 1);
+  k_lp_number<<<tr_blocks(ta, 256), 256, 0, s>>>(ta, P->lp.amap, P->lp.alist, count);
+  k_lp_number<<<tr_blocks(tb, 256), 256, 0, s>>>(tb, P->lp.bmap, P->lp.blist, count + 1);
   TR_TRY(tr_cuda_check_launch("low-precision slots"));
   int32_t cnt[2] = {0, 0};
-  TR_TRY(tr_readback(cnt, P->lp.count, sizeof cnt, s, "low-precision tile counts"));
+  TR_TRY(tr_readback(cnt, count, sizeof cnt, s, "low-precision tile counts"));
   P->lp.na = cnt[0];
   P->lp.nb = cnt[1];
   /* Converting a tile costs about what an fp64 pair spends gathering
@@ -170,7 +170,6 @@ static int tr_lowprec_slots(struct tr_cuda_spgemm *P, const tilerap_tile_matrix 
    * keeps fp64; 0 forces the low precision (accuracy studies). */
   if ((double)ntc < tr_knob(TR_KNOB_CUDA_LOWPREC_REUSE) * (double)(P->lp.na + P->lp.nb)) {
     tr_cuda_lowprec_free(P);
-    P->lp.asked = P->precision;
     P->precision = TILERAP_PRECISION_FP64;
     return TILERAP_SUCCESS;
   }
@@ -191,7 +190,6 @@ cleanup:
 int tr_cuda_lowprec_plan(struct tr_cuda_spgemm *P, const tilerap_tile_matrix *A, const tilerap_tile_matrix *B,
                          int64_t np, const int32_t *pair_a, const int32_t *pair_b, const int32_t *hloc, int64_t ntc)
 {
-  P->lp.asked = P->precision;
   if (P->precision == TILERAP_PRECISION_FP64 || ntc <= 0) return TILERAP_SUCCESS;
   const int err = tr_lowprec_slots(P, A, B, np, pair_a, pair_b, hloc, ntc);
   if (err) tr_cuda_lowprec_free(P);

@@ -642,10 +642,7 @@ static __global__ void k_csr_max_row(int32_t m, const RP *__restrict__ rp, unsig
 {
   const int32_t i = blockIdx.x * blockDim.x + threadIdx.x;
   int64_t len = i < m ? (int64_t)rp[i + 1] - (int64_t)rp[i] : 0;
-  /* one atomic per warp: a million on one address took a millisecond */
-  unsigned v = len > 0 ? (len > (int64_t)UINT_MAX ? UINT_MAX : (unsigned)len) : 0u;
-  v = __reduce_max_sync(0xffffffffu, v);
-  if ((threadIdx.x & 31) == 0 && v) atomicMax(mx, (unsigned long long)v);
+  tr_warp_atomic_max(len > 0 ? (len > (int64_t)UINT_MAX ? UINT_MAX : (unsigned)len) : 0u, mx);
 }
 
 template <typename RP>

@@ -234,9 +234,7 @@ static __global__ void k_max_tiles(int32_t TR, const int64_t *__restrict__ tile_
 {
   const int32_t I = blockIdx.x * blockDim.x + threadIdx.x;
   const int64_t k = I < TR ? tile_ptr[I + 1] - tile_ptr[I] : 0;
-  unsigned v = k > (int64_t)UINT_MAX ? UINT_MAX : (unsigned)k;
-  v = __reduce_max_sync(0xffffffffu, v);
-  if ((threadIdx.x & 31) == 0 && v) atomicMax(mx, (unsigned long long)v);
+  tr_warp_atomic_max(k > (int64_t)UINT_MAX ? UINT_MAX : (unsigned)k, mx);
 }
 
 static int tr_walk_suits(const tilerap_tile_matrix *T, int *suits)
