@@ -327,6 +327,71 @@ static void check_many_candidates(uint64_t *seed)
 }
 
 /* a model operator on n^d points and its smoothed-aggregation prolongator */
+/* B (k x n) with every 100th row about 600 entries long (a hub) and
+ * about 5 entries elsewhere */
+static tilerap_csr *hub_rows(int32_t k, int32_t n, uint64_t *seed)
+{
+  tilerap_csr *S = ref_random(k, n, 5.0 / n, 0, seed), *H = ref_random(k, n, 600.0 / n, 0, seed), *B = NULL;
+  int64_t nnz = 0;
+  for (int32_t i = 0; i < k; i++) nnz += i % 100 ? S->rowptr[i + 1] - S->rowptr[i] : H->rowptr[i + 1] - H->rowptr[i];
+  if (tilerap_csr_create(k, n, nnz, &B) == 0) {
+    int64_t q = 0;
+    for (int32_t i = 0; i < k; i++) {
+      const tilerap_csr *X = i % 100 ? S : H;
+      for (int64_t e = X->rowptr[i]; e < X->rowptr[i + 1]; e++) { B->colidx[q] = X->colidx[e]; B->val[q++] = X->val[e]; }
+      B->rowptr[i + 1] = q;
+    }
+  }
+  tilerap_csr_destroy(&S); tilerap_csr_destroy(&H);
+  return B;
+}
+
+/* CSR-path rows of C with thousands of columns (the dense-accumulator
+ * rows): 40 rows of A with about 1500 entries each, so C's rows hold
+ * thousands of products.  B 2000 wide keeps the accumulator in shared
+ * memory in every mode, 40000 wide only the count's bitmap (values in
+ * global memory).  B rows of about 5 entries (8 lanes an A entry), 40 (a
+ * warp), and short rows among hubs of 600 (hubs dealt over the block).
+ * Also a plan that makes its values (plan_values), against the reference. */
+static void check_dense_rows(uint64_t *seed)
+{
+  static const struct { int32_t n; double per_row; const char *what; } cases[] = {
+    {2000, 5, "2000 wide, B rows of 5"}, {2000, 40, "2000 wide, B rows of 40"},
+    {2000, -1, "2000 wide, hub B rows"}, {40000, 5, "40000 wide, B rows of 5"},
+  };
+  gpu_knob_set("TILERAP_PATH", "csr");
+  for (int w = 0; w < 4; w++) {
+    char what[128];
+    const int32_t n = cases[w].n;
+    tilerap_csr *A = ref_random(40, 3000, 0.5, 0, seed);
+    tilerap_csr *B = cases[w].per_row > 0 ? ref_random(3000, n, cases[w].per_row / n, 0, seed) : hub_rows(3000, n, seed);
+    snprintf(what, sizeof what, "CSR path, C rows of thousands of columns, %s", cases[w].what);
+    if (!tap_ok(A && B, "%s: operands", what)) { tilerap_csr_destroy(&A); tilerap_csr_destroy(&B); continue; }
+    check_product(A, B, 192, what);
+    {
+      tilerap_tile_matrix *hA = ref_csr_to_tile(A), *hB = ref_csr_to_tile(B);
+      tilerap_tile_matrix *dA = gpu_to_device(hA), *dB = gpu_to_device(hB), *dC = NULL, *Cd = NULL;
+      tilerap_options o = gpu_opts(TILERAP_ENGINE_CUDA, 192);
+      tilerap_spgemm_plan p = NULL;
+      tilerap_spgemm_info info;
+      tilerap_csr *R = ref_spgemm(A, B);
+      o.plan_values = 1;
+      int err = tilerap_spgemm_plan_create(dA, dB, &o, &p, &dC);
+      if (!err) err = tilerap_spgemm_plan_info(p, &info);
+      if (!err) Cd = gpu_to_host(dC);
+      double e = Cd ? gpu_vs_ref(Cd, R) : INFINITY;
+      tap_ok(!err && info.path == TILERAP_PATH_CSR && e <= 1e-14, "%s: plan_values (path %s, vs ref %.2e)", what,
+             err ? "-" : tilerap_path_name(info.path), e);
+      tilerap_spgemm_plan_destroy(&p);
+      tilerap_tile_destroy(&Cd); tilerap_tile_destroy(&dC); tilerap_tile_destroy(&dA); tilerap_tile_destroy(&dB);
+      tilerap_tile_destroy(&hA); tilerap_tile_destroy(&hB);
+      tilerap_csr_destroy(&R);
+    }
+    tilerap_csr_destroy(&A); tilerap_csr_destroy(&B);
+  }
+  gpu_knob_set("TILERAP_PATH", NULL);
+}
+
 static void model_ap(tilerap_stencil st, int32_t n, tilerap_csr **A, tilerap_csr **P)
 {
   int32_t dims[3], cd[3];
@@ -365,6 +430,7 @@ int main(int argc, char **argv)
     tilerap_csr_destroy(&A); tilerap_csr_destroy(&B);
   }
   check_heavy(&seed);
+  check_dense_rows(&seed);
   check_skewed();
   check_row_sort(300);
   if (!quick) {

@@ -13,7 +13,11 @@
  * each with a hash table of S slots in shared memory (linear probing, S
  * at least 1.5 times the bound), or, beyond the
  * largest table (2048 slots), to a block with a dense accumulator as wide
- * as B in global memory.  Three modes run the same insertion: COUNT (distinct
+ * as B: in shared memory where B is narrow enough (a bitmap of the columns
+ * seen, and the values), else in global memory.  fp64 atomics on shared
+ * memory are compare-and-swap loops, yet far cheaper than global ones: the
+ * rows of random and power-law matrices' coarse products land here, with
+ * thousands of columns a row.  Three modes run the same insertion: COUNT (distinct
  * columns, for C's row pointers), FILL (the row's columns sorted, values
  * too when given: a plan's first product) and NUMERIC (values looked up
  * at C's known columns: re-runs, no sort).  A operand values are read as
@@ -44,6 +48,10 @@ struct tr_cuda_csr_product {
   int64_t bin_start[TR_CSR_BINS + 1];
   void *dense;                     /* per block: n int32 flags, then n doubles */
   int dense_blocks;
+  /* the dense rows in shared memory, per mode (0: not there), and the
+   * grid that fits the device */
+  size_t shm_bytes[3];
+  int shm_blocks[3];
   int64_t macs;
 };
 
@@ -513,6 +521,114 @@ static __global__ void __launch_bounds__(TR_DENSE_THREADS)
   }
 }
 
+/* The same with the accumulator in shared memory (dynamic, sized at the
+ * product's creation): COUNT a bitmap of the row's columns, FILL the bitmap
+ * and the values, NUMERIC the values alone.  Values are zeroed as they are
+ * read and the bitmap as it is written out, so a block's next row starts
+ * clean; the grid is what fits the device at once, rows taken in turn. */
+template <int MODE>
+static __global__ void __launch_bounds__(TR_DENSE_THREADS)
+    k_dense_rows_shared(const int32_t *__restrict__ rows, int64_t nrows, int32_t n, tr_operand A, tr_operand B,
+                        int64_t *crp, int32_t *ccol, double *cval, const int64_t *__restrict__ cvidx)
+{
+  typedef cub::BlockReduce<long long, TR_DENSE_THREADS> Reduce;
+  typedef cub::BlockScan<long long, TR_DENSE_THREADS> Scan;
+  __shared__ union {
+    typename Reduce::TempStorage r;
+    typename Scan::TempStorage s;
+  } tmp;
+  __shared__ struct {
+    typename Scan::TempStorage scan;
+    long long incl[TR_DENSE_THREADS];
+    int64_t bs[TR_DENSE_THREADS];
+    double av[TR_DENSE_THREADS];
+  } prod;
+  extern __shared__ __align__(16) unsigned char tr_dense_smem[];
+  const int32_t words = (n + 31) >> 5;
+  double *acc = (double *)tr_dense_smem;
+  uint32_t *bits = (uint32_t *)(tr_dense_smem + (MODE == TR_CSR_COUNT ? 0 : (size_t)n * sizeof(double)));
+  if (MODE != TR_CSR_COUNT)
+    for (int32_t c = threadIdx.x; c < n; c += TR_DENSE_THREADS) acc[c] = 0.0;
+  if (MODE != TR_CSR_NUMERIC)
+    for (int32_t w = threadIdx.x; w < words; w += TR_DENSE_THREADS) bits[w] = 0u;
+  __syncthreads();
+  const bool values = MODE != TR_CSR_COUNT && A.val;
+  for (int64_t slot = blockIdx.x; slot < nrows; slot += gridDim.x) {
+    const int32_t i = rows[slot];
+    long long fresh_n = 0;
+    tr_block_products<TR_DENSE_THREADS>(A, B, A.rp[i], A.rp[i + 1], threadIdx.x, values, prod.scan, prod.incl,
+                                        prod.bs, prod.av, [&](int64_t f, double av) {
+      const int32_t c = B.col[f];
+      if (MODE != TR_CSR_NUMERIC) {
+        const uint32_t bit = 1u << (c & 31);
+        if (!(bits[c >> 5] & bit) && !(atomicOr(&bits[c >> 5], bit) & bit)) fresh_n++;
+      }
+      if (values) atomicAdd(&acc[c], av * tr_val(B, f));
+    });
+    __syncthreads();
+    if (MODE == TR_CSR_COUNT) {
+      const long long total = Reduce(tmp.r).Sum(fresh_n);
+      if (threadIdx.x == 0) crp[i] = total; /* the row's count */
+      for (int32_t w = threadIdx.x; w < words; w += TR_DENSE_THREADS) bits[w] = 0u;
+    } else if (MODE == TR_CSR_FILL) { /* each thread a run of words, in order */
+      const int32_t run = (words + TR_DENSE_THREADS - 1) / TR_DENSE_THREADS;
+      const int32_t lo = min(words, (int32_t)threadIdx.x * run), hi = min(words, lo + run);
+      long long mine = 0, before;
+      for (int32_t w = lo; w < hi; w++) mine += __popc(bits[w]);
+      Scan(tmp.s).ExclusiveSum(mine, before);
+      int64_t p = crp[i] + before;
+      for (int32_t w = lo; w < hi; w++) {
+        for (uint32_t b = bits[w]; b; b &= b - 1) {
+          const int32_t c = w * 32 + __ffs(b) - 1;
+          ccol[p] = c;
+          if (cval) { cval[p] = acc[c]; acc[c] = 0.0; }
+          p++;
+        }
+        bits[w] = 0u;
+      }
+    } else {
+      const int64_t c1 = crp[i + 1];
+      for (int64_t p = crp[i] + threadIdx.x; p < c1; p += TR_DENSE_THREADS) {
+        const int32_t c = ccol[p];
+        cval[cvidx ? cvidx[p] : p] = acc[c];
+        acc[c] = 0.0;
+      }
+    }
+    __syncthreads();
+  }
+}
+
+/* Dynamic shared memory of the dense rows in each mode, where it fits
+ * (else 0: the global accumulator), and the blocks that fit the device at
+ * once.  COUNT's bitmap is cleared whole after each row: it is kept to 16
+ * words a thread. */
+template <int MODE>
+static int tr_dense_shared_fit(int32_t n, size_t *bytes, int *blocks)
+{
+  const size_t words = ((size_t)n + 31) / 32;
+  size_t need = words * sizeof(uint32_t);
+  if (MODE == TR_CSR_FILL) need += (size_t)n * sizeof(double);
+  if (MODE == TR_CSR_NUMERIC) need = (size_t)n * sizeof(double);
+  *bytes = 0;
+  *blocks = 0;
+  if (MODE == TR_CSR_COUNT && words > 16 * TR_DENSE_THREADS) return TILERAP_SUCCESS;
+  int dev = 0, optin = 0, sms = 1, per_sm = 0;
+  cudaFuncAttributes fa;
+  TR_RET_CU(cudaGetDevice(&dev), "CSR path dense rows");
+  TR_RET_CU(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev), "CSR path dense rows");
+  TR_RET_CU(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev), "CSR path dense rows");
+  TR_RET_CU(cudaFuncGetAttributes(&fa, k_dense_rows_shared<MODE>), "CSR path dense rows");
+  if (need + fa.sharedSizeBytes > (size_t)optin) return TILERAP_SUCCESS;
+  TR_RET_CU(cudaFuncSetAttribute(k_dense_rows_shared<MODE>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                 optin - (int)fa.sharedSizeBytes), "CSR path dense rows");
+  TR_RET_CU(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, k_dense_rows_shared<MODE>, TR_DENSE_THREADS, need),
+            "CSR path dense rows");
+  if (per_sm < 1) return TILERAP_SUCCESS;
+  *bytes = need;
+  *blocks = per_sm * sms;
+  return TILERAP_SUCCESS;
+}
+
 /* ------------------------------------------------------------ driver */
 /* COUNT writes each row's count to cnt[row] */
 static int tr_launch(const tr_cuda_csr_product *P, int mode, const tr_operand &A, const tr_operand &B, double *cval,
@@ -531,8 +647,18 @@ static int tr_launch(const tr_cuda_csr_product *P, int mode, const tr_operand &A
     case 4: k_hash_rows<32, 512, 128><<<tr_blocks(nr, 4), 128, 0, s>>>(mode, sorted, rows, nr, A, B, crp, P->ccol, cval, cvidx); break;
     case 5: k_hash_rows<256, 2048, 256><<<(unsigned)nr, 256, 0, s>>>(mode, sorted, rows, nr, A, B, crp, P->ccol, cval, cvidx); break;
     default:
-      k_dense_rows<<<(unsigned)(nr < P->dense_blocks ? nr : P->dense_blocks), TR_DENSE_THREADS, 0, s>>>(
-          mode, rows, nr, P->n, A, B, crp, P->ccol, cval, cvidx, P->dense);
+      if (P->shm_bytes[mode]) {
+        const unsigned g = (unsigned)(nr < P->shm_blocks[mode] ? nr : P->shm_blocks[mode]);
+        const size_t sh = P->shm_bytes[mode];
+        if (mode == TR_CSR_COUNT)
+          k_dense_rows_shared<TR_CSR_COUNT><<<g, TR_DENSE_THREADS, sh, s>>>(rows, nr, P->n, A, B, crp, P->ccol, cval, cvidx);
+        else if (mode == TR_CSR_FILL)
+          k_dense_rows_shared<TR_CSR_FILL><<<g, TR_DENSE_THREADS, sh, s>>>(rows, nr, P->n, A, B, crp, P->ccol, cval, cvidx);
+        else
+          k_dense_rows_shared<TR_CSR_NUMERIC><<<g, TR_DENSE_THREADS, sh, s>>>(rows, nr, P->n, A, B, crp, P->ccol, cval, cvidx);
+      } else
+        k_dense_rows<<<(unsigned)(nr < P->dense_blocks ? nr : P->dense_blocks), TR_DENSE_THREADS, 0, s>>>(
+            mode, rows, nr, P->n, A, B, crp, P->ccol, cval, cvidx, P->dense);
     }
     int err = tr_cuda_check_launch("CSR path product");
     if (err) return err;
@@ -586,7 +712,14 @@ extern "C" int tr_cuda_csr_product_create(int32_t m, int32_t n, const int64_t *a
   P->macs = (int64_t)hb[2 * TR_CSR_BINS];
   {
     const int64_t ndense = P->bin_start[TR_CSR_BINS] - P->bin_start[TR_CSR_BINS - 1];
-    if (ndense > 0) { /* at most 2 blocks per SM, and at most 512 MB */
+    if (ndense > 0) {
+      TR_TRY(tr_dense_shared_fit<TR_CSR_COUNT>(n, &P->shm_bytes[TR_CSR_COUNT], &P->shm_blocks[TR_CSR_COUNT]));
+      TR_TRY(tr_dense_shared_fit<TR_CSR_FILL>(n, &P->shm_bytes[TR_CSR_FILL], &P->shm_blocks[TR_CSR_FILL]));
+      TR_TRY(tr_dense_shared_fit<TR_CSR_NUMERIC>(n, &P->shm_bytes[TR_CSR_NUMERIC], &P->shm_blocks[TR_CSR_NUMERIC]));
+    }
+    /* a global accumulator for the modes that shared memory cannot hold:
+     * at most 2 blocks per SM, and at most 512 MB */
+    if (ndense > 0 && !(P->shm_bytes[TR_CSR_COUNT] && P->shm_bytes[TR_CSR_FILL] && P->shm_bytes[TR_CSR_NUMERIC])) {
       int dev = 0, sms = 1;
       cudaGetDevice(&dev);
       cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
