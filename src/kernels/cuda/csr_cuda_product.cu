@@ -451,6 +451,34 @@ static __global__ void __launch_bounds__(BLOCK)
 }
 
 /* -------------------------------------------------- dense accumulator */
+/* the block's temporaries: a reduction or scan, and the product dealing */
+struct tr_dense_tmp {
+  typedef cub::BlockReduce<long long, TR_DENSE_THREADS> Reduce;
+  typedef cub::BlockScan<long long, TR_DENSE_THREADS> Scan;
+  union {
+    typename Reduce::TempStorage r;
+    typename Scan::TempStorage s;
+  };
+};
+struct tr_dense_prod {
+  cub::BlockScan<long long, TR_DENSE_THREADS>::TempStorage scan;
+  long long incl[TR_DENSE_THREADS];
+  int64_t bs[TR_DENSE_THREADS];
+  double av[TR_DENSE_THREADS];
+};
+
+/* NUMERIC: C's values of a row (entries p0..p1-1) from the accumulator,
+ * zeroed as read for the block's next row */
+static __device__ __forceinline__ void tr_dense_values_out(int64_t p0, int64_t p1, const int32_t *__restrict__ ccol,
+                                                           double *cval, const int64_t *__restrict__ cvidx, double *acc)
+{
+  for (int64_t p = p0 + threadIdx.x; p < p1; p += TR_DENSE_THREADS) {
+    const int32_t c = ccol[p];
+    cval[cvidx ? cvidx[p] : p] = acc[c];
+    acc[c] = 0.0;
+  }
+}
+
 /* A block per row (rows taken in turn by the grid), an accumulator of
  * n flags and n values per block in global memory.  Flags carry a stamp
  * per row and mode (never cleared); values are zeroed as they are read. */
@@ -458,18 +486,8 @@ static __global__ void __launch_bounds__(TR_DENSE_THREADS)
     k_dense_rows(int mode, const int32_t *__restrict__ rows, int64_t nrows, int32_t n, tr_operand A, tr_operand B,
                  int64_t *crp, int32_t *ccol, double *cval, const int64_t *__restrict__ cvidx, void *ws)
 {
-  typedef cub::BlockReduce<long long, TR_DENSE_THREADS> Reduce;
-  typedef cub::BlockScan<long long, TR_DENSE_THREADS> Scan;
-  __shared__ union {
-    typename Reduce::TempStorage r;
-    typename Scan::TempStorage s;
-  } tmp;
-  __shared__ struct {
-    typename Scan::TempStorage scan;
-    long long incl[TR_DENSE_THREADS];
-    int64_t bs[TR_DENSE_THREADS];
-    double av[TR_DENSE_THREADS];
-  } prod;
+  __shared__ tr_dense_tmp tmp;
+  __shared__ tr_dense_prod prod;
   const size_t width = ((size_t)n * sizeof(int32_t) + 255) / 256 * 256 + (size_t)n * sizeof(double);
   int32_t *flag = (int32_t *)((char *)ws + blockIdx.x * width);
   double *acc = (double *)((char *)flag + ((size_t)n * sizeof(int32_t) + 255) / 256 * 256);
@@ -489,7 +507,7 @@ static __global__ void __launch_bounds__(TR_DENSE_THREADS)
       }
     });
     if (mode == TR_CSR_COUNT) {
-      const long long total = Reduce(tmp.r).Sum(fresh_n);
+      const long long total = tr_dense_tmp::Reduce(tmp.r).Sum(fresh_n);
       if (threadIdx.x == 0) crp[i] = total; /* the row's count */
       __syncthreads();
       continue;
@@ -500,7 +518,7 @@ static __global__ void __launch_bounds__(TR_DENSE_THREADS)
       const int32_t lo = min(n, (int32_t)threadIdx.x * run), hi = min(n, lo + run);
       long long mine = 0, before;
       for (int32_t c = lo; c < hi; c++) mine += flag[c] == stamp;
-      Scan(tmp.s).ExclusiveSum(mine, before);
+      tr_dense_tmp::Scan(tmp.s).ExclusiveSum(mine, before);
       int64_t p = crp[i] + before;
       for (int32_t c = lo; c < hi; c++)
         if (flag[c] == stamp) {
@@ -510,12 +528,7 @@ static __global__ void __launch_bounds__(TR_DENSE_THREADS)
           p++;
         }
     } else {
-      const int64_t c1 = crp[i + 1];
-      for (int64_t p = crp[i] + threadIdx.x; p < c1; p += TR_DENSE_THREADS) {
-        const int32_t c = ccol[p];
-        cval[cvidx ? cvidx[p] : p] = acc[c];
-        acc[c] = 0.0;
-      }
+      tr_dense_values_out(crp[i], crp[i + 1], ccol, cval, cvidx, acc);
     }
     __syncthreads();
   }
@@ -531,18 +544,8 @@ static __global__ void __launch_bounds__(TR_DENSE_THREADS)
     k_dense_rows_shared(const int32_t *__restrict__ rows, int64_t nrows, int32_t n, tr_operand A, tr_operand B,
                         int64_t *crp, int32_t *ccol, double *cval, const int64_t *__restrict__ cvidx)
 {
-  typedef cub::BlockReduce<long long, TR_DENSE_THREADS> Reduce;
-  typedef cub::BlockScan<long long, TR_DENSE_THREADS> Scan;
-  __shared__ union {
-    typename Reduce::TempStorage r;
-    typename Scan::TempStorage s;
-  } tmp;
-  __shared__ struct {
-    typename Scan::TempStorage scan;
-    long long incl[TR_DENSE_THREADS];
-    int64_t bs[TR_DENSE_THREADS];
-    double av[TR_DENSE_THREADS];
-  } prod;
+  __shared__ tr_dense_tmp tmp;
+  __shared__ tr_dense_prod prod;
   extern __shared__ __align__(16) unsigned char tr_dense_smem[];
   const int32_t words = (n + 31) >> 5;
   double *acc = (double *)tr_dense_smem;
@@ -567,7 +570,7 @@ static __global__ void __launch_bounds__(TR_DENSE_THREADS)
     });
     __syncthreads();
     if (MODE == TR_CSR_COUNT) {
-      const long long total = Reduce(tmp.r).Sum(fresh_n);
+      const long long total = tr_dense_tmp::Reduce(tmp.r).Sum(fresh_n);
       if (threadIdx.x == 0) crp[i] = total; /* the row's count */
       for (int32_t w = threadIdx.x; w < words; w += TR_DENSE_THREADS) bits[w] = 0u;
     } else if (MODE == TR_CSR_FILL) { /* each thread a run of words, in order */
@@ -575,7 +578,7 @@ static __global__ void __launch_bounds__(TR_DENSE_THREADS)
       const int32_t lo = min(words, (int32_t)threadIdx.x * run), hi = min(words, lo + run);
       long long mine = 0, before;
       for (int32_t w = lo; w < hi; w++) mine += __popc(bits[w]);
-      Scan(tmp.s).ExclusiveSum(mine, before);
+      tr_dense_tmp::Scan(tmp.s).ExclusiveSum(mine, before);
       int64_t p = crp[i] + before;
       for (int32_t w = lo; w < hi; w++) {
         for (uint32_t b = bits[w]; b; b &= b - 1) {
@@ -587,12 +590,7 @@ static __global__ void __launch_bounds__(TR_DENSE_THREADS)
         bits[w] = 0u;
       }
     } else {
-      const int64_t c1 = crp[i + 1];
-      for (int64_t p = crp[i] + threadIdx.x; p < c1; p += TR_DENSE_THREADS) {
-        const int32_t c = ccol[p];
-        cval[cvidx ? cvidx[p] : p] = acc[c];
-        acc[c] = 0.0;
-      }
+      tr_dense_values_out(crp[i], crp[i + 1], ccol, cval, cvidx, acc);
     }
     __syncthreads();
   }
