@@ -6,7 +6,7 @@
  * is checked against the plain CSR reference before its time counts.
  *
  *   galerkin-bench [-reps N] [-engine cpu|cuda|auto] [-cpu-kernel auto|tiles|recorded]
- *                  [-plan-values 0|1] [-no-petsc] [-memory] [case ...]
+ *                  [-plan-values 0|1] [-csr] [-no-petsc] [-memory] [case ...]
  *   case = p2d5:N | p2d9:N | p3d7:N | p3d27:N   (default: p3d7:64 p3d7:101),
  *          or an irregular matrix of tilerap_model.h (mesh2d:N[:sfc], powerlaw:N, ...)
  *          with graph-aggregation prolongators (BENCH_PROLONGATOR=classical:
@@ -18,6 +18,10 @@
  * plan's first re-run (where the CPU engine's AUTO kernel records the
  * products); tr_num = steady re-runs of one plan, interleaved with
  * PETSc's MAT_REUSE_MATRIX (petsc_re); x* = PETSc time / tilerap time.
+ *
+ * -csr: tilerap's CSR plans (tilerap_csr_plan_*, the CPU engine's route in
+ * the PETSc types) on the CSR matrices instead of the tile plans: no
+ * conversion (csr2tile 0), tr_first = the plan with its first values.
  *
  * -memory: instead of times, each level's peak memory above its inputs
  * (A and P in both forms) of a product as an AMG setup keeps it: the plan
@@ -48,6 +52,7 @@
 static tilerap_cpu_kernel g_cpu_kernel = TILERAP_CPU_KERNEL_AUTO; /* -cpu-kernel */
 static int g_plan_values = 1;                                      /* -plan-values */
 static int g_memory = 0;                                           /* -memory */
+static int g_csr = 0;                                              /* -csr */
 
 /* a field of /proc/self/status (VmRSS, VmHWM), KB */
 static long status_kb(const char *field)
@@ -81,6 +86,7 @@ static double peak_mb(void (*work)(void *), void *ctx)
 
 typedef struct {
   const tilerap_tile_matrix *A, *P;
+  const tilerap_csr *cA, *cP;
   const tilerap_options *opt;
 #ifdef BENCH_WITH_PETSC
   Mat pA, pP;
@@ -97,6 +103,24 @@ static void mem_tilerap(void *p)
   if (err) fprintf(stderr, "tilerap: %s\n", tilerap_last_error());
   tilerap_ptap_plan_destroy(&plan);
   tilerap_tile_destroy(&C);
+}
+
+static void mem_csr(void *p)
+{
+  mem_ctx *c = p;
+  tilerap_csr_plan plan = NULL;
+  tilerap_csr *C = NULL;
+  int err = tilerap_csr_plan_create(TILERAP_CSR_PTAP, c->cA, c->cP, &plan, &C);
+  for (int r = 0; r < 2 && !err; r++) err = tilerap_csr_plan_numeric(plan, c->cA, c->cP, C->val);
+  if (err) fprintf(stderr, "tilerap: %s\n", tilerap_last_error());
+  tilerap_csr_plan_destroy(&plan);
+  tilerap_csr_destroy(&C);
+}
+
+/* CSR result against the reference */
+static double csr_relerr(const tilerap_csr *C, const tilerap_csr *R)
+{
+  return ref_same_structure(C, R) ? ref_relerr(C, R) : INFINITY;
 }
 
 #ifdef BENCH_WITH_PETSC
@@ -199,19 +223,19 @@ static int run_case(const char *spec, int reps, tilerap_engine engine, int with_
     double ts[MAXREPS];
     tilerap_tile_matrix *tA = NULL, *tP = NULL, *tC = NULL;
     /* CSR -> tile of this level's inputs (one-time cost in a tile-native hierarchy) */
-    for (int r = 0; r <= reps; r++) {
+    for (int r = 0; r <= reps && !g_csr; r++) {
       tilerap_tile_destroy(&tA); tilerap_tile_destroy(&tP);
       double t0 = bench_now();
       tilerap_tile_from_csr(Al[l]->m, Al[l]->n, Al[l]->rowptr, Al[l]->colidx, Al[l]->val, &tA);
       tilerap_tile_from_csr(Pl[l]->m, Pl[l]->n, Pl[l]->rowptr, Pl[l]->colidx, Pl[l]->val, &tP);
       if (r) ts[r - 1] = bench_now() - t0;
     }
-    t.conv = bench_median(ts, reps);
+    t.conv = g_csr ? 0.0 : bench_median(ts, reps);
     if (g_memory) {
       mem_ctx mc;
       memset(&mc, 0, sizeof mc);
-      mc.A = tA; mc.P = tP; mc.opt = &opt;
-      double tl = peak_mb(mem_tilerap, &mc), pe = -1;
+      mc.A = tA; mc.P = tP; mc.cA = Al[l]; mc.cP = Pl[l]; mc.opt = &opt;
+      double tl = peak_mb(g_csr ? mem_csr : mem_tilerap, &mc), pe = -1;
 #ifdef BENCH_WITH_PETSC
       if (with_petsc) {
         mc.pA = petsc_from_csr(Al[l]);
@@ -231,6 +255,8 @@ static int run_case(const char *spec, int reps, tilerap_engine engine, int with_
      * MAT_INITIAL_MATRIX / MAT_REUSE_MATRIX interleaved repetition by
      * repetition, so that both see the same machine load */
     tilerap_ptap_plan plan = NULL;
+    tilerap_csr_plan cplan = NULL;
+    tilerap_csr *cC = NULL;
     double tf[MAXREPS], tn[MAXREPS], pf[MAXREPS], pn[MAXREPS];
 #ifdef BENCH_WITH_PETSC
     Mat pA = NULL, pP = NULL, pC = NULL;
@@ -241,17 +267,19 @@ static int run_case(const char *spec, int reps, tilerap_engine engine, int with_
     double t1r[MAXREPS];
     for (int r = 0; r <= reps; r++) {
       tilerap_ptap_plan_destroy(&plan); tilerap_tile_destroy(&tC);
+      tilerap_csr_plan_destroy(&cplan); tilerap_csr_destroy(&cC);
       double t0 = bench_now();
-      int err = tilerap_ptap_plan_create(tA, tP, &opt, &plan, &tC);
-      if (!err && !opt.plan_values) err = tilerap_ptap_numeric(plan, tA, tP, tC);
+      int err = g_csr ? tilerap_csr_plan_create(TILERAP_CSR_PTAP, Al[l], Pl[l], &cplan, &cC) : tilerap_ptap_plan_create(tA, tP, &opt, &plan, &tC);
+      if (!err && !g_csr && !opt.plan_values) err = tilerap_ptap_numeric(plan, tA, tP, tC);
       if (err) { fprintf(stderr, "tilerap: %s\n", tilerap_last_error()); return 1; }
       double t1 = bench_now();
       if (r == 0) {
-        t.relerr = bench_tile_relerr(tC, Al[l + 1]);
+        t.relerr = g_csr ? csr_relerr(cC, Al[l + 1]) : bench_tile_relerr(tC, Al[l + 1]);
         if (!(t.relerr <= 1e-14)) { fprintf(stderr, "level %d: WRONG RESULT relerr %.2e\n", l, t.relerr); bad = 1; }
       }
       double t2 = bench_now();
-      tilerap_ptap_numeric(plan, tA, tP, tC);
+      if (g_csr) tilerap_csr_plan_numeric(cplan, Al[l], Pl[l], cC->val);
+      else tilerap_ptap_numeric(plan, tA, tP, tC);
       double t3 = bench_now();
       if (r) { tf[r - 1] = t1 - t0; t1r[r - 1] = t3 - t2; }
 #ifdef BENCH_WITH_PETSC
@@ -267,7 +295,8 @@ static int run_case(const char *spec, int reps, tilerap_engine engine, int with_
     /* steady re-runs of the last plan, interleaved with PETSc's reuse */
     for (int r = 0; r <= reps; r++) {
       double t0 = bench_now();
-      tilerap_ptap_numeric(plan, tA, tP, tC);
+      if (g_csr) tilerap_csr_plan_numeric(cplan, Al[l], Pl[l], cC->val);
+      else tilerap_ptap_numeric(plan, tA, tP, tC);
       double t1 = bench_now();
       if (r) tn[r - 1] = t1 - t0;
 #ifdef BENCH_WITH_PETSC
@@ -282,9 +311,11 @@ static int run_case(const char *spec, int reps, tilerap_engine engine, int with_
     t.rerun1 = bench_median(t1r, reps);
     t.first = bench_median(tf, reps);
     t.numeric = bench_median(tn, reps);
-    if (!(bench_tile_relerr(tC, Al[l + 1]) <= 1e-14)) { fprintf(stderr, "level %d: WRONG RESULT after re-run\n", l); bad = 1; }
+    if (!((g_csr ? csr_relerr(cC, Al[l + 1]) : bench_tile_relerr(tC, Al[l + 1])) <= 1e-14)) { fprintf(stderr, "level %d: WRONG RESULT after re-run\n", l); bad = 1; }
     tilerap_ptap_info info;
-    tilerap_ptap_plan_info(plan, &info);
+    memset(&info, 0, sizeof info);
+    if (g_csr) tilerap_csr_plan_info(cplan, NULL, &info.ap.flops);
+    else tilerap_ptap_plan_info(plan, &info);
 #ifdef BENCH_WITH_PETSC
     if (with_petsc) {
       t.petsc_first = bench_median(pf, reps);
@@ -306,6 +337,7 @@ static int run_case(const char *spec, int reps, tilerap_engine engine, int with_
     tot.conv += t.conv; tot.first += t.first; tot.rerun1 += t.rerun1; tot.numeric += t.numeric;
     tot.petsc_first += t.petsc_first; tot.petsc_reuse += t.petsc_reuse;
     tilerap_ptap_plan_destroy(&plan);
+    tilerap_csr_plan_destroy(&cplan); tilerap_csr_destroy(&cC);
     tilerap_tile_destroy(&tA); tilerap_tile_destroy(&tP); tilerap_tile_destroy(&tC);
   }
   if (g_memory) goto done;
@@ -338,8 +370,9 @@ int main(int argc, char **argv)
     } else if (!strcmp(argv[i], "-plan-values") && i + 1 < argc) g_plan_values = atoi(argv[++i]) != 0;
     else if (!strcmp(argv[i], "-no-petsc")) with_petsc = 0;
     else if (!strcmp(argv[i], "-memory")) g_memory = 1;
+    else if (!strcmp(argv[i], "-csr")) g_csr = 1;
     else if (argv[i][0] == '-') {
-      fprintf(stderr, "usage: %s [-reps N] [-engine cpu|cuda|auto] [-cpu-kernel auto|tiles|recorded] [-plan-values 0|1] [-no-petsc] [-memory] [case ...]\n", argv[0]);
+      fprintf(stderr, "usage: %s [-reps N] [-engine cpu|cuda|auto] [-cpu-kernel auto|tiles|recorded] [-plan-values 0|1] [-csr] [-no-petsc] [-memory] [case ...]\n", argv[0]);
       return 2;
     }
     else if (ncases < 32) cases[ncases++] = argv[i];
@@ -356,8 +389,9 @@ int main(int argc, char **argv)
   threads = omp_get_max_threads();
 #endif
   engine = tilerap_engine_resolve(engine);
-  printf("# galerkin-bench: engine %s (CPU kernel %s, plan_values %d), %d OpenMP threads, median of %d after warm-up, times in ms%s\n",
-         tilerap_engine_name(engine), tilerap_cpu_kernel_name(g_cpu_kernel), g_plan_values, threads, reps,
+  if (g_csr && engine != TILERAP_ENGINE_CPU) { fprintf(stderr, "-csr: the CSR plans run on the CPU engine\n"); return 2; }
+  printf("# galerkin-bench: engine %s (%s, CPU kernel %s, plan_values %d), %d OpenMP threads, median of %d after warm-up, times in ms%s\n",
+         tilerap_engine_name(engine), g_csr ? "CSR plans" : "tile plans", tilerap_cpu_kernel_name(g_cpu_kernel), g_plan_values, threads, reps,
          with_petsc ? "; PETSc MatPtAP on SEQAIJ (1 thread)" : "");
   printf("%-10s %3s %9s %10s %9s %9s %11s %9s %9s %9s %9s", "case", "lvl", "n", "nnzA", "nnzP", "nnzC", "flops",
          "csr2tile", "tr_first", "tr_num1", "tr_num");

@@ -401,6 +401,34 @@ TILERAP_EXPORT int tilerap_ptap_plan_info(tilerap_ptap_plan plan, tilerap_ptap_i
 TILERAP_EXPORT int tilerap_ptap_path(const tilerap_tile_matrix *A, const tilerap_tile_matrix *P,
                                      const tilerap_options *opt, tilerap_path *path, double *a_fill, double *p_fill);
 
+/* ------------------------------------------------------------------ */
+/* Products of host CSR matrices (CPU engine, no tile form)            */
+/* ------------------------------------------------------------------ */
+/* For callers whose matrices are CSR (PETSc's AIJ): row-wise products on
+ * the caller's arrays with the CPU engine's threads, no conversion to or
+ * from tiles.  A product made once costs less this way than through the
+ * tile plans, whose conversions alone exceed it on the CPU; the PETSc
+ * types make every CPU product with it. */
+typedef enum { TILERAP_CSR_AB = 0, TILERAP_CSR_ATB = 1, TILERAP_CSR_PTAP = 2 } tilerap_csr_kind;
+typedef struct tilerap_csr_plan_s *tilerap_csr_plan;
+TILERAP_EXPORT const char *tilerap_csr_kind_name(tilerap_csr_kind kind);
+
+/* C = A*B, A^T*B or P^T*A*P (B = P, A square): plans the product and
+ * returns C (allocated here, free with tilerap_csr_destroy; rows sorted)
+ * with its values when both operands carry values (val non-NULL), zeros
+ * otherwise.  Operands must pass tilerap_csr_check.  The plan does not
+ * keep the operands' arrays. */
+TILERAP_EXPORT int tilerap_csr_plan_create(tilerap_csr_kind kind, const tilerap_csr *A, const tilerap_csr *B,
+                                           tilerap_csr_plan *plan, tilerap_csr **C);
+/* C's values (in C's CSR order) for the operands' current values; their
+ * structure must be the plan's (checked: TILERAP_ERR_STRUCTURE, nothing
+ * written).  No allocation. */
+TILERAP_EXPORT int tilerap_csr_plan_numeric(tilerap_csr_plan plan, const tilerap_csr *A, const tilerap_csr *B,
+                                            double *c_val);
+/* C's entries and 2 * the multiply-adds of a numeric run (either may be NULL) */
+TILERAP_EXPORT int tilerap_csr_plan_info(tilerap_csr_plan plan, int64_t *c_nnz, int64_t *flops);
+TILERAP_EXPORT void tilerap_csr_plan_destroy(tilerap_csr_plan *plan);
+
 #ifdef __cplusplus
 }
 #endif

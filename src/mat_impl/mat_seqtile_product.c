@@ -2,13 +2,21 @@
  * tilerap plans when one operand is seqtile and the other seqtile or plain
  * seqaij; everything else goes to the saved SeqAIJ implementation.
  *
- * Symbolic: tile copies of the operands, the plan, C's tile form (the
- * plan's output, kept as C's tile copy) and C's complete AIJ structure.
- * Numeric (MAT_REUSE_MATRIX as well): operands' tile values refreshed, the
- * plan's numeric phase, C's values gathered into C's AIJ array.  The plan
- * records which objects and nonzero patterns it was built for and is rebuilt
- * when they change (MatPtAP(..., MAT_REUSE_MATRIX) does not check). */
+ * CPU engine: a CSR plan (tilerap_csr_plan) on the operands' AIJ arrays,
+ * C's AIJ arrays straight from it; no tile form is made (on the CPU the
+ * conversions to and from tiles cost more than a product, and PETSc's
+ * setups make most products once).  -mat_tile_path tiles takes the tile
+ * plans instead.
+ * CUDA engine (and the CPU engine's tile route), symbolic: tile copies of
+ * the operands, the plan, C's tile form (the plan's output, kept as C's
+ * tile copy) and C's complete AIJ structure.  Numeric (MAT_REUSE_MATRIX as
+ * well): operands' tile values refreshed, the plan's numeric phase, C's
+ * values gathered into C's AIJ array.
+ * Either plan records which objects and nonzero patterns it was built for
+ * and is rebuilt when they change (MatPtAP(..., MAT_REUSE_MATRIX) does not
+ * check). */
 #include "mat_seqtile_impl.h"
+#include "tuning.h"
 
 typedef struct {
   MatProductType      type;
@@ -17,6 +25,10 @@ typedef struct {
   tilerap_ptap_plan   ptap;
   tilerap_atb_plan    atb;
   PetscBool           device;       /* CUDA engine: operands, plan and C on the device */
+  tilerap_csr_plan    csr;          /* CPU engine's CSR route: the plan on the AIJ arrays */
+  int64_t            *arp, *brp;    /* ... the operands' row pointers as it reads them */
+  int32_t            *acol, *bcol;  /* ... and columns (64-bit PetscInt builds only) */
+  tilerap_csr        *cfirst;       /* C as the CSR plan made it, with values from A, B at ast, bst */
   TileCache           own_a, own_b; /* tile copies of plain-AIJ operands */
   PetscObjectId       aid, bid;     /* operands the plan was built for    */
   PetscObjectState    anz, bnz;     /* ... and their nonzero patterns      */
@@ -40,6 +52,9 @@ static PetscErrorCode TileProductDestroy(TILE_PRODUCT_DESTROY_ARG arg)
   tilerap_spgemm_plan_destroy(&pd->ab);
   tilerap_ptap_plan_destroy(&pd->ptap);
   tilerap_atb_plan_destroy(&pd->atb);
+  tilerap_csr_plan_destroy(&pd->csr);
+  tilerap_csr_destroy(&pd->cfirst);
+  PetscCall(PetscFree4(pd->arp, pd->brp, pd->acol, pd->bcol));
   PetscCall(TileCacheReset(&pd->own_a));
   PetscCall(TileCacheReset(&pd->own_b));
   PetscCall(PetscFree(pd->perm));
@@ -82,6 +97,12 @@ static PetscErrorCode TileProductView(Mat C, PetscViewer viewer)
   if (iascii && pd) {
     PetscCall(PetscViewerASCIIPrintf(viewer, "tilerap %s product, engine %s: %" PetscInt_FMT " plan(s), %" PetscInt_FMT " numeric phase(s), %" PetscInt_FMT " first product(s) made by the plan\n", MatProductTypes[pd->type],
                                      tilerap_engine_name(tilerap_engine_resolve(pd->opt.engine)), pd->nplans, pd->nnumeric, pd->nfresh));
+    if (pd->csr) {
+      int64_t cnnz = 0, flops = 0;
+      PetscCall(TileCheckError_Private(PetscObjectComm((PetscObject)C), tilerap_csr_plan_info(pd->csr, &cnnz, &flops), "tilerap_csr_plan_info"));
+      PetscCall(PetscViewerASCIIPrintf(viewer, "tilerap path aij-csr: the CSR plan on the AIJ arrays, no tile form (CPU engine; -mat_tile_path tiles for the tile plans), %" PetscInt64_FMT " entries of C, %" PetscInt64_FMT " flops a numeric run\n", (PetscInt64)cnnz, (PetscInt64)flops));
+      PetscFunctionReturn(PETSC_SUCCESS);
+    }
     /* which path the plan took and what it chose by (TILERAP_PATH) */
     tilerap_spgemm_info i;
     tilerap_ptap_info   g;
@@ -126,6 +147,113 @@ static PetscErrorCode TileToAIJArrays(const tilerap_tile_matrix *T, PetscBool de
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+/* X's AIJ arrays as the CSR plans read them: its values and columns in
+ * place (32-bit PetscInt), the row pointers (and 64-bit PetscInt's
+ * columns) copied into rp and col, which the plan sized. */
+static PetscErrorCode TileAIJAsCSR(Mat X, int64_t *rp, int32_t *col, tilerap_csr *v)
+{
+  MPI_Comm        comm = PetscObjectComm((PetscObject)X);
+  const PetscInt *ai, *aj;
+  PetscScalar    *aa;
+  PetscMemType    mtype;
+  PetscInt        m, n;
+
+  PetscFunctionBegin;
+  PetscCheck(X->assembled, comm, PETSC_ERR_ARG_WRONGSTATE, "Matrix must be assembled before a product");
+  PetscCall(MatGetSize(X, &m, &n));
+  PetscCheck(m < INT32_MAX && n < INT32_MAX, comm, PETSC_ERR_ARG_OUTOFRANGE, "tilerap indexes rows and columns with 32 bits");
+  PetscCall(MatSeqAIJGetCSRAndMemType(X, &ai, &aj, &aa, &mtype));
+  PetscCheck(PetscMemTypeHost(mtype), comm, PETSC_ERR_SUP, "AIJ arrays must live in host memory");
+  for (PetscInt i = 0; i <= m; i++) rp[i] = ai[i];
+#if defined(PETSC_USE_64BIT_INDICES)
+  for (PetscInt k = 0; k < ai[m]; k++) col[k] = (int32_t)aj[k];
+  v->colidx = col;
+#else
+  (void)col;
+  v->colidx = (int32_t *)aj;
+#endif
+  v->m      = (int32_t)m;
+  v->n      = (int32_t)n;
+  v->nnz    = ai[m];
+  v->rowptr = rp;
+  v->val    = (double *)aa;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* The CSR route's plan (CPU engine): C's AIJ structure from it, values
+ * zero as SeqAIJ's symbolic phase leaves them; the plan's values wait in
+ * pd->cfirst for the numeric phase. */
+static PetscErrorCode TileProductPlanCSR(Mat C, TileProduct *pd, Mat A, Mat B)
+{
+  MPI_Comm         comm = PetscObjectComm((PetscObject)C);
+  tilerap_csr      va, vb;
+  tilerap_csr     *Cc  = NULL;
+  PetscInt         am, bm;
+  tilerap_csr_kind kind = pd->type == MATPRODUCT_PtAP ? TILERAP_CSR_PTAP : pd->type == MATPRODUCT_AtB ? TILERAP_CSR_ATB : TILERAP_CSR_AB;
+  int              err;
+
+  PetscFunctionBegin;
+  PetscCall(PetscFree4(pd->arp, pd->brp, pd->acol, pd->bcol));
+  PetscCall(MatGetSize(A, &am, NULL));
+  PetscCall(MatGetSize(B, &bm, NULL));
+#if defined(PETSC_USE_64BIT_INDICES)
+  {
+    const PetscInt *ai, *aj, *bi, *bj;
+    PetscScalar    *aa, *ba;
+    PetscMemType    mt;
+    PetscInt        an, bn;
+    PetscCall(MatSeqAIJGetCSRAndMemType(A, &ai, &aj, &aa, &mt));
+    PetscCall(MatSeqAIJGetCSRAndMemType(B, &bi, &bj, &ba, &mt));
+    an = ai[am];
+    bn = bi[bm];
+    PetscCall(PetscMalloc4(am + 1, &pd->arp, bm + 1, &pd->brp, an, &pd->acol, bn, &pd->bcol));
+  }
+#else
+  PetscCall(PetscMalloc4(am + 1, &pd->arp, bm + 1, &pd->brp, 0, &pd->acol, 0, &pd->bcol));
+#endif
+  PetscCall(TileAIJAsCSR(A, pd->arp, pd->acol, &va));
+  PetscCall(TileAIJAsCSR(B, pd->brp, pd->bcol, &vb));
+  PetscCall(PetscLogEventBegin(TILE_Plan, A, B, C, 0));
+  err = tilerap_csr_plan_create(kind, &va, &vb, &pd->csr, &Cc);
+  PetscCall(PetscLogEventEnd(TILE_Plan, A, B, C, 0));
+  TileCall(comm, err);
+  pd->nplans++;
+  PetscCall(PetscObjectStateGet((PetscObject)A, &pd->ast));
+  PetscCall(PetscObjectStateGet((PetscObject)B, &pd->bst));
+
+  /* C's AIJ arrays, zero values: preallocated exactly, then each row
+   * whole and sorted (MAT_SORTED_FULL copies it; the CSR preallocation
+   * would search each row for each entry) */
+  PetscCall(PetscLogEventBegin(TILE_Convert, C, 0, 0, 0));
+  {
+    PetscInt    *nnz, maxrow = 0, *cols;
+    PetscScalar *zeros;
+    PetscCall(PetscMalloc1(Cc->m + 1, &nnz));
+    for (int32_t i = 0; i < Cc->m; i++) {
+      nnz[i] = (PetscInt)(Cc->rowptr[i + 1] - Cc->rowptr[i]);
+      maxrow = PetscMax(maxrow, nnz[i]);
+    }
+    PetscCall(MatSeqAIJSetPreallocation(C, 0, nnz));
+    PetscCall(PetscFree(nnz));
+    PetscCall(PetscCalloc2(maxrow + 1, &zeros, maxrow + 1, &cols));
+    PetscCall(MatSetOption(C, MAT_SORTED_FULL, PETSC_TRUE));
+    for (PetscInt i = 0; i < Cc->m; i++) {
+      const PetscInt len = (PetscInt)(Cc->rowptr[i + 1] - Cc->rowptr[i]);
+      for (PetscInt k = 0; k < len; k++) cols[k] = (PetscInt)Cc->colidx[Cc->rowptr[i] + k];
+      PetscCall(MatSetValues(C, 1, &i, len, cols, zeros, INSERT_VALUES));
+    }
+    PetscCall(MatSetOption(C, MAT_SORTED_FULL, PETSC_FALSE));
+    PetscCall(PetscFree2(zeros, cols));
+    PetscCall(MatAssemblyBegin(C, MAT_FINAL_ASSEMBLY));
+    PetscCall(MatAssemblyEnd(C, MAT_FINAL_ASSEMBLY));
+    PetscCall(MatSetOption(C, MAT_NEW_NONZERO_ALLOCATION_ERR, PETSC_TRUE));
+  }
+  pd->cnnz   = (PetscInt)Cc->nnz;
+  pd->cfirst = Cc;
+  PetscCall(PetscLogEventEnd(TILE_Convert, C, 0, 0, 0));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 static PetscErrorCode TileProductPlan(Mat C, TileProduct *pd, Mat A, Mat B)
 {
   MPI_Comm                   comm = PetscObjectComm((PetscObject)C);
@@ -152,13 +280,28 @@ static PetscErrorCode TileProductPlan(Mat C, TileProduct *pd, Mat A, Mat B)
   cc = &ct->cache;
   ct->opt = pd->opt;
   PetscCall(TileCacheReset(cc));
-
-  PetscCall(TileOperand(A, &pd->own_a, pd->device, &TA));
-  PetscCall(TileOperand(B, &pd->own_b, pd->device, &TB));
   tilerap_spgemm_plan_destroy(&pd->ab);
   tilerap_ptap_plan_destroy(&pd->ptap);
   tilerap_atb_plan_destroy(&pd->atb);
+  tilerap_csr_plan_destroy(&pd->csr);
+  tilerap_csr_destroy(&pd->cfirst);
   PetscCall(PetscFree(pd->fresh));
+  if (!pd->device && tr_knob_int(TR_KNOB_PATH) != 1) { /* the CSR route unless -mat_tile_path tiles */
+    PetscCall(TileProductPlanCSR(C, pd, A, B));
+    PetscCall(PetscObjectGetId((PetscObject)A, &pd->aid));
+    PetscCall(PetscObjectGetId((PetscObject)B, &pd->bid));
+    pd->anz   = A->nonzerostate;
+    pd->bnz   = B->nonzerostate;
+    pd->Cplan = NULL;
+    pd->Cdev  = NULL;
+    pd->Cgen  = cc->gen;
+    pd->cnz   = C->nonzerostate;
+    PetscCall(PetscFree(pd->perm));
+    PetscFunctionReturn(PETSC_SUCCESS);
+  }
+
+  PetscCall(TileOperand(A, &pd->own_a, pd->device, &TA));
+  PetscCall(TileOperand(B, &pd->own_b, pd->device, &TB));
   /* CPU engine: the plan computes C's values too (steps 2 and 3 in one
    * walk, cheaper than plan + numeric); the numeric phase that follows
    * MAT_INITIAL_MATRIX's symbolic one then only copies them, if the
@@ -245,6 +388,52 @@ static int TileProductRun(TileProduct *pd, const tilerap_tile_matrix *TA, const 
   return tilerap_spgemm_numeric(pd->ab, TA, TB, out);
 }
 
+/* The CSR route's numeric phase: C's values straight into its AIJ array. */
+static PetscErrorCode TileProductNumericCSR(Mat C, TileProduct *pd, Mat A, Mat B)
+{
+  MPI_Comm      comm = PetscObjectComm((PetscObject)C);
+  PetscObjectId aid, bid;
+  Mat_SeqTile  *ct;
+
+  PetscFunctionBegin;
+  PetscCall(PetscObjectGetId((PetscObject)A, &aid));
+  PetscCall(PetscObjectGetId((PetscObject)B, &bid));
+  if (aid != pd->aid || bid != pd->bid || A->nonzerostate != pd->anz || B->nonzerostate != pd->bnz || C->nonzerostate != pd->cnz) {
+    PetscCall(PetscInfo(C, "tilerap: operands or C changed structure (or object) since the plan: planning again\n"));
+    PetscCall(TileProductPlan(C, pd, A, B));
+  }
+  PetscCall(PetscLogEventBegin(TILE_Numeric, A, B, C, 0));
+  {
+    PetscObjectState ast, bst;
+    PetscCall(PetscObjectStateGet((PetscObject)A, &ast));
+    PetscCall(PetscObjectStateGet((PetscObject)B, &bst));
+    PetscScalar *ca;
+    PetscCall(MatSeqAIJGetArrayWrite(C, &ca));
+    if (pd->cfirst && ast == pd->ast && bst == pd->bst) { /* the plan's values of these operands */
+      PetscCall(PetscArraycpy(ca, (PetscScalar *)pd->cfirst->val, pd->cnnz));
+      pd->nfresh++;
+    } else {
+      tilerap_csr va, vb;
+      int         err;
+      PetscCall(TileAIJAsCSR(A, pd->arp, pd->acol, &va));
+      PetscCall(TileAIJAsCSR(B, pd->brp, pd->bcol, &vb));
+      err = tilerap_csr_plan_numeric(pd->csr, &va, &vb, (double *)ca);
+      if (err) PetscCall(MatSeqAIJRestoreArrayWrite(C, &ca));
+      TileCall(comm, err);
+      pd->nnumeric++;
+    }
+    PetscCall(MatSeqAIJRestoreArrayWrite(C, &ca));
+    tilerap_csr_destroy(&pd->cfirst);
+  }
+  PetscCall(PetscLogEventEnd(TILE_Numeric, A, B, C, 0));
+  ct = (Mat_SeqTile *)C->spptr;
+  if (ct) { /* a tile copy of C made meanwhile is stale */
+    ct->cache.state_plus_one = PETSC_FALSE;
+    ct->cache.Dvalid         = PETSC_FALSE;
+  }
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 /* The numeric phase of C = op(A) B with the operands given: the product's
  * own (MatProductNumeric_SeqTile) or those of PETSc's drivers that call
  * C->ops->matmultnumeric / transposematmultnumeric directly. */
@@ -263,6 +452,10 @@ static PetscErrorCode TileProductNumeric(Mat C, Mat A, Mat B)
   comm = PetscObjectComm((PetscObject)C);
   pd   = (TileProduct *)C->product->data;
   PetscCheck(pd && C->product->destroy == TileProductDestroy, comm, PETSC_ERR_PLIB, "Product data empty or not a tile product: symbolic phase missing");
+  if (pd->csr) {
+    PetscCall(TileProductNumericCSR(C, pd, A, B));
+    PetscFunctionReturn(PETSC_SUCCESS);
+  }
   PetscCall(TileOperand(A, &pd->own_a, pd->device, &TA));
   PetscCall(TileOperand(B, &pd->own_b, pd->device, &TB));
   PetscCall(PetscObjectGetId((PetscObject)A, &aid));

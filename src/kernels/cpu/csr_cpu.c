@@ -95,6 +95,35 @@ int tr_cpu_csr_view(const tilerap_tile_matrix *T, int transpose, int64_t **rp_ou
   return TILERAP_SUCCESS;
 }
 
+/* T = A^T of an m x n CSR: rows of T sorted, vidx[t] = A's entry of T's entry t */
+int tr_cpu_csr_transpose(int32_t m, int32_t n, const int64_t *rp, const int32_t *col, int64_t **trp_out,
+                         int32_t **tcol_out, int64_t **tvidx_out)
+{
+  const int64_t nnz = rp[m];
+  int64_t *trp = tilerap_host_calloc((size_t)n + 2, sizeof(int64_t));
+  int32_t *tcol = tilerap_host_alloc((size_t)nnz + 1, sizeof(int32_t));
+  int64_t *tvidx = tilerap_host_alloc((size_t)nnz + 1, sizeof(int64_t));
+  *trp_out = NULL; *tcol_out = NULL; *tvidx_out = NULL;
+  if (!trp || !tcol || !tvidx) { free(trp); free(tcol); free(tvidx); return TILERAP_ERR_NOMEM; }
+  /* counts shifted by two: after the prefix sum trp[j + 1] is row j's start, the cursor of the scatter */
+  for (int64_t e = 0; e < nnz; e++) trp[col[e] + 2]++;
+  for (int32_t j = 0; j < n; j++) trp[j + 2] += trp[j + 1];
+  for (int32_t i = 0; i < m; i++)
+    for (int64_t e = rp[i]; e < rp[i + 1]; e++) {
+      const int64_t at = trp[col[e] + 1]++;
+      tcol[at] = i;
+      tvidx[at] = e;
+    }
+  *trp_out = trp; *tcol_out = tcol; *tvidx_out = tvidx;
+  return TILERAP_SUCCESS;
+}
+
+void tr_cpu_csr_product_bind(tr_cpu_csr_product *P, const int64_t *arp, const int32_t *acol, const int64_t *brp,
+                             const int32_t *bcol)
+{
+  P->arp = arp; P->acol = acol; P->brp = brp; P->bcol = bcol;
+}
+
 void tr_cpu_csr_product_destroy(tr_cpu_csr_product *P)
 {
   if (!P) return;
@@ -149,14 +178,25 @@ int tr_cpu_csr_product_create(int32_t m, int32_t n, const int64_t *arp, const in
 const int64_t *tr_cpu_csr_product_rowptr(const tr_cpu_csr_product *P) { return P->crp; }
 const int32_t *tr_cpu_csr_product_colidx(const tr_cpu_csr_product *P) { return P->ccol; }
 
-static int tr_cmp_i32(const void *a, const void *b)
-{
-  const int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
-  return (x > y) - (x < y);
-}
+/* distinct columns of a row: quicksort down to runs of 24, insertion sort
+ * (qsort's comparison calls cost more than the product on AMG rows) */
 static void tr_sort_i32(int32_t *v, int64_t n)
 {
-  if (n > 32) { qsort(v, (size_t)n, sizeof *v, tr_cmp_i32); return; }
+  while (n > 24) {
+    const int32_t a = v[0], b = v[n / 2], c = v[n - 1];
+    const int32_t pivot = a < b ? (b < c ? b : (a < c ? c : a)) : (a < c ? a : (b < c ? c : b));
+    int64_t i = 0, j = n - 1;
+    for (;;) {
+      while (v[i] < pivot) i++;
+      while (v[j] > pivot) j--;
+      if (i >= j) break;
+      const int32_t t = v[i]; v[i] = v[j]; v[j] = t;
+      i++; j--;
+    }
+    /* [0, j] <= pivot <= [j + 1, n): recurse on the shorter side */
+    if (j + 1 < n - j - 1) { tr_sort_i32(v, j + 1); v += j + 1; n -= j + 1; }
+    else { tr_sort_i32(v + j + 1, n - j - 1); n = j + 1; }
+  }
   for (int64_t i = 1; i < n; i++) {
     const int32_t x = v[i];
     int64_t j = i;
@@ -183,17 +223,29 @@ int tr_cpu_csr_product_fill(tr_cpu_csr_product *P, const double *aval, const int
 #pragma omp for schedule(dynamic, 256)
     for (int32_t i = 0; i < P->m; i++) {
       int64_t len = 0;
+      int32_t lo = INT32_MAX, hi = -1;
       const int32_t stamp = -2 - i;
       for (int64_t e = P->arp[i]; e < P->arp[i + 1]; e++) {
         const int32_t k = P->acol[e];
         const double av = cval ? TR_VAL(aval, avidx, e) : 0.0;
         for (int64_t f = P->brp[k]; f < P->brp[k + 1]; f++) {
           const int32_t c = P->bcol[f];
-          if (mark[c] != stamp) { mark[c] = stamp; list[len++] = c; }
+          if (mark[c] != stamp) {
+            mark[c] = stamp;
+            list[len++] = c;
+            lo = c < lo ? c : lo;
+            hi = c > hi ? c : hi;
+          }
           if (cval) acc[c] += av * TR_VAL(bval, bvidx, f);
         }
       }
-      if (sorted) tr_sort_i32(list, len);
+      /* sorted: a scan of the marks where the row's columns lie close
+       * together (AMG operators), a sort where they are spread */
+      if (sorted && len > 1 && (int64_t)hi - lo < 4 * len) {
+        int64_t q = 0;
+        for (int32_t c = lo; c <= hi; c++)
+          if (mark[c] == stamp) list[q++] = c;
+      } else if (sorted) tr_sort_i32(list, len);
       const int64_t c0 = P->crp[i];
       for (int64_t j = 0; j < len; j++) {
         P->ccol[c0 + j] = list[j];

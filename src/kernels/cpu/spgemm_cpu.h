@@ -133,4 +133,12 @@ int tr_cpu_csr_product_fill(tr_cpu_csr_product *P, const double *aval, const int
 int tr_cpu_csr_product_numeric(tr_cpu_csr_product *P, const double *aval, const int64_t *avidx, const double *bval,
                                const int64_t *bvidx, double *cval, const int64_t *cvidx);
 void tr_cpu_csr_product_destroy(tr_cpu_csr_product *P);
+/* operands' arrays again (same structure, e.g. a caller's arrays that
+ * moved between numeric runs) */
+void tr_cpu_csr_product_bind(tr_cpu_csr_product *P, const int64_t *arp, const int32_t *acol, const int64_t *brp,
+                             const int32_t *bcol);
+/* T = A^T of an m x n CSR A (rows sorted), vidx: A's entry of each of T's */
+int tr_cpu_csr_transpose(int32_t m, int32_t n, const int64_t *rp, const int32_t *col, int64_t **trp,
+                         int32_t **tcol, int64_t **tvidx);
+
 #endif

@@ -1,0 +1,193 @@
+/* Plans on host CSR operands (tilerap_csr_plan_*): the CPU engine's
+ * products for callers whose matrices are CSR already (PETSc's AIJ
+ * types).  Row by row with a dense accumulator per thread, the kernels of
+ * the CSR path (csr_cpu.c), straight on the caller's arrays: no tile
+ * form, so no conversion in either direction and no tile pairs.  A
+ * product made once (GAMG's prolongator smoothing, every first setup)
+ * costs a CSR→tile conversion of each operand and C's way back on the
+ * tile path, more than the product itself on the CPU (BENCHMARKS.md §6).
+ *
+ * The plan keeps only what numeric runs need beyond the operands: the
+ * transposed structure of A (A^T B) or P (P^T A P) with each entry's
+ * position in the operand's values, AP (structure and values) and C's
+ * structure.  Numeric runs take the operands' arrays again (they may have
+ * moved), check them against the plan and allocate nothing. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "csr_fingerprint.h"
+#include "spgemm_cpu.h"
+#include "tile_internal.h"
+
+struct tilerap_csr_plan_s {
+  tilerap_csr_kind kind;
+  int32_t am, an, bm, bn;        /* operands' shapes ...            */
+  int64_t annz, bnnz;            /* ... sizes ...                   */
+  uint64_t afp, bfp;             /* ... and structure fingerprints */
+  int64_t *trp, *tvidx;          /* A^T (A^T B) or P^T (P^T A P): rows, */
+  int32_t *tcol;                 /* columns, operand's value positions  */
+  tr_cpu_csr_product *x;         /* A B, A^T B, or AP                */
+  tr_cpu_csr_product *c;         /* P^T A P: P^T (AP)                */
+  double *apval;                 /* P^T A P: AP's values             */
+  int64_t cnnz, macs;
+};
+
+const char *tilerap_csr_kind_name(tilerap_csr_kind kind)
+{
+  switch (kind) {
+  case TILERAP_CSR_AB: return "AB";
+  case TILERAP_CSR_ATB: return "AtB";
+  case TILERAP_CSR_PTAP: return "PtAP";
+  }
+  return "unknown";
+}
+
+/* order-free hash of the structure, the misuse check of numeric runs: a
+ * sum of one multiply-xorshift per entry (a moved entry changes it but for
+ * a chance of about 2^-64; the fuller hash of the fingerprints cost a
+ * tenth of a numeric run) */
+static uint64_t tr_csr_structure_fp(const tilerap_csr *X)
+{
+  uint64_t h = 0;
+#pragma omp parallel for schedule(static) reduction(+ : h) if (X->nnz > 65536)
+  for (int32_t i = 0; i < X->m; i++)
+    for (int64_t e = X->rowptr[i]; e < X->rowptr[i + 1]; e++) {
+      const uint64_t x = (((uint64_t)(uint32_t)i << 32) | (uint32_t)X->colidx[e]) * 0x9e3779b97f4a7c15ull;
+      h += x ^ (x >> 29);
+    }
+  return h + tr_fp_sizes(X->m, X->nnz);
+}
+
+static int tr_csr_operand_ok(const tilerap_csr *X, int values)
+{
+  if (!X || X->m < 0 || X->n < 0 || !X->rowptr || (X->nnz > 0 && !X->colidx)) return 0;
+  if (X->rowptr[0] != 0 || X->rowptr[X->m] != X->nnz) return 0;
+  return !values || X->nnz == 0 || X->val;
+}
+
+void tilerap_csr_plan_destroy(tilerap_csr_plan *plan)
+{
+  if (!plan || !*plan) return;
+  tilerap_csr_plan X = *plan;
+  tr_cpu_csr_product_destroy(X->x);
+  tr_cpu_csr_product_destroy(X->c);
+  free(X->trp); free(X->tcol); free(X->tvidx); free(X->apval);
+  free(X);
+  *plan = NULL;
+}
+
+int tilerap_csr_plan_create(tilerap_csr_kind kind, const tilerap_csr *A, const tilerap_csr *B, tilerap_csr_plan *plan,
+                            tilerap_csr **C)
+{
+  if (!plan || !C) return tilerap_set_error(TILERAP_ERR_NULL, "tilerap_csr_plan_create: NULL output");
+  *plan = NULL;
+  *C = NULL;
+  if (kind != TILERAP_CSR_AB && kind != TILERAP_CSR_ATB && kind != TILERAP_CSR_PTAP)
+    return tilerap_set_error(TILERAP_ERR_INVALID, "tilerap_csr_plan_create: unknown product kind %d", (int)kind);
+  if (!tr_csr_operand_ok(A, 0) || !tr_csr_operand_ok(B, 0))
+    return tilerap_set_error(TILERAP_ERR_INVALID, "tilerap_csr_plan_create: an operand is not a CSR matrix (NULL arrays, or rowptr not from 0 to nnz)");
+  int err = tilerap_csr_check(A->m, A->n, A->rowptr, A->colidx);
+  if (!err) err = tilerap_csr_check(B->m, B->n, B->rowptr, B->colidx);
+  if (err) return err;
+  const int values = A->val && B->val;
+  int32_t cm, cn;
+  if (kind == TILERAP_CSR_AB) {
+    if (A->n != B->m) return tilerap_set_error(TILERAP_ERR_SIZE, "tilerap_csr_plan_create: A*B with A %d x %d and B %d x %d", A->m, A->n, B->m, B->n);
+    cm = A->m; cn = B->n;
+  } else if (kind == TILERAP_CSR_ATB) {
+    if (A->m != B->m) return tilerap_set_error(TILERAP_ERR_SIZE, "tilerap_csr_plan_create: A^T*B with A %d x %d and B %d x %d", A->m, A->n, B->m, B->n);
+    cm = A->n; cn = B->n;
+  } else {
+    if (A->m != A->n || B->m != A->n)
+      return tilerap_set_error(TILERAP_ERR_SIZE, "tilerap_csr_plan_create: P^T*A*P with A %d x %d and P %d x %d", A->m, A->n, B->m, B->n);
+    cm = B->n; cn = B->n;
+  }
+
+  tilerap_csr_plan X = tilerap_host_calloc(1, sizeof *X);
+  if (!X) return TILERAP_ERR_NOMEM;
+  X->kind = kind;
+  X->am = A->m; X->an = A->n; X->annz = A->nnz;
+  X->bm = B->m; X->bn = B->n; X->bnnz = B->nnz;
+  X->afp = tr_csr_structure_fp(A);
+  X->bfp = tr_csr_structure_fp(B);
+  int64_t cnnz = 0, macs = 0, macs2 = 0;
+  double *cval = NULL;
+  tilerap_csr *Cm = NULL;
+  const tr_cpu_csr_product *last;
+
+  if (kind == TILERAP_CSR_AB) {
+    err = tr_cpu_csr_product_create(cm, cn, A->rowptr, A->colidx, B->rowptr, B->colidx, &X->x, &cnnz, &macs);
+    last = X->x;
+  } else if (kind == TILERAP_CSR_ATB) {
+    err = tr_cpu_csr_transpose(A->m, A->n, A->rowptr, A->colidx, &X->trp, &X->tcol, &X->tvidx);
+    if (!err) err = tr_cpu_csr_product_create(cm, cn, X->trp, X->tcol, B->rowptr, B->colidx, &X->x, &cnnz, &macs);
+    last = X->x;
+  } else {
+    int64_t apnnz = 0;
+    err = tr_cpu_csr_product_create(A->m, B->n, A->rowptr, A->colidx, B->rowptr, B->colidx, &X->x, &apnnz, &macs);
+    if (!err && !(X->apval = tilerap_host_alloc((size_t)apnnz + 1, sizeof(double)))) err = TILERAP_ERR_NOMEM;
+    /* AP is an intermediate: its rows need no order */
+    if (!err) err = tr_cpu_csr_product_fill(X->x, A->val, NULL, B->val, NULL, values ? X->apval : NULL, 0);
+    if (!err) err = tr_cpu_csr_transpose(B->m, B->n, B->rowptr, B->colidx, &X->trp, &X->tcol, &X->tvidx);
+    if (!err)
+      err = tr_cpu_csr_product_create(cm, cn, X->trp, X->tcol, tr_cpu_csr_product_rowptr(X->x),
+                                      tr_cpu_csr_product_colidx(X->x), &X->c, &cnnz, &macs2);
+    last = X->c;
+  }
+  if (!err) err = tilerap_csr_create(cm, cn, cnnz, &Cm);
+  /* the fill writes every value; without values C is zeros */
+  if (!err && !(cval = values ? tilerap_host_alloc((size_t)cnnz + 1, sizeof(double)) : tilerap_host_calloc((size_t)cnnz + 1, sizeof(double))))
+    err = TILERAP_ERR_NOMEM;
+  if (!err) {
+    tr_cpu_csr_product *p = (tr_cpu_csr_product *)last;
+    if (kind == TILERAP_CSR_AB) err = tr_cpu_csr_product_fill(p, A->val, NULL, B->val, NULL, values ? cval : NULL, 1);
+    else if (kind == TILERAP_CSR_ATB) err = tr_cpu_csr_product_fill(p, A->val, X->tvidx, B->val, NULL, values ? cval : NULL, 1);
+    else err = tr_cpu_csr_product_fill(p, B->val, X->tvidx, X->apval, NULL, values ? cval : NULL, 1);
+  }
+  if (err) {
+    free(cval);
+    tilerap_csr_destroy(&Cm);
+    tilerap_csr_plan_destroy(&X);
+    return err;
+  }
+  memcpy(Cm->rowptr, tr_cpu_csr_product_rowptr(last), ((size_t)cm + 1) * sizeof(int64_t));
+  memcpy(Cm->colidx, tr_cpu_csr_product_colidx(last), (size_t)cnnz * sizeof(int32_t));
+  free(Cm->val);
+  Cm->val = cval;
+  X->cnnz = cnnz;
+  X->macs = macs + macs2;
+  *plan = X;
+  *C = Cm;
+  return TILERAP_SUCCESS;
+}
+
+int tilerap_csr_plan_numeric(tilerap_csr_plan X, const tilerap_csr *A, const tilerap_csr *B, double *cval)
+{
+  if (!X || (!cval && X->cnnz > 0)) return tilerap_set_error(TILERAP_ERR_NULL, "tilerap_csr_plan_numeric: NULL plan or C values");
+  if (!tr_csr_operand_ok(A, 1) || !tr_csr_operand_ok(B, 1))
+    return tilerap_set_error(TILERAP_ERR_INVALID, "tilerap_csr_plan_numeric: an operand is not a CSR matrix with values");
+  if (A->m != X->am || A->n != X->an || A->nnz != X->annz || B->m != X->bm || B->n != X->bn || B->nnz != X->bnnz ||
+      tr_csr_structure_fp(A) != X->afp || tr_csr_structure_fp(B) != X->bfp)
+    return tilerap_set_error(TILERAP_ERR_STRUCTURE, "tilerap_csr_plan_numeric: the operands' structure is not the plan's (%s plan for %d x %d and %d x %d): make a new plan",
+                   tilerap_csr_kind_name(X->kind), X->am, X->an, X->bm, X->bn);
+  if (X->kind == TILERAP_CSR_AB) {
+    tr_cpu_csr_product_bind(X->x, A->rowptr, A->colidx, B->rowptr, B->colidx);
+    return tr_cpu_csr_product_numeric(X->x, A->val, NULL, B->val, NULL, cval, NULL);
+  }
+  if (X->kind == TILERAP_CSR_ATB) {
+    tr_cpu_csr_product_bind(X->x, X->trp, X->tcol, B->rowptr, B->colidx);
+    return tr_cpu_csr_product_numeric(X->x, A->val, X->tvidx, B->val, NULL, cval, NULL);
+  }
+  tr_cpu_csr_product_bind(X->x, A->rowptr, A->colidx, B->rowptr, B->colidx);
+  int err = tr_cpu_csr_product_numeric(X->x, A->val, NULL, B->val, NULL, X->apval, NULL);
+  if (!err) err = tr_cpu_csr_product_numeric(X->c, B->val, X->tvidx, X->apval, NULL, cval, NULL);
+  return err;
+}
+
+int tilerap_csr_plan_info(tilerap_csr_plan X, int64_t *c_nnz, int64_t *flops)
+{
+  if (!X) return tilerap_set_error(TILERAP_ERR_INVALID, "tilerap_csr_plan_info: NULL plan");
+  if (c_nnz) *c_nnz = X->cnnz;
+  if (flops) *flops = 2 * X->macs;
+  return TILERAP_SUCCESS;
+}

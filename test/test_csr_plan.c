@@ -1,0 +1,300 @@
+/* The CSR plans (tilerap_csr_plan_*: the CPU engine's products on CSR
+ * operands) against the reference Gustavson products: structured and
+ * irregular matrices (unordered meshes, power-law and random graphs, a
+ * dense row, 3x3 blocks, a 125-point stencil) with smoothed-aggregation,
+ * classical, tall-skinny and half-size random prolongators; odd sizes,
+ * empty rows, empty matrices; A*B, A^T*B and P^T*A*P, first values and
+ * numeric runs after new values; and the misuse a caller can make (a
+ * numeric run on another structure of the same counts, wrong shapes,
+ * unsorted columns, NULL arguments).  --quick: fewer matrices. */
+#include "ref_gustavson.h"
+#include "tap.h"
+#include "tilerap_model.h"
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define TOL 1e-14
+
+static double frob(const tilerap_csr *X)
+{
+  double s = 0.0;
+  for (int64_t q = 0; q < X->nnz; q++) s += X->val[q] * X->val[q];
+  return sqrt(s);
+}
+
+static tilerap_csr *abs_copy(const tilerap_csr *A)
+{
+  tilerap_csr *B = ref_copy(A);
+  for (int64_t q = 0; q < B->nnz; q++) B->val[q] = fabs(B->val[q]);
+  return B;
+}
+
+/* C's error against R, relative to the reference made of absolute values
+ * (Rabs: sums that cancel are judged by the size of their terms) */
+static double relerr(const tilerap_csr *C, const tilerap_csr *R, const tilerap_csr *Rabs)
+{
+  if (!ref_same_structure(C, R)) return INFINITY;
+  double e = ref_relerr(C, R);
+  if (Rabs && frob(Rabs) > 0.0) e *= frob(R) / frob(Rabs);
+  return e;
+}
+
+/* reference of one product kind, and of its absolute values */
+static tilerap_csr *reference(tilerap_csr_kind kind, const tilerap_csr *A, const tilerap_csr *B)
+{
+  if (kind == TILERAP_CSR_AB) return ref_spgemm(A, B);
+  if (kind == TILERAP_CSR_PTAP) return ref_ptap(A, B);
+  tilerap_csr *At = ref_transpose(A), *R = ref_spgemm(At, B);
+  tilerap_csr_destroy(&At);
+  return R;
+}
+static tilerap_csr *reference_abs(tilerap_csr_kind kind, const tilerap_csr *A, const tilerap_csr *B)
+{
+  tilerap_csr *a = abs_copy(A), *b = abs_copy(B), *R = reference(kind, a, b);
+  tilerap_csr_destroy(&a); tilerap_csr_destroy(&b);
+  return R;
+}
+
+static int same_bits(const double *x, const double *y, int64_t n)
+{
+  return n == 0 || !memcmp(x, y, (size_t)n * sizeof *x);
+}
+
+/* one product: the plan's first values, a numeric run on the same values
+ * (the same bits), new values of both operands (against a new reference),
+ * and the plan made without values (zeros) */
+static void check_kind(const char *what, tilerap_csr_kind kind, tilerap_csr *A, tilerap_csr *B, uint64_t *seed)
+{
+  tilerap_csr_plan plan = NULL;
+  tilerap_csr *C = NULL, *R = reference(kind, A, B), *Rabs = reference_abs(kind, A, B);
+  const char *k = tilerap_csr_kind_name(kind);
+  int err = tilerap_csr_plan_create(kind, A, B, &plan, &C);
+  if (!tap_ok(!err, "%s %s: plan%s%s", what, k, err ? ": " : "", err ? tilerap_last_error() : "")) goto done;
+  double e = relerr(C, R, Rabs);
+  int64_t cnnz = -1, flops = -1;
+  tilerap_csr_plan_info(plan, &cnnz, &flops);
+  tap_ok(e <= TOL && cnnz == C->nnz && flops >= 0, "%s %s: first values, rel. error %.2e (C %dx%d, %lld entries)", what, k, e, C->m, C->n, (long long)C->nnz);
+
+  double *v = malloc(((size_t)C->nnz + 1) * sizeof *v);
+  err = tilerap_csr_plan_numeric(plan, A, B, v);
+  tap_ok(!err && same_bits(v, C->val, C->nnz), "%s %s: numeric run gives the first values bit for bit", what, k);
+
+  ref_randomize_values(A, seed);
+  ref_randomize_values(B, seed);
+  tilerap_csr_destroy(&R); tilerap_csr_destroy(&Rabs);
+  R = reference(kind, A, B);
+  Rabs = reference_abs(kind, A, B);
+  err = tilerap_csr_plan_numeric(plan, A, B, v);
+  memcpy(C->val, v, (size_t)C->nnz * sizeof *v);
+  e = err ? INFINITY : relerr(C, R, Rabs);
+  tap_ok(e <= TOL, "%s %s: numeric run after new values, rel. error %.2e", what, k, e);
+  free(v);
+  tilerap_csr_plan_destroy(&plan);
+  tap_ok(plan == NULL, "%s %s: destroy clears the handle", what, k);
+
+  /* structure only: zeros */
+  {
+    tilerap_csr a = *A, b = *B, *Z = NULL;
+    a.val = NULL; b.val = NULL;
+    err = tilerap_csr_plan_create(kind, &a, &b, &plan, &Z);
+    int zero = !err && ref_same_structure(Z, R);
+    for (int64_t q = 0; zero && q < Z->nnz; q++) zero = Z->val[q] == 0.0;
+    tap_ok(zero, "%s %s: a plan of the structures alone gives C's structure with zeros", what, k);
+    tilerap_csr_destroy(&Z);
+    tilerap_csr_plan_destroy(&plan);
+  }
+done:
+  tilerap_csr_destroy(&C); tilerap_csr_destroy(&R); tilerap_csr_destroy(&Rabs);
+}
+
+/* P^T A P, A P and P^T A of one operator and prolongator */
+static void check_all(const char *what, tilerap_csr *A, tilerap_csr *P, uint64_t *seed)
+{
+  check_kind(what, TILERAP_CSR_PTAP, A, P, seed);
+  check_kind(what, TILERAP_CSR_AB, A, P, seed);
+  check_kind(what, TILERAP_CSR_ATB, P, A, seed);
+}
+
+static void check_spec(const char *spec, uint64_t *seed)
+{
+  tilerap_csr *A = NULL, *P = NULL;
+  char what[128];
+  int err = tilerap_model_irregular(spec, 42, &A);
+  if (!tap_ok(!err, "%s: generated%s%s", spec, err ? ": " : "", err ? tilerap_last_error() : "")) return;
+  if (!tilerap_model_sa_prolongator(A, 2.0 / 3.0, &P)) {
+    snprintf(what, sizeof what, "%s SA P", spec);
+    check_all(what, A, P, seed);
+  }
+  tilerap_csr_destroy(&P);
+  if (!tilerap_model_classical_prolongator(A, 0.25, 7, &P)) {
+    snprintf(what, sizeof what, "%s classical P", spec);
+    check_kind(what, TILERAP_CSR_PTAP, A, P, seed);
+  }
+  tilerap_csr_destroy(&P);
+  int32_t ncs[2] = {8, A->m / 2};
+  for (int k = 0; k < 2; k++)
+    if (!tilerap_model_random_prolongator(A->m, ncs[k], 2 + k, *seed + k, &P)) {
+      snprintf(what, sizeof what, "%s random P (nc %d)", spec, ncs[k]);
+      check_kind(what, TILERAP_CSR_PTAP, A, P, seed);
+      tilerap_csr_destroy(&P);
+    }
+  tilerap_csr_destroy(&A);
+}
+
+/* misuse: every call fails with the error named, writes nothing */
+static void check_errors(uint64_t *seed)
+{
+  tilerap_csr *A = ref_random(37, 37, 0.15, 5, seed), *P = ref_random(37, 11, 0.2, 0, seed), *C = NULL;
+  tilerap_csr_plan plan = NULL;
+  int err;
+
+  err = tilerap_csr_plan_create(TILERAP_CSR_PTAP, A, P, NULL, &C);
+  tap_ok(err == TILERAP_ERR_NULL, "NULL plan output: TILERAP_ERR_NULL (%d)", err);
+  err = tilerap_csr_plan_create(TILERAP_CSR_PTAP, NULL, P, &plan, &C);
+  tap_ok(err != TILERAP_SUCCESS && !plan && !C, "NULL operand: an error (%d), no plan, no C", err);
+  err = tilerap_csr_plan_create((tilerap_csr_kind)7, A, P, &plan, &C);
+  tap_ok(err == TILERAP_ERR_INVALID && !plan, "unknown product kind: TILERAP_ERR_INVALID (%d)", err);
+  err = tilerap_csr_plan_create(TILERAP_CSR_AB, P, P, &plan, &C);
+  tap_ok(err == TILERAP_ERR_SIZE && !plan, "A*B with A 37x11, B 37x11: TILERAP_ERR_SIZE (%d): %s", err, tilerap_last_error());
+  err = tilerap_csr_plan_create(TILERAP_CSR_PTAP, P, P, &plan, &C);
+  tap_ok(err == TILERAP_ERR_SIZE && !plan, "P^T A P with A not square: TILERAP_ERR_SIZE (%d)", err);
+  err = tilerap_csr_plan_create(TILERAP_CSR_ATB, A, ref_random(36, 4, 0.3, 0, seed), &plan, &C);
+  tap_ok(err == TILERAP_ERR_SIZE && !plan, "A^T*B with different row counts: TILERAP_ERR_SIZE (%d)", err);
+
+  /* unsorted columns: swap the first two of a row with two entries or more */
+  {
+    tilerap_csr *U = ref_copy(A);
+    for (int32_t i = 0; i < U->m; i++)
+      if (U->rowptr[i + 1] - U->rowptr[i] >= 2) {
+        int32_t t = U->colidx[U->rowptr[i]];
+        U->colidx[U->rowptr[i]] = U->colidx[U->rowptr[i] + 1];
+        U->colidx[U->rowptr[i] + 1] = t;
+        break;
+      }
+    err = tilerap_csr_plan_create(TILERAP_CSR_PTAP, U, P, &plan, &C);
+    tap_ok(err == TILERAP_ERR_UNSORTED && !plan && !C, "unsorted columns: TILERAP_ERR_UNSORTED (%d)", err);
+    U->colidx[0] = 99;
+    tilerap_csr_destroy(&U);
+  }
+  {
+    tilerap_csr *U = ref_copy(A);
+    U->colidx[U->nnz - 1] = 37;
+    err = tilerap_csr_plan_create(TILERAP_CSR_PTAP, U, P, &plan, &C);
+    tap_ok(err == TILERAP_ERR_RANGE && !plan, "a column outside A: TILERAP_ERR_RANGE (%d)", err);
+    tilerap_csr_destroy(&U);
+  }
+  {
+    tilerap_csr bad = *A;
+    int64_t rp0 = A->rowptr[0];
+    A->rowptr[0] = 1;
+    err = tilerap_csr_plan_create(TILERAP_CSR_PTAP, &bad, P, &plan, &C);
+    A->rowptr[0] = rp0;
+    tap_ok(err != TILERAP_SUCCESS && !plan, "row pointers not from 0: an error (%d)", err);
+  }
+
+  /* numeric on another structure of the same counts: one entry moved
+   * to another column of its row (A), or to another row (P) */
+  err = tilerap_csr_plan_create(TILERAP_CSR_PTAP, A, P, &plan, &C);
+  if (tap_ok(!err, "plan for the misuse checks")) {
+    double *v = malloc(((size_t)C->nnz + 1) * sizeof *v);
+    for (int64_t q = 0; q < C->nnz; q++) v[q] = -7.0;
+    tilerap_csr *M = ref_copy(A);
+    int moved = 0;
+    for (int32_t i = 0; i < M->m && !moved; i++) {
+      int64_t last = M->rowptr[i + 1] - 1;
+      if (last >= M->rowptr[i] && M->colidx[last] + 1 < M->n) { M->colidx[last]++; moved = 1; }
+      if (moved && last > M->rowptr[i] && M->colidx[last] == M->colidx[last - 1]) { M->colidx[last]--; moved = 0; }
+    }
+    err = tilerap_csr_plan_numeric(plan, M, P, v);
+    int untouched = 1;
+    for (int64_t q = 0; q < C->nnz; q++) untouched &= v[q] == -7.0;
+    tap_ok(moved && err == TILERAP_ERR_STRUCTURE && untouched, "numeric with A's entry in another column (same counts): TILERAP_ERR_STRUCTURE (%d), C untouched: %s", err, tilerap_last_error());
+    tilerap_csr_destroy(&M);
+
+    tilerap_csr *Q = ref_copy(P);
+    /* the first row with entries gives its last one to the next row that has room */
+    moved = 0;
+    for (int32_t i = 0; i + 1 < Q->m && !moved; i++)
+      if (Q->rowptr[i + 1] - Q->rowptr[i] >= 2) {
+        int64_t e = Q->rowptr[i + 1] - 1;
+        int32_t c = Q->colidx[e];
+        int ok = 1;
+        for (int64_t f = Q->rowptr[i + 1]; f < Q->rowptr[i + 2]; f++) ok &= Q->colidx[f] != c;
+        if (ok && Q->rowptr[i + 2] == Q->rowptr[i + 1]) { Q->rowptr[i + 1]--; moved = 1; }
+      }
+    err = moved ? tilerap_csr_plan_numeric(plan, A, Q, v) : -1;
+    untouched = 1;
+    for (int64_t q = 0; q < C->nnz; q++) untouched &= v[q] == -7.0;
+    tap_ok(!moved || (err == TILERAP_ERR_STRUCTURE && untouched), "numeric with P's entry in another row (same counts): TILERAP_ERR_STRUCTURE (%d), C untouched (moved %d)", err, moved);
+    tilerap_csr_destroy(&Q);
+
+    err = tilerap_csr_plan_numeric(plan, P, P, v);
+    tap_ok(err == TILERAP_ERR_STRUCTURE, "numeric with operands of other shapes: TILERAP_ERR_STRUCTURE (%d)", err);
+    err = tilerap_csr_plan_numeric(plan, A, P, NULL);
+    tap_ok(err == TILERAP_ERR_NULL, "numeric into NULL values: TILERAP_ERR_NULL (%d)", err);
+    {
+      tilerap_csr nv = *A;
+      nv.val = NULL;
+      err = tilerap_csr_plan_numeric(plan, &nv, P, v);
+      tap_ok(err != TILERAP_SUCCESS, "numeric with an operand without values: an error (%d)", err);
+    }
+    err = tilerap_csr_plan_numeric(NULL, A, P, v);
+    tap_ok(err != TILERAP_SUCCESS, "numeric with a NULL plan: an error (%d)", err);
+    err = tilerap_csr_plan_numeric(plan, A, P, v);
+    tap_ok(!err && same_bits(v, C->val, C->nnz), "the plan still works after the refused calls");
+    free(v);
+  }
+  tilerap_csr_plan_destroy(&plan);
+  tilerap_csr_plan_destroy(&plan);
+  tap_ok(1, "destroying a NULL plan twice is harmless");
+  tilerap_csr_destroy(&C);
+  tilerap_csr_destroy(&A);
+  tilerap_csr_destroy(&P);
+}
+
+int main(int argc, char **argv)
+{
+  static const char *specs[] = {"mesh2d:2000:random", "mesh3d:1500:sfc", "powerlaw:2000", "random:2000",
+                                "denserow:1500",      "elast:1500",      "s125:1000",     "mesh3d:1500"};
+  int quick = argc > 1 && !strcmp(argv[1], "--quick");
+  uint64_t seed = 77;
+
+  check_errors(&seed);
+
+  /* odd sizes, empty rows, all-empty and zero-size operands */
+  {
+    tilerap_csr *A = ref_random(37, 37, 0.12, 4, &seed), *P = ref_random(37, 5, 0.25, 3, &seed);
+    check_all("random 37x37 (every 4th row empty), P 37x5", A, P, &seed);
+    tilerap_csr_destroy(&A); tilerap_csr_destroy(&P);
+    tilerap_csr *E = NULL, *Q = ref_random(19, 3, 0.3, 0, &seed);
+    tilerap_csr_create(19, 19, 0, &E);
+    check_all("A without entries 19x19", E, Q, &seed);
+    tilerap_csr_destroy(&E); tilerap_csr_destroy(&Q);
+    tilerap_csr *Z = NULL, *B0 = NULL;
+    A = ref_random(9, 9, 0.3, 0, &seed);
+    tilerap_csr_create(9, 0, 0, &Z);
+    check_kind("P with no columns 9x0", TILERAP_CSR_PTAP, A, Z, &seed);
+    tilerap_csr_create(0, 4, 0, &B0);
+    tilerap_csr *A0 = NULL;
+    tilerap_csr_create(3, 0, 0, &A0);
+    check_kind("A 3x0 times B 0x4", TILERAP_CSR_AB, A0, B0, &seed);
+    tilerap_csr_destroy(&A); tilerap_csr_destroy(&Z); tilerap_csr_destroy(&B0); tilerap_csr_destroy(&A0);
+  }
+  /* the model Poisson problem with its geometric prolongator */
+  {
+    tilerap_csr *A = NULL, *P = NULL;
+    int32_t dims[3], cdims[3];
+    int ndim = 0;
+    if (!tilerap_model_poisson(TILERAP_P3D7, quick ? 11 : 17, &A, dims, &ndim) &&
+        !tilerap_model_prolongator(A, ndim, dims, 2.0 / 3.0, &P, cdims))
+      check_all("3-D 7-point Poisson, grid SA P", A, P, &seed);
+    else tap_ok(0, "3-D Poisson model: %s", tilerap_last_error());
+    tilerap_csr_destroy(&A); tilerap_csr_destroy(&P);
+  }
+  for (int k = 0; k < (int)(sizeof specs / sizeof *specs); k++) {
+    if (quick && k > 3) break;
+    check_spec(specs[k], &seed);
+  }
+  return tap_done();
+}
