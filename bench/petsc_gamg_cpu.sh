@@ -5,6 +5,8 @@
 # -log_view, then min / median / max per case and type.
 #
 #   bench/petsc_gamg_cpu.sh [REPS]          (default 5; run after ./quickstart)
+#   NP=2 bench/petsc_gamg_cpu.sh [REPS]     (2 MPI ranks: aij against tile, i.e. mpiaij
+#                                            against mpitile; give each rank one thread)
 #
 # Cases: SNES ex12 (Poisson, hex meshes of PETSc's box generator, Q1, Q2,
 # Q3), KSP ex45 (3-D Laplacian, 49^3) and KSP ex56 (3-D elasticity, 23^3
@@ -25,10 +27,13 @@ for e in snes/tutorials/ex12 ksp/ksp/tutorials/ex45 ksp/ksp/tutorials/ex56; do
 done
 set +e
 
+NP=${NP:-1}
+MPI=; TYPES="aij seqtile"
+[ "$NP" -gt 1 ] && { MPI="mpiexec --allow-run-as-root -n $NP"; TYPES="aij tile"; }
 run() { # case type args...
   c=$1; t=$2; shift 2
-  log=$OUT/$c.$t.$r.log
-  "$@" -dll_append "$LIB" -log_view > "$log" 2>&1 || { echo "$c $t: failed, see $log" >&2; return; }
+  log=$OUT/$c.$t.np$NP.$r.log
+  $MPI "$@" -dll_append "$LIB" -log_view > "$log" 2>&1 || { echo "$c $t: failed, see $log" >&2; return; }
   awk -v c=$c -v t=$t '
     $1 == "PCSetUp" && $4 > pc { pc = $4 }
     $1 == "MatMatMultSym" || $1 == "MatMatMultNum" { mm += $4 }
@@ -49,16 +54,16 @@ one() { # case type
 }
 : > "$OUT/results.txt"
 for r in $(seq "$REPS"); do
-  for t in aij seqtile; do
+  for t in $TYPES; do
     for c in ${CASES:-q1hex40 q2hex20 q3hex12 ex45 ex56}; do one $c $t; done
   done
 done
 # min / median / max of each column per case and type
-echo "# $REPS runs each, OMP_NUM_THREADS=${OMP_NUM_THREADS:-unset}; seconds, min / median / max"
+echo "# $REPS runs each, $NP rank(s), OMP_NUM_THREADS=${OMP_NUM_THREADS:-unset}; seconds, min / median / max"
 echo "| case | type | PCSetUp | MatMatMult | MatPtAP | iterations |"
 echo "|---|---|---|---|---|---|"
 for c in ${CASES:-q1hex40 q2hex20 q3hex12 ex45 ex56}; do
-  for t in aij seqtile; do
+  for t in $TYPES; do
     awk -v c=$c -v t=$t '$1 == c && $2 == t' "$OUT/results.txt" > "$OUT/one.txt"
     [ -s "$OUT/one.txt" ] || continue
     line="| $c | $t"
