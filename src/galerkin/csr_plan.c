@@ -111,7 +111,6 @@ int tilerap_csr_plan_create(tilerap_csr_kind kind, const tilerap_csr *A, const t
   X->afp = tr_csr_structure_fp(A);
   X->bfp = tr_csr_structure_fp(B);
   int64_t cnnz = 0, macs = 0, macs2 = 0;
-  double *cval = NULL;
   tilerap_csr *Cm = NULL;
   const tr_cpu_csr_product *last;
 
@@ -135,25 +134,21 @@ int tilerap_csr_plan_create(tilerap_csr_kind kind, const tilerap_csr *A, const t
     last = X->c;
   }
   if (!err) err = tilerap_csr_create(cm, cn, cnnz, &Cm);
-  /* the fill writes every value; without values C is zeros */
-  if (!err && !(cval = values ? tilerap_host_alloc((size_t)cnnz + 1, sizeof(double)) : tilerap_host_calloc((size_t)cnnz + 1, sizeof(double))))
-    err = TILERAP_ERR_NOMEM;
-  if (!err) {
+  if (!err) { /* C's columns, and its values (the fill writes every one) or zeros */
     tr_cpu_csr_product *p = (tr_cpu_csr_product *)last;
-    if (kind == TILERAP_CSR_AB) err = tr_cpu_csr_product_fill(p, A->val, NULL, B->val, NULL, values ? cval : NULL, 1);
-    else if (kind == TILERAP_CSR_ATB) err = tr_cpu_csr_product_fill(p, A->val, X->tvidx, B->val, NULL, values ? cval : NULL, 1);
-    else err = tr_cpu_csr_product_fill(p, B->val, X->tvidx, X->apval, NULL, values ? cval : NULL, 1);
+    double *cval = values ? Cm->val : NULL;
+    if (kind == TILERAP_CSR_AB) err = tr_cpu_csr_product_fill(p, A->val, NULL, B->val, NULL, cval, 1);
+    else if (kind == TILERAP_CSR_ATB) err = tr_cpu_csr_product_fill(p, A->val, X->tvidx, B->val, NULL, cval, 1);
+    else err = tr_cpu_csr_product_fill(p, B->val, X->tvidx, X->apval, NULL, cval, 1);
+    if (!values && cnnz) memset(Cm->val, 0, (size_t)cnnz * sizeof(double));
   }
   if (err) {
-    free(cval);
     tilerap_csr_destroy(&Cm);
     tilerap_csr_plan_destroy(&X);
     return err;
   }
   memcpy(Cm->rowptr, tr_cpu_csr_product_rowptr(last), ((size_t)cm + 1) * sizeof(int64_t));
   memcpy(Cm->colidx, tr_cpu_csr_product_colidx(last), (size_t)cnnz * sizeof(int32_t));
-  free(Cm->val);
-  Cm->val = cval;
   X->cnnz = cnnz;
   X->macs = macs + macs2;
   *plan = X;

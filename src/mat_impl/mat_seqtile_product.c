@@ -147,6 +147,18 @@ static PetscErrorCode TileToAIJArrays(const tilerap_tile_matrix *T, PetscBool de
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+/* A new plan of A and B: the objects and nonzero patterns it is valid for */
+static PetscErrorCode TileProductPlanned(TileProduct *pd, Mat A, Mat B)
+{
+  PetscFunctionBegin;
+  pd->nplans++;
+  PetscCall(PetscObjectGetId((PetscObject)A, &pd->aid));
+  PetscCall(PetscObjectGetId((PetscObject)B, &pd->bid));
+  pd->anz = A->nonzerostate;
+  pd->bnz = B->nonzerostate;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 /* X's AIJ arrays as the CSR plans read them: its values and columns in
  * place (32-bit PetscInt), the row pointers (and 64-bit PetscInt's
  * columns) copied into rp and col, which the plan sized. */
@@ -217,7 +229,7 @@ static PetscErrorCode TileProductPlanCSR(Mat C, TileProduct *pd, Mat A, Mat B)
   err = tilerap_csr_plan_create(kind, &va, &vb, &pd->csr, &Cc);
   PetscCall(PetscLogEventEnd(TILE_Plan, A, B, C, 0));
   TileCall(comm, err);
-  pd->nplans++;
+  PetscCall(TileProductPlanned(pd, A, B));
   PetscCall(PetscObjectStateGet((PetscObject)A, &pd->ast));
   PetscCall(PetscObjectStateGet((PetscObject)B, &pd->bst));
 
@@ -288,10 +300,6 @@ static PetscErrorCode TileProductPlan(Mat C, TileProduct *pd, Mat A, Mat B)
   PetscCall(PetscFree(pd->fresh));
   if (!pd->device && tr_knob_int(TR_KNOB_PATH) != 1) { /* the CSR route unless -mat_tile_path tiles */
     PetscCall(TileProductPlanCSR(C, pd, A, B));
-    PetscCall(PetscObjectGetId((PetscObject)A, &pd->aid));
-    PetscCall(PetscObjectGetId((PetscObject)B, &pd->bid));
-    pd->anz   = A->nonzerostate;
-    pd->bnz   = B->nonzerostate;
     pd->Cplan = NULL;
     pd->Cdev  = NULL;
     pd->Cgen  = cc->gen;
@@ -315,11 +323,7 @@ static PetscErrorCode TileProductPlan(Mat C, TileProduct *pd, Mat A, Mat B)
   else err = tilerap_spgemm_plan_create(TA, TB, &o, &pd->ab, &out);
   PetscCall(PetscLogEventEnd(TILE_Plan, A, B, C, 0));
   TileCall(comm, err);
-  pd->nplans++;
-  PetscCall(PetscObjectGetId((PetscObject)A, &pd->aid));
-  PetscCall(PetscObjectGetId((PetscObject)B, &pd->bid));
-  pd->anz = A->nonzerostate;
-  pd->bnz = B->nonzerostate;
+  PetscCall(TileProductPlanned(pd, A, B));
 
   if (out->memtype == TILERAP_MEM_DEVICE) {
     /* CUDA engine: C stays on the device (the plan's output, and the next
@@ -388,20 +392,14 @@ static int TileProductRun(TileProduct *pd, const tilerap_tile_matrix *TA, const 
   return tilerap_spgemm_numeric(pd->ab, TA, TB, out);
 }
 
-/* The CSR route's numeric phase: C's values straight into its AIJ array. */
+/* The CSR route's numeric phase (plan current): C's values straight into
+ * its AIJ array. */
 static PetscErrorCode TileProductNumericCSR(Mat C, TileProduct *pd, Mat A, Mat B)
 {
-  MPI_Comm      comm = PetscObjectComm((PetscObject)C);
-  PetscObjectId aid, bid;
-  Mat_SeqTile  *ct;
+  MPI_Comm     comm = PetscObjectComm((PetscObject)C);
+  Mat_SeqTile *ct;
 
   PetscFunctionBegin;
-  PetscCall(PetscObjectGetId((PetscObject)A, &aid));
-  PetscCall(PetscObjectGetId((PetscObject)B, &bid));
-  if (aid != pd->aid || bid != pd->bid || A->nonzerostate != pd->anz || B->nonzerostate != pd->bnz || C->nonzerostate != pd->cnz) {
-    PetscCall(PetscInfo(C, "tilerap: operands or C changed structure (or object) since the plan: planning again\n"));
-    PetscCall(TileProductPlan(C, pd, A, B));
-  }
   PetscCall(PetscLogEventBegin(TILE_Numeric, A, B, C, 0));
   {
     PetscObjectState ast, bst;
@@ -452,20 +450,22 @@ static PetscErrorCode TileProductNumeric(Mat C, Mat A, Mat B)
   comm = PetscObjectComm((PetscObject)C);
   pd   = (TileProduct *)C->product->data;
   PetscCheck(pd && C->product->destroy == TileProductDestroy, comm, PETSC_ERR_PLIB, "Product data empty or not a tile product: symbolic phase missing");
+  /* the plan's operand objects and patterns, C's pattern, and for a tile
+   * plan C's tile form (its output) */
+  PetscCall(PetscObjectGetId((PetscObject)A, &aid));
+  PetscCall(PetscObjectGetId((PetscObject)B, &bid));
+  ct = (Mat_SeqTile *)C->spptr;
+  if (aid != pd->aid || bid != pd->bid || A->nonzerostate != pd->anz || B->nonzerostate != pd->bnz || C->nonzerostate != pd->cnz || (!pd->csr && (!ct || ct->cache.gen != pd->Cgen))) {
+    PetscCall(PetscInfo(C, "tilerap: operands or C changed structure (or object) since the plan: planning again\n"));
+    PetscCall(TileProductPlan(C, pd, A, B));
+    ct = (Mat_SeqTile *)C->spptr;
+  }
   if (pd->csr) {
     PetscCall(TileProductNumericCSR(C, pd, A, B));
     PetscFunctionReturn(PETSC_SUCCESS);
   }
   PetscCall(TileOperand(A, &pd->own_a, pd->device, &TA));
   PetscCall(TileOperand(B, &pd->own_b, pd->device, &TB));
-  PetscCall(PetscObjectGetId((PetscObject)A, &aid));
-  PetscCall(PetscObjectGetId((PetscObject)B, &bid));
-  ct = (Mat_SeqTile *)C->spptr;
-  if (aid != pd->aid || bid != pd->bid || A->nonzerostate != pd->anz || B->nonzerostate != pd->bnz || !ct || ct->cache.gen != pd->Cgen || C->nonzerostate != pd->cnz) {
-    PetscCall(PetscInfo(C, "tilerap: operands or C changed structure (or object) since the plan: planning again\n"));
-    PetscCall(TileProductPlan(C, pd, A, B));
-    ct = (Mat_SeqTile *)C->spptr;
-  }
   PetscCall(PetscLogEventBegin(TILE_Numeric, A, B, C, 0));
   {
     PetscBool use_fresh = PETSC_FALSE;
