@@ -30,8 +30,7 @@ static PetscErrorCode check_tile_sync(Mat C, const char *what)
 {
   const tilerap_tile_matrix *T;
   const PetscInt            *ci, *cj;
-  PetscScalar               *ca;
-  PetscMemType               mt;
+  const PetscScalar         *ca;
   tilerap_csr               *X = NULL;
   PetscInt                   m, n;
   PetscBool                  ok = PETSC_FALSE;
@@ -39,12 +38,13 @@ static PetscErrorCode check_tile_sync(Mat C, const char *what)
   PetscFunctionBeginUser;
   PetscCall(MatSeqTileGetTileMatrix(C, &T));
   PetscCall(MatGetSize(C, &m, &n));
-  PetscCall(MatSeqAIJGetCSRAndMemType(C, &ci, &cj, &ca, &mt));
+  PetscCall(tu_host_csr(C, &ci, &cj, &ca));
   if (tilerap_tile_check(T) == TILERAP_SUCCESS && !tilerap_tile_to_csr_alloc(T, &X) && X->nnz == ci[m]) {
     ok = PETSC_TRUE;
     for (PetscInt k = 0; k < ci[m]; k++)
       if (X->colidx[k] != cj[k] || X->val[k] != ca[k]) ok = PETSC_FALSE;
   }
+  PetscCall(tu_host_csr_end(C, &ci, &cj, &ca));
   tilerap_csr_destroy(&X);
   tap_ok(ok, "%s: C's tile form is C's values", what);
   PetscFunctionReturn(0);
@@ -54,15 +54,13 @@ static PetscErrorCode check_tile_sync(Mat C, const char *what)
 static PetscErrorCode new_values(Mat A, Mat Aaij, unsigned long long seed)
 {
   PetscScalar *a, *b;
-  PetscInt     nz, m;
-  const PetscInt *ai, *aj;
-  PetscMemType mt;
+  PetscInt     nz;
+  MatInfo      info;
   unsigned long long s = seed;
 
   PetscFunctionBeginUser;
-  PetscCall(MatGetSize(A, &m, NULL));
-  PetscCall(MatSeqAIJGetCSRAndMemType(A, &ai, &aj, &a, &mt));
-  nz = ai[m];
+  PetscCall(MatGetInfo(A, MAT_LOCAL, &info));
+  nz = (PetscInt)info.nz_used;
   PetscCall(MatSeqAIJGetArrayWrite(A, &a));
   PetscCall(MatSeqAIJGetArrayWrite(Aaij, &b));
   for (PetscInt k = 0; k < nz; k++) a[k] = b[k] = 2.0 * tu_rand(&s) - 1.0;

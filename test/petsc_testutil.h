@@ -48,18 +48,42 @@ static inline PetscErrorCode tu_random_mat(MPI_Comm comm, MatType type, PetscInt
   PetscFunctionReturn(0);
 }
 
+/* X's CSR arrays in host memory (brought up to date there from the
+ * device for GPU types); tu_host_csr_end releases them. */
+static inline PetscErrorCode tu_host_csr(Mat X, const PetscInt **ai, const PetscInt **aj, const PetscScalar **aa)
+{
+  PetscInt  n;
+  PetscBool done;
+
+  PetscFunctionBeginUser;
+  PetscCall(MatGetRowIJ(X, 0, PETSC_FALSE, PETSC_FALSE, &n, ai, aj, &done));
+  PetscCheck(done, PETSC_COMM_SELF, PETSC_ERR_SUP, "no row structure");
+  PetscCall(MatSeqAIJGetArrayRead(X, aa));
+  PetscFunctionReturn(0);
+}
+
+static inline PetscErrorCode tu_host_csr_end(Mat X, const PetscInt **ai, const PetscInt **aj, const PetscScalar **aa)
+{
+  PetscInt  n;
+  PetscBool done;
+
+  PetscFunctionBeginUser;
+  PetscCall(MatSeqAIJRestoreArrayRead(X, aa));
+  PetscCall(MatRestoreRowIJ(X, 0, PETSC_FALSE, PETSC_FALSE, &n, ai, aj, &done));
+  PetscFunctionReturn(0);
+}
+
 /* Compares the first m rows of two assembled sequential AIJ matrices: *same
  * is cleared on any structural difference; while the structure agrees,
  * sum (x-y)^2 and sum y^2 are added to acc[0], acc[1]. */
 static inline PetscErrorCode tu_csr_diff(Mat X, Mat Y, PetscInt m, PetscBool *same, PetscReal acc[2])
 {
-  const PetscInt *xi, *xj, *yi, *yj;
-  PetscScalar    *xa, *ya;
-  PetscMemType    mt;
+  const PetscInt    *xi, *xj, *yi, *yj;
+  const PetscScalar *xa, *ya;
 
   PetscFunctionBeginUser;
-  PetscCall(MatSeqAIJGetCSRAndMemType(X, &xi, &xj, &xa, &mt));
-  PetscCall(MatSeqAIJGetCSRAndMemType(Y, &yi, &yj, &ya, &mt));
+  PetscCall(tu_host_csr(X, &xi, &xj, &xa));
+  PetscCall(tu_host_csr(Y, &yi, &yj, &ya));
   for (PetscInt i = 0; i <= m && *same; i++)
     if (xi[i] != yi[i]) *same = PETSC_FALSE;
   for (PetscInt k = 0; *same && k < xi[m]; k++)
@@ -69,6 +93,8 @@ static inline PetscErrorCode tu_csr_diff(Mat X, Mat Y, PetscInt m, PetscBool *sa
     acc[0] += d * d;
     acc[1] += PetscRealPart(ya[k] * ya[k]);
   }
+  PetscCall(tu_host_csr_end(X, &xi, &xj, &xa));
+  PetscCall(tu_host_csr_end(Y, &yi, &yj, &ya));
   PetscFunctionReturn(0);
 }
 

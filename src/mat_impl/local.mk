@@ -20,7 +20,7 @@ examples_poisson_poisson_CPPFLAGS = $(AM_CPPFLAGS) $(PETSC_CFLAGS)
 examples_poisson_poisson_LDADD = libtilerap.la $(PETSC_LIBS)
 
 # ------------------------------------------------------------ PETSc-layer tests (CPU engine)
-petsc_tests = test/petsc_seqtile_basic test/petsc_seqtile_product test/petsc_gamg
+petsc_tests = test/petsc_seqtile_basic test/petsc_seqtile_product test/petsc_gamg test/petsc_device_product
 check_PROGRAMS += $(petsc_tests)
 TESTS += $(petsc_tests)
 petsc_test_cppflags = $(AM_CPPFLAGS) -I$(top_srcdir)/test $(PETSC_CFLAGS)
@@ -31,6 +31,10 @@ test_petsc_seqtile_basic_LDADD = $(petsc_test_ldadd)
 test_petsc_seqtile_product_SOURCES = test/petsc_seqtile_product.c test/petsc_testutil.h test/tap.h
 test_petsc_seqtile_product_CPPFLAGS = $(petsc_test_cppflags)
 test_petsc_seqtile_product_LDADD = $(petsc_test_ldadd)
+# the tile types on AIJCUSPARSE (a PETSc built with CUDA, on a GPU; a skip elsewhere)
+test_petsc_device_product_SOURCES = test/petsc_device_product.c test/petsc_testutil.h test/tap.h
+test_petsc_device_product_CPPFLAGS = $(petsc_test_cppflags)
+test_petsc_device_product_LDADD = $(petsc_test_ldadd)
 test_petsc_gamg_SOURCES = test/petsc_gamg.c test/petsc_testutil.h test/tap.h
 test_petsc_gamg_CPPFLAGS = $(petsc_test_cppflags)
 test_petsc_gamg_LDADD = $(petsc_test_ldadd)

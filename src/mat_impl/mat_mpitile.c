@@ -165,6 +165,13 @@ PetscErrorCode TileIsMPITile(Mat X, PetscBool *flg)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+static PetscErrorCode TileIsPlainMPIAIJ(Mat X, PetscBool *flg)
+{
+  PetscFunctionBegin;
+  PetscCall(PetscObjectTypeCompare((PetscObject)X, MATMPIAIJ, flg));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 /* Converts X's diagonal and off-diagonal blocks, where they exist and are
  * plain SeqAIJ, to seqtile in place (the objects stay the same, so every
  * pointer MPIAIJ keeps to them stays valid). */
@@ -184,9 +191,13 @@ static PetscErrorCode TileMPIConvertBlocks(Mat X)
     if (!istile) {
       PetscCall(PetscObjectTypeCompare((PetscObject)b, MATSEQAIJ, &isaij));
       PetscCheck(isaij, PetscObjectComm((PetscObject)X), PETSC_ERR_SUP, "%s block of type %s: expected seqaij", k ? "off-diagonal" : "diagonal", ((PetscObject)b)->type_name);
-      PetscCall(MatConvert_SeqAIJ_SeqTile(b, MATSEQTILE, MAT_INPLACE_MATRIX, &b));
+      PetscCall(TileSeqConvertInPlace(b, PETSC_FALSE)); /* host blocks under host MPIAIJ */
     }
-    if (t) ((Mat_SeqTile *)b->spptr)->opt = t->opt;
+    if (t) {
+      Mat_SeqTile *bt;
+      PetscCall(TileGetData(b, &bt));
+      bt->opt = t->opt;
+    }
   }
   PetscFunctionReturn(PETSC_SUCCESS);
 }
@@ -551,14 +562,16 @@ static PetscErrorCode TileMPIBlocksToTile(Mat X, const tilerap_options *opt, Pet
   conv[0] = conv[1] = PETSC_FALSE;
   PetscCall(MatMPIAIJGetSeqAIJ(X, &blk[0], &blk[1], &garray));
   for (int k = 0; k < 2; k++) {
-    PetscBool isaij;
-    Mat       b = blk[k];
-    if (!b || b->spptr) continue;
+    PetscBool    isaij;
+    Mat          b = blk[k];
+    Mat_SeqTile *bt;
+    if (!b) continue;
     PetscCall(PetscObjectTypeCompare((PetscObject)b, MATSEQAIJ, &isaij));
-    if (!isaij) continue;
-    PetscCall(MatConvert_SeqAIJ_SeqTile(b, MATSEQTILE, MAT_INPLACE_MATRIX, &b));
-    ((Mat_SeqTile *)b->spptr)->opt = *opt;
-    conv[k]                        = PETSC_TRUE;
+    if (!isaij || b->spptr) continue;
+    PetscCall(TileSeqConvertInPlace(b, PETSC_FALSE));
+    PetscCall(TileGetData(b, &bt));
+    bt->opt = *opt;
+    conv[k] = PETSC_TRUE;
   }
   PetscFunctionReturn(PETSC_SUCCESS);
 }
@@ -572,9 +585,11 @@ static PetscErrorCode TileMPIBlocksBack(Mat X, const PetscBool conv[2])
   PetscCall(MatMPIAIJGetSeqAIJ(X, &blk[0], &blk[1], &garray));
   for (int k = 0; k < 2; k++) {
     PetscErrorCode (*back)(Mat, MatType, MatReuse, Mat *) = NULL;
-    Mat b                                                  = blk[k];
+    Mat  b                                                 = blk[k];
+    char name[128];
     if (!conv[k] || !b) continue;
-    PetscCall(PetscObjectQueryFunction((PetscObject)b, "MatConvert_seqaijtile_seqaij_C", &back));
+    PetscCall(PetscSNPrintf(name, sizeof name, "MatConvert_%s_seqaij_C", ((PetscObject)b)->type_name));
+    PetscCall(PetscObjectQueryFunction((PetscObject)b, name, &back));
     PetscCheck(back, PETSC_COMM_SELF, PETSC_ERR_PLIB, "seqtile block without its conversion back to seqaij");
     PetscCall((*back)(b, MATSEQAIJ, MAT_INPLACE_MATRIX, &b));
   }
@@ -705,7 +720,7 @@ PetscErrorCode MatProductSetFromOptions_MPITile(Mat C)
 
   PetscFunctionBegin;
   /* MAT_FORCE_DIAGONAL_ENTRIES: the backend's C has no room for them (not a fit) */
-  PetscCall(TileProductCandidate(C, TileIsMPITile, MATMPIAIJ, algs, &algok, &fits));
+  PetscCall(TileProductCandidate(C, TileIsMPITile, TileIsPlainMPIAIJ, algs, &algok, &fits));
   A = product->A;
   B = product->B;
   PetscCheck(tile_mpiaij_ops.productsetfromoptions, PetscObjectComm((PetscObject)C), PETSC_ERR_PLIB, "MPIAIJ product implementation not captured");

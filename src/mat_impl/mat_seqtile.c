@@ -10,8 +10,6 @@
  * starts from it.  The -mat_tile_ options are read in tile_options.c. */
 #include "mat_seqtile_impl.h"
 
-TileAIJOps tile_aij_ops;
-
 /* ---------------------------------------------------------------- errors */
 PetscErrorCode TileCheckError_Private(MPI_Comm comm, int err, const char *what)
 {
@@ -35,15 +33,95 @@ PetscErrorCode TileCheckError_Private(MPI_Comm comm, int err, const char *what)
 PetscErrorCode TileIsSeqTile(Mat X, PetscBool *flg)
 {
   PetscFunctionBegin;
-  PetscCall(PetscObjectTypeCompare((PetscObject)X, MATSEQAIJTILE, flg));
+  PetscCall(PetscObjectTypeCompareAny((PetscObject)X, flg, MATSEQAIJTILE, MATSEQAIJTILEHOST, ""));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode TileIsPlainSeqAIJ(Mat X, PetscBool *flg)
+{
+  PetscFunctionBegin;
+#if TILE_DEVICE_AIJ
+  PetscCall(PetscObjectTypeCompareAny((PetscObject)X, flg, MATSEQAIJ, MATSEQAIJCUSPARSE, ""));
+#else
+  PetscCall(PetscObjectTypeCompare((PetscObject)X, MATSEQAIJ, flg));
+#endif
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* The tile data lives in spptr on host AIJ; AIJCUSPARSE keeps its own
+ * data there, so a PETSc built with CUDA finds ours in a composed
+ * container (on both bases, one way to look it up). */
+#define TILE_DATA_NAME "TileRAP_SeqTile"
+
+/* X's tile data whatever X's type name says now (PETSc's header merges
+ * destroy an object whose name is already another's). */
+static PetscErrorCode TileGetDataRaw(Mat X, Mat_SeqTile **t)
+{
+  PetscFunctionBegin;
+#if TILE_DEVICE_AIJ
+  PetscCall(PetscObjectContainerQuery((PetscObject)X, TILE_DATA_NAME, (PetscCtxRt)t));
+#else
+  *t = (Mat_SeqTile *)X->spptr;
+#endif
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode TileGetData(Mat X, Mat_SeqTile **t)
+{
+  PetscBool istile;
+
+  PetscFunctionBegin;
+  *t = NULL;
+  PetscCall(TileIsSeqTile(X, &istile));
+  if (!istile) PetscFunctionReturn(PETSC_SUCCESS);
+  PetscCall(TileGetDataRaw(X, t));
+  PetscCheck(*t, PetscObjectComm((PetscObject)X), PETSC_ERR_PLIB, "tile matrix without its tile data");
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+static PetscErrorCode TileDataFree(Mat_SeqTile **t)
+{
+  PetscFunctionBegin;
+  if (*t) PetscCall(TileCacheReset(&(*t)->cache));
+  PetscCall(PetscFree(*t));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+#if TILE_DEVICE_AIJ
+static PetscErrorCode TileDataContainerDestroy(PetscCtxRt ctx)
+{
+  PetscFunctionBegin;
+  PetscCall(TileDataFree((Mat_SeqTile **)ctx));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+#endif
+
+/* Attaches t to X (replacing any earlier tile data), or with t NULL
+ * detaches and frees X's. */
+static PetscErrorCode TileSetData(Mat X, Mat_SeqTile *t)
+{
+  PetscFunctionBegin;
+#if TILE_DEVICE_AIJ
+  if (t) PetscCall(PetscObjectContainerCompose((PetscObject)X, TILE_DATA_NAME, t, TileDataContainerDestroy));
+  else PetscCall(PetscObjectCompose((PetscObject)X, TILE_DATA_NAME, NULL));
+#else
+  if (X->spptr) {
+    Mat_SeqTile *old = (Mat_SeqTile *)X->spptr;
+    PetscCall(TileDataFree(&old));
+  }
+  X->spptr = t;
+#endif
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
 /* ---------------------------------------------------------------- options */
 static PetscErrorCode MatSetFromOptions_SeqTile(Mat A, TileOptionItems PetscOptionsObject)
 {
+  Mat_SeqTile *t;
+
   PetscFunctionBegin;
-  PetscCall(TileSetFromOptions(A, PetscOptionsObject, tile_aij_ops.setfromoptions, MATSEQTILE, &((Mat_SeqTile *)A->spptr)->opt));
+  PetscCall(TileGetData(A, &t));
+  PetscCall(TileSetFromOptions(A, PetscOptionsObject, tile_base_ops[t->device_aij].setfromoptions, MATSEQTILE, &t->opt));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -52,9 +130,11 @@ static PetscErrorCode MatView_SeqTile(Mat A, PetscViewer viewer)
 {
   PetscBool         iascii;
   PetscViewerFormat format;
+  Mat_SeqTile      *t;
 
   PetscFunctionBegin;
-  PetscCall(tile_aij_ops.view(A, viewer));
+  PetscCall(TileGetData(A, &t));
+  PetscCall(tile_base_ops[t->device_aij].view(A, viewer));
   PetscCall(PetscObjectTypeCompare((PetscObject)viewer, PETSCVIEWERASCII, &iascii));
   if (!iascii) PetscFunctionReturn(PETSC_SUCCESS);
   PetscCall(PetscViewerGetFormat(viewer, &format));
@@ -64,65 +144,163 @@ static PetscErrorCode MatView_SeqTile(Mat A, PetscViewer viewer)
     PetscFunctionReturn(PETSC_SUCCESS);
   }
   {
-    Mat_SeqTile               *t = (Mat_SeqTile *)A->spptr;
     const tilerap_tile_matrix *T;
     tilerap_engine             e = tilerap_engine_resolve(t->opt.engine);
 
     PetscCall(TileCacheSync(A, &t->cache));
     T = t->cache.T;
-    PetscCall(PetscViewerASCIIPrintf(viewer, "tilerap: %" PetscInt64_FMT " tiles of 16x16 (%d x %d tile grid), %" PetscInt64_FMT " entries, %.2f mean entries per tile, engine %s (requested %s), dense threshold %d, tensor-core threshold %d (%s), CPU kernel %s\n",
+    PetscCall(PetscViewerASCIIPrintf(viewer, "tilerap: %" PetscInt64_FMT " tiles of 16x16 (%d x %d tile grid), %" PetscInt64_FMT " entries, %.2f mean entries per tile, AIJ arrays on the %s, engine %s (requested %s), dense threshold %d, tensor-core threshold %d (%s), CPU kernel %s\n",
                                      (PetscInt64)T->num_tiles, T->tile_rows, T->tile_cols, (PetscInt64)T->nnz, T->num_tiles ? (double)T->nnz / (double)T->num_tiles : 0.0,
-                                     tilerap_engine_name(e), tilerap_engine_name(t->opt.engine), t->opt.dense_threshold, t->opt.tc_threshold, tilerap_precision_name(t->opt.precision), tilerap_cpu_kernel_name(t->opt.cpu_kernel)));
+                                     t->device_aij ? "device (AIJCUSPARSE)" : "host", tilerap_engine_name(e), tilerap_engine_name(t->opt.engine), t->opt.dense_threshold, t->opt.tc_threshold, tilerap_precision_name(t->opt.precision), tilerap_cpu_kernel_name(t->opt.cpu_kernel)));
   }
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
 /* ---------------------------------------------------------------- composed functions */
-/* AIJ implementations composed on SeqAIJ objects under names that carry
- * the type name "seqaij"; the same functions are composed under the
- * "seqaijtile" spelling so conversions and products with other types keep
- * their AIJ implementation. */
-static const char *const tile_alias_pairs[][2] = {
-  {"MatConvert_seqaij_seqdense_C", "MatConvert_seqaijtile_seqdense_C"},
-  {"MatConvert_seqaij_seqbaij_C", "MatConvert_seqaijtile_seqbaij_C"},
-  {"MatConvert_seqaij_seqsbaij_C", "MatConvert_seqaijtile_seqsbaij_C"},
-  {"MatConvert_seqaij_seqsell_C", "MatConvert_seqaijtile_seqsell_C"},
-  {"MatConvert_seqaij_is_C", "MatConvert_seqaijtile_is_C"},
-  {"MatConvert_seqaij_hypre_C", "MatConvert_seqaijtile_hypre_C"},
-  {"MatConvert_seqaij_seqaijperm_C", "MatConvert_seqaijtile_seqaijperm_C"},
-  {"MatConvert_seqaij_seqaijsell_C", "MatConvert_seqaijtile_seqaijsell_C"},
-  {"MatConvert_seqaij_seqaijcrl_C", "MatConvert_seqaijtile_seqaijcrl_C"},
-  {"MatProductSetFromOptions_seqaij_seqdense_C", "MatProductSetFromOptions_seqaijtile_seqdense_C"},
-  {"MatProductSetFromOptions_seqdense_seqaij_C", "MatProductSetFromOptions_seqdense_seqaijtile_C"},
-  {"MatProductSetFromOptions_seqaij_seqmaij_C", "MatProductSetFromOptions_seqaijtile_seqmaij_C"},
-  {"MatProductSetFromOptions_seqaij_hypre_C", "MatProductSetFromOptions_seqaijtile_hypre_C"},
+/* SeqAIJ's implementations composed under names that carry its type name,
+ * composed again under the tile type's name so that conversions and
+ * products with other types keep SeqAIJ's implementation (on either base:
+ * AIJCUSPARSE's own refuse another type name).  A name is prefix + type
+ * name + suffix. */
+typedef struct {
+  const char *prefix, *suffix;
+} TileAliasName;
+
+static const TileAliasName tile_alias_host[] = {
+  {"MatConvert_", "_seqdense_C"},
+  {"MatConvert_", "_seqbaij_C"},
+  {"MatConvert_", "_seqsbaij_C"},
+  {"MatConvert_", "_seqsell_C"},
+  {"MatConvert_", "_is_C"},
+  {"MatConvert_", "_hypre_C"},
+  {"MatConvert_", "_seqaijperm_C"},
+  {"MatConvert_", "_seqaijsell_C"},
+  {"MatConvert_", "_seqaijcrl_C"},
+  {"MatProductSetFromOptions_", "_seqdense_C"},
+  {"MatProductSetFromOptions_seqdense_", "_C"},
+  {"MatProductSetFromOptions_", "_seqmaij_C"},
+  {"MatProductSetFromOptions_", "_hypre_C"},
 };
-#define TILE_NALIAS (sizeof(tile_alias_pairs) / sizeof(tile_alias_pairs[0]))
+#define TILE_NALIAS_HOST (sizeof(tile_alias_host) / sizeof(tile_alias_host[0]))
+
+static PetscErrorCode TileAliasFullName(const TileAliasName *a, const char *type, char *name, size_t len)
+{
+  PetscFunctionBegin;
+  PetscCall(PetscStrncpy(name, a->prefix, len));
+  PetscCall(PetscStrlcat(name, type, len));
+  PetscCall(PetscStrlcat(name, a->suffix, len));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* The base implementations, looked up once per base on the first matrix
+ * converted (still of the base type) and on a SeqDense (products with
+ * dense matrices are composed on the dense side).  Function addresses stay
+ * valid for the life of the process. */
+typedef struct {
+  PetscBool looked_up;
+  void (*host[TILE_NALIAS_HOST])(void);
+} TileAliasTable;
+static TileAliasTable tile_alias_tables[2]; /* [0] host base, [1] device base */
+
+static PetscErrorCode TileAliasLookup(Mat aij, PetscBool device)
+{
+  TileAliasTable *tab = &tile_alias_tables[device ? 1 : 0];
+  Mat             dense;
+  char            name[256];
+
+  PetscFunctionBegin;
+  if (tab->looked_up) PetscFunctionReturn(PETSC_SUCCESS);
+  PetscCall(MatCreate(PETSC_COMM_SELF, &dense));
+  PetscCall(MatSetSizes(dense, 1, 1, 1, 1));
+  PetscCall(MatSetType(dense, MATSEQDENSE));
+  for (size_t k = 0; k < TILE_NALIAS_HOST; k++) {
+    void (*f)(void) = NULL;
+    PetscCall(TileAliasFullName(&tile_alias_host[k], MATSEQAIJ, name, sizeof name));
+    PetscCall(PetscObjectQueryFunction((PetscObject)aij, name, &f));
+    if (!f) PetscCall(PetscObjectQueryFunction((PetscObject)dense, name, &f));
+    tab->host[k] = f;
+  }
+  PetscCall(MatDestroy(&dense));
+  tab->looked_up = PETSC_TRUE;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
 
 static PetscErrorCode MatConvert_SeqTile_SeqAIJ(Mat, MatType, MatReuse, Mat *);
+static PetscErrorCode MatProductSetFromOptions_SeqTile_Anytype(Mat);
 
-/* Our own composed functions (removed again when converting back). */
-static const char *const tile_own_names[] = {
-  "MatConvert_seqaijtile_seqaij_C",
-  "MatConvert_seqaij_seqtile_C",
-  "MatConvert_seqaij_seqaijtile_C",
-  "MatProductSetFromOptions_seqaijtile_seqaij_C",
-  "MatProductSetFromOptions_seqaij_seqaijtile_C",
-  "MatProductSetFromOptions_anytype_C",
+/* Our own composed functions, under the tile object's type name tname:
+ * conversions to and from plain AIJ and the products with it. */
+typedef struct {
+  const char *prefix, *suffix;
+  int         fn; /* 0 to AIJ, 1 from AIJ, 2 product, 3 any-type product */
+} TileOwnName;
+
+static const TileOwnName tile_own_names[] = {
+  {"MatConvert_", "_seqaij_C", 0},
+  {"MatConvert_seqaij_", "_C", 1},
+  {"MatConvert_seqaij_seqtile", "", 1}, /* the name users type, tname not used */
+  {"MatProductSetFromOptions_", "_seqaij_C", 2},
+  {"MatProductSetFromOptions_seqaij_", "_C", 2},
+  {"MatProductSetFromOptions_anytype", "", 3},
+#if TILE_DEVICE_AIJ
+  {"MatConvert_", "_seqaijcusparse_C", 0},
+  {"MatConvert_seqaijcusparse_", "_C", 1},
+  {"MatConvert_seqaijcusparse_seqtile", "", 1},
+  {"MatProductSetFromOptions_", "_seqaijcusparse_C", 2},
+  {"MatProductSetFromOptions_seqaijcusparse_", "_C", 2},
+#endif
 };
 #define TILE_NOWN (sizeof(tile_own_names) / sizeof(tile_own_names[0]))
 
+/* Full name of an own function: prefix + tname + suffix, or for the
+ * fixed names (empty suffix) prefix + "_C". */
+static PetscErrorCode TileOwnFullName(const TileOwnName *o, const char *tname, char *name, size_t len)
+{
+  PetscFunctionBegin;
+  PetscCall(PetscStrncpy(name, o->prefix, len));
+  if (o->suffix[0]) {
+    PetscCall(PetscStrlcat(name, tname, len));
+    PetscCall(PetscStrlcat(name, o->suffix, len));
+  } else PetscCall(PetscStrlcat(name, "_C", len));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* Composes (set) or removes (!set) the aliases and our own functions under
+ * the tile type name tname. */
+static PetscErrorCode TileCompose(Mat B, PetscBool device, const char *tname, PetscBool set)
+{
+  PetscObject     o   = (PetscObject)B;
+  TileAliasTable *tab = &tile_alias_tables[device ? 1 : 0];
+  char            name[256];
+
+  PetscFunctionBegin;
+  if (set) PetscCall(TileAliasLookup(B, device));
+  for (size_t k = 0; k < TILE_NALIAS_HOST; k++) {
+    PetscCall(TileAliasFullName(&tile_alias_host[k], tname, name, sizeof name));
+    if (!set || tab->host[k]) PetscCall(PetscObjectComposeFunction(o, name, set ? tab->host[k] : NULL));
+  }
+  for (size_t k = 0; k < TILE_NOWN; k++) {
+    PetscCall(TileOwnFullName(&tile_own_names[k], tname, name, sizeof name));
+    if (!set) PetscCall(PetscObjectComposeFunction(o, name, NULL));
+    else if (tile_own_names[k].fn == 0) PetscCall(PetscObjectComposeFunction(o, name, MatConvert_SeqTile_SeqAIJ));
+    else if (tile_own_names[k].fn == 1) PetscCall(PetscObjectComposeFunction(o, name, MatConvert_SeqAIJ_SeqTile));
+    else if (tile_own_names[k].fn == 2) PetscCall(PetscObjectComposeFunction(o, name, MatProductSetFromOptions_SeqTile));
+    else PetscCall(PetscObjectComposeFunction(o, name, MatProductSetFromOptions_SeqTile_Anytype));
+  }
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 /* Every other product with a tile operand: PETSc's dispatch
  * (MatProductSetFromOptions_Private) has queried
- * MatProductSetFromOptions_<A>_<B>[_<C>]_C under the name "seqaijtile", which
- * nothing outside this library composes (e.g. MatProductSetFromOptions_seqaij_seqmaij_C
+ * MatProductSetFromOptions_<A>_<B>[_<C>]_C under the tile type's name,
+ * which nothing outside this library composes (e.g. MatProductSetFromOptions_seqaij_seqmaij_C
  * lives on MAIJ objects, _is_seqaij_C on MATIS ones), then the anytype
  * function, which is this one.  Here the dispatch continues the way it would
  * for SeqAIJ operands:
- *  - all operands seqaij or seqaijtile (triple products with mixed types):
+ *  - all operands tile or plain AIJ (triple products with mixed types):
  *    SeqAIJ would have matched its own setfromoptions on every operand;
- *  - else the implementation composed under the seqaij spelling of the name,
- *    queried on A, B, C in order;
+ *  - else the implementation composed under the seqaij spelling of the
+ *    name, queried on A, B, C in order;
  *  - else the other operands' anytype functions, in order.
  * Without a symbolic phase set here PETSc goes on with its dense-column and
  * "Unsafe" triple-product fallbacks, as for SeqAIJ. */
@@ -145,7 +323,7 @@ static PetscErrorCode MatProductSetFromOptions_SeqTile_Anytype(Mat C)
     PetscBool istile, isaij;
     PetscCheck(X[k], PetscObjectComm((PetscObject)C), PETSC_ERR_PLIB, "Missing operand %" PetscInt_FMT " of the product", k);
     PetscCall(TileIsSeqTile(X[k], &istile));
-    PetscCall(PetscObjectTypeCompare((PetscObject)X[k], MATSEQAIJ, &isaij));
+    PetscCall(TileIsPlainSeqAIJ(X[k], &isaij));
     if (!istile && !isaij) allaij = PETSC_FALSE;
   }
   if (allaij) {
@@ -174,75 +352,115 @@ static PetscErrorCode MatProductSetFromOptions_SeqTile_Anytype(Mat C)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-/* The aliased implementations, looked up once on a SeqAIJ (B itself, still
- * plain) and on a SeqDense (products with dense matrices are composed on the
- * dense side).  Function addresses stay valid for the life of the process. */
-static void (*tile_alias_fn[TILE_NALIAS])(void);
-static PetscBool tile_alias_looked_up = PETSC_FALSE;
+TileAIJOps tile_base_ops[2];
 
-static PetscErrorCode TileAliasLookup(Mat aij)
+/* The base's implementations, taken from B (still of the base type) at the
+ * first conversion of that base; on either base products the tile engine
+ * does not make go to SeqAIJ's. */
+static PetscErrorCode TileCaptureBaseOps(Mat B, PetscBool device)
 {
-  Mat dense;
+  TileAIJOps *b = &tile_base_ops[device ? 1 : 0];
 
   PetscFunctionBegin;
-  if (tile_alias_looked_up) PetscFunctionReturn(PETSC_SUCCESS);
-  PetscCall(MatCreate(PETSC_COMM_SELF, &dense));
-  PetscCall(MatSetSizes(dense, 1, 1, 1, 1));
-  PetscCall(MatSetType(dense, MATSEQDENSE));
-  for (size_t k = 0; k < TILE_NALIAS; k++) {
-    void (*f)(void) = NULL;
-    PetscCall(PetscObjectQueryFunction((PetscObject)aij, tile_alias_pairs[k][0], &f));
-    if (!f) PetscCall(PetscObjectQueryFunction((PetscObject)dense, tile_alias_pairs[k][0], &f));
-    tile_alias_fn[k] = f;
-  }
-  PetscCall(MatDestroy(&dense));
-  tile_alias_looked_up = PETSC_TRUE;
+  if (b->saved) PetscFunctionReturn(PETSC_SUCCESS);
+  b->destroy               = B->ops->destroy;
+  b->view                  = B->ops->view;
+  b->setfromoptions        = B->ops->setfromoptions;
+  b->productsetfromoptions = B->ops->productsetfromoptions;
+  b->duplicate             = B->ops->duplicate;
+  b->bindtocpu             = B->ops->bindtocpu;
+  if (device) {
+    Mat aij;
+    PetscCall(MatCreate(PETSC_COMM_SELF, &aij));
+    PetscCall(MatSetSizes(aij, 1, 1, 1, 1));
+    PetscCall(MatSetType(aij, MATSEQAIJ));
+    b->fallback = aij->ops->productsetfromoptions;
+    PetscCall(MatDestroy(&aij));
+  } else b->fallback = b->productsetfromoptions;
+  b->saved = PETSC_TRUE;
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-static PetscErrorCode TileCompose(Mat B)
+static PetscErrorCode TileRestoreBaseOps(Mat B, PetscBool device)
 {
-  PetscObject o = (PetscObject)B;
+  const TileAIJOps *b = &tile_base_ops[device ? 1 : 0];
 
   PetscFunctionBegin;
-  PetscCall(TileAliasLookup(B));
-  for (size_t k = 0; k < TILE_NALIAS; k++)
-    if (tile_alias_fn[k]) PetscCall(PetscObjectComposeFunction(o, tile_alias_pairs[k][1], tile_alias_fn[k]));
-  PetscCall(PetscObjectComposeFunction(o, tile_own_names[0], MatConvert_SeqTile_SeqAIJ));
-  PetscCall(PetscObjectComposeFunction(o, tile_own_names[1], MatConvert_SeqAIJ_SeqTile));
-  PetscCall(PetscObjectComposeFunction(o, tile_own_names[2], MatConvert_SeqAIJ_SeqTile));
-  PetscCall(PetscObjectComposeFunction(o, tile_own_names[3], MatProductSetFromOptions_SeqTile));
-  PetscCall(PetscObjectComposeFunction(o, tile_own_names[4], MatProductSetFromOptions_SeqTile));
-  PetscCall(PetscObjectComposeFunction(o, tile_own_names[5], MatProductSetFromOptions_SeqTile_Anytype));
+  PetscCheck(b->saved, PETSC_COMM_SELF, PETSC_ERR_PLIB, "base implementations not captured");
+  B->ops->destroy               = b->destroy;
+  B->ops->view                  = b->view;
+  B->ops->setfromoptions        = b->setfromoptions;
+  B->ops->productsetfromoptions = b->productsetfromoptions;
+  B->ops->duplicate             = b->duplicate;
+  B->ops->bindtocpu             = b->bindtocpu;
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-/* Removes the tile data and our composed functions; ops back to SeqAIJ. */
-static PetscErrorCode TileStrip(Mat B)
+/* Removes the tile data and our composed functions; ops back to the base
+ * type's. */
+static PetscErrorCode TileStrip(Mat B, PetscBool device)
 {
-  Mat_SeqTile *t = (Mat_SeqTile *)B->spptr;
-
   PetscFunctionBegin;
-  if (t) {
-    PetscCall(TileCacheReset(&t->cache));
-    PetscCall(PetscFree(B->spptr));
-  }
-  for (size_t k = 0; k < TILE_NALIAS; k++) PetscCall(PetscObjectComposeFunction((PetscObject)B, tile_alias_pairs[k][1], NULL));
-  for (size_t k = 0; k < TILE_NOWN; k++) PetscCall(PetscObjectComposeFunction((PetscObject)B, tile_own_names[k], NULL));
-  B->ops->destroy               = tile_aij_ops.destroy;
-  B->ops->view                  = tile_aij_ops.view;
-  B->ops->setfromoptions        = tile_aij_ops.setfromoptions;
-  B->ops->productsetfromoptions = tile_aij_ops.productsetfromoptions;
+  /* under the name they were composed with: the object's name may already be another's */
+  PetscCall(TileCompose(B, device, device ? MATSEQAIJTILE : MATSEQAIJTILEHOST, PETSC_FALSE));
+  PetscCall(TileRestoreBaseOps(B, device));
+  PetscCall(TileSetData(B, NULL));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-static PetscErrorCode MatDestroy_SeqTile(Mat A)
+/* One destroy per base: PETSc's header merges (MatHeaderMerge) destroy
+ * an object with its composed objects, our data among them, set aside. */
+static PetscErrorCode MatDestroy_SeqTileHost(Mat A)
 {
   PetscFunctionBegin;
-  PetscCall(TileStrip(A));
-  PetscCall((*A->ops->destroy)(A)); /* SeqAIJ's, restored by TileStrip */
+  PetscCall(TileStrip(A, PETSC_FALSE));
+  PetscCall((*A->ops->destroy)(A)); /* the base's, restored by TileStrip */
   PetscFunctionReturn(PETSC_SUCCESS);
 }
+
+#if TILE_DEVICE_AIJ
+static PetscErrorCode MatDestroy_SeqTileDevice(Mat A)
+{
+  PetscFunctionBegin;
+  PetscCall(TileStrip(A, PETSC_TRUE));
+  PetscCall((*A->ops->destroy)(A));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+#endif
+
+#if TILE_DEVICE_AIJ
+/* MatDuplicate of AIJCUSPARSE makes the copy through the type name and
+ * then converts it in place to AIJCUSPARSE again: the copy is made a tile
+ * matrix again here, with A's options.  The host base's copy (SeqAIJ's,
+ * through the type name) already is one. */
+static PetscErrorCode MatDuplicate_SeqTile(Mat A, MatDuplicateOption op, Mat *B)
+{
+  Mat_SeqTile *a, *b;
+  PetscBool    istile;
+
+  PetscFunctionBegin;
+  PetscCall(TileGetData(A, &a));
+  PetscCall(tile_base_ops[a->device_aij].duplicate(A, op, B));
+  PetscCall(TileIsSeqTile(*B, &istile));
+  if (!istile) PetscCall(TileSeqConvertInPlace(*B, a->device_aij));
+  PetscCall(TileGetData(*B, &b));
+  b->opt = a->opt;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* AIJCUSPARSE swaps its ops between the host and device implementations
+ * when bound to the CPU or released: ours are put back on top. */
+static PetscErrorCode MatBindToCPU_SeqTile(Mat A, PetscBool flg)
+{
+  Mat_SeqTile *t;
+
+  PetscFunctionBegin;
+  PetscCall(TileGetData(A, &t));
+  if (tile_base_ops[1].bindtocpu) PetscCall(tile_base_ops[1].bindtocpu(A, flg));
+  A->ops->productsetfromoptions = MatProductSetFromOptions_SeqTile;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+#endif
 
 /* ---------------------------------------------------------------- conversions */
 PetscErrorCode TileConvertBegin(Mat A, MatReuse reuse, Mat *newmat, PetscErrorCode (*is_target)(Mat, PetscBool *), MatType to, Mat *B)
@@ -258,27 +476,30 @@ PetscErrorCode TileConvertBegin(Mat A, MatReuse reuse, Mat *newmat, PetscErrorCo
   if (reuse == MAT_INITIAL_MATRIX) PetscCall(MatDuplicate(A, MAT_COPY_VALUES, newmat));
   if (is_target) PetscCall((*is_target)(*newmat, &done));
   if (done) PetscFunctionReturn(PETSC_SUCCESS);
-  PetscCheck(!is_target || !(*newmat)->spptr, PetscObjectComm((PetscObject)*newmat), PETSC_ERR_SUP, "cannot convert a %s that carries implementation data to %s", ((PetscObject)*newmat)->type_name, to);
   *B = *newmat;
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-PetscErrorCode MatConvert_SeqAIJ_SeqTile(Mat A, MatType type, MatReuse reuse, Mat *newmat)
+PetscErrorCode TileSeqConvertInPlace(Mat B, PetscBool device)
 {
-  Mat             B;
   Mat_SeqTile    *t;
   tilerap_options opt;
+  PetscBool       ishost;
 
   PetscFunctionBegin;
-  PetscCall(TileConvertBegin(A, reuse, newmat, TileIsSeqTile, MATSEQTILE, &B));
-  if (!B) PetscFunctionReturn(PETSC_SUCCESS);
-  if (!tile_aij_ops.saved) { /* B is a plain SeqAIJ here: remember the implementations we replace */
-    tile_aij_ops.destroy               = B->ops->destroy;
-    tile_aij_ops.view                  = B->ops->view;
-    tile_aij_ops.setfromoptions        = B->ops->setfromoptions;
-    tile_aij_ops.productsetfromoptions = B->ops->productsetfromoptions;
-    tile_aij_ops.saved                 = PETSC_TRUE;
+  PetscCall(PetscObjectTypeCompare((PetscObject)B, MATSEQAIJ, &ishost));
+#if TILE_DEVICE_AIJ
+  if (device && ishost) PetscCall(MatConvert(B, MATSEQAIJCUSPARSE, MAT_INPLACE_MATRIX, &B));
+  else if (!device && !ishost) PetscCall(MatConvert(B, MATSEQAIJ, MAT_INPLACE_MATRIX, &B));
+  {
+    PetscBool iscusp;
+    PetscCall(PetscObjectTypeCompare((PetscObject)B, MATSEQAIJCUSPARSE, &iscusp));
+    PetscCheck(device ? iscusp : !iscusp, PetscObjectComm((PetscObject)B), PETSC_ERR_SUP, "cannot make a tile matrix of a %s", ((PetscObject)B)->type_name);
   }
+#else
+  device = PETSC_FALSE;
+  PetscCheck(ishost && !B->spptr, PetscObjectComm((PetscObject)B), PETSC_ERR_SUP, "cannot convert a %s that carries implementation data to %s", ((PetscObject)B)->type_name, MATSEQTILE);
+#endif
   tilerap_options_default(&opt);
   PetscCall(TileOptionsFromDatabase(B, &opt));
   { /* in parallel runs MATMPITILE picks the device first (TileDeviceSelect) */
@@ -286,37 +507,86 @@ PetscErrorCode MatConvert_SeqAIJ_SeqTile(Mat A, MatType type, MatReuse reuse, Ma
     PetscCallMPI(MPI_Comm_size(PETSC_COMM_WORLD, &size));
     if (size == 1) PetscCall(TileDeviceWarmUp(&opt));
   }
+  PetscCall(TileCaptureBaseOps(B, device));
   PetscCall(PetscNew(&t));
-  t->opt = opt;
-  B->spptr                      = t;
-  B->ops->destroy               = MatDestroy_SeqTile;
+  t->opt                         = opt;
+  t->device_aij                  = device;
+  PetscCall(TileSetData(B, t));
+#if TILE_DEVICE_AIJ
+  B->ops->destroy = device ? MatDestroy_SeqTileDevice : MatDestroy_SeqTileHost;
+#else
+  B->ops->destroy = MatDestroy_SeqTileHost;
+#endif
   B->ops->view                  = MatView_SeqTile;
   B->ops->setfromoptions        = MatSetFromOptions_SeqTile;
   B->ops->productsetfromoptions = MatProductSetFromOptions_SeqTile;
-  PetscCall(TileCompose(B));
-  PetscCall(PetscObjectChangeTypeName((PetscObject)B, MATSEQAIJTILE));
+#if TILE_DEVICE_AIJ
+  B->ops->duplicate = MatDuplicate_SeqTile;
+  if (device) B->ops->bindtocpu = MatBindToCPU_SeqTile;
+#endif
+  PetscCall(TileCompose(B, device, device ? MATSEQAIJTILE : MATSEQAIJTILEHOST, PETSC_TRUE));
+  PetscCall(PetscObjectChangeTypeName((PetscObject)B, device ? MATSEQAIJTILE : MATSEQAIJTILEHOST));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-static PetscErrorCode MatConvert_SeqTile_SeqAIJ(Mat A, MatType type, MatReuse reuse, Mat *newmat)
+/* Plain AIJ -> seqtile (MatConvert, -mat_type seqtile on an existing
+ * matrix): on the device base in a PETSc built with CUDA. */
+PetscErrorCode MatConvert_SeqAIJ_SeqTile(Mat A, MatType type, MatReuse reuse, Mat *newmat)
 {
   Mat B;
 
   PetscFunctionBegin;
+  PetscCall(TileConvertBegin(A, reuse, newmat, TileIsSeqTile, MATSEQTILE, &B));
+  if (!B) PetscFunctionReturn(PETSC_SUCCESS);
+  PetscCall(TileSeqConvertInPlace(B, (PetscBool)TILE_DEVICE_AIJ));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* seqtile -> its base type, then to the type asked for if that differs. */
+static PetscErrorCode MatConvert_SeqTile_SeqAIJ(Mat A, MatType type, MatReuse reuse, Mat *newmat)
+{
+  Mat          B;
+  Mat_SeqTile *t;
+  MatType      base;
+  PetscBool    same;
+
+  PetscFunctionBegin;
   PetscCall(TileConvertBegin(A, reuse, newmat, NULL, NULL, &B));
   if (!B) PetscFunctionReturn(PETSC_SUCCESS);
-  PetscCall(TileStrip(B));
-  PetscCall(PetscObjectChangeTypeName((PetscObject)B, MATSEQAIJ));
+  PetscCall(TileGetData(B, &t));
+  base = t->device_aij ? MATSEQAIJCUSPARSE : MATSEQAIJ;
+  PetscCall(TileStrip(B, t->device_aij));
+  PetscCall(PetscObjectChangeTypeName((PetscObject)B, base));
+  PetscCall(PetscStrcmp(type, base, &same));
+  if (!same) PetscCall(MatConvert(B, type, MAT_INPLACE_MATRIX, &B));
+  *newmat = B;
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
 PetscErrorCode MatCreate_SeqTile(Mat B)
 {
   PetscFunctionBegin;
+#if TILE_DEVICE_AIJ
+  PetscCall(MatCreate_SeqAIJCUSPARSE(B));
+  PetscCall(TileSeqConvertInPlace(B, PETSC_TRUE));
+#else
   PetscCall(MatCreate_SeqAIJ(B));
-  PetscCall(MatConvert_SeqAIJ_SeqTile(B, MATSEQTILE, MAT_INPLACE_MATRIX, &B));
+  PetscCall(TileSeqConvertInPlace(B, PETSC_FALSE));
+#endif
   PetscFunctionReturn(PETSC_SUCCESS);
 }
+
+#if TILE_DEVICE_AIJ
+/* MATSEQAIJTILEHOST: the host-AIJ tile matrix of a PETSc built with CUDA
+ * (MATMPITILE's blocks; MatDuplicate makes copies through this name). */
+PetscErrorCode MatCreate_SeqTileHost(Mat B)
+{
+  PetscFunctionBegin;
+  PetscCall(MatCreate_SeqAIJ(B));
+  PetscCall(TileSeqConvertInPlace(B, PETSC_FALSE));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+#endif
 
 PetscErrorCode MatCreateSeqTile(MPI_Comm comm, PetscInt m, PetscInt n, PetscInt nz, const PetscInt nnz[], Mat *A)
 {
@@ -338,8 +608,12 @@ PetscErrorCode MatSeqTileGetTileMatrix(Mat A, const tilerap_tile_matrix **T)
   TileAssertPointer(T, 2);
   PetscCall(TileIsSeqTile(A, &istile));
   PetscCheck(istile, PetscObjectComm((PetscObject)A), PETSC_ERR_ARG_WRONG, "Matrix of type %s is not %s", ((PetscObject)A)->type_name, MATSEQTILE);
-  PetscCall(TileCacheSync(A, &((Mat_SeqTile *)A->spptr)->cache));
-  *T = ((Mat_SeqTile *)A->spptr)->cache.T;
+  {
+    Mat_SeqTile *t;
+    PetscCall(TileGetData(A, &t));
+    PetscCall(TileCacheSync(A, &t->cache));
+    *T = t->cache.T;
+  }
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -351,6 +625,10 @@ PetscErrorCode MatSeqTileGetSyncStats(Mat A, MatSeqTileSyncStats *s)
   PetscValidHeaderSpecific(A, MAT_CLASSID, 1);
   PetscCall(TileIsSeqTile(A, &istile));
   PetscCheck(istile, PetscObjectComm((PetscObject)A), PETSC_ERR_ARG_WRONG, "Matrix of type %s is not %s", ((PetscObject)A)->type_name, MATSEQTILE);
-  *s = ((Mat_SeqTile *)A->spptr)->cache.stats;
+  {
+    Mat_SeqTile *t;
+    PetscCall(TileGetData(A, &t));
+    *s = t->cache.stats;
+  }
   PetscFunctionReturn(PETSC_SUCCESS);
 }

@@ -48,6 +48,20 @@ typedef PetscOptionItems TileOptionItems;
 /* Exported by libpetsc but not prototyped in its installed headers. */
 PETSC_EXTERN PetscErrorCode MatCreate_SeqAIJ(Mat);
 
+/* A PETSc built with CUDA: MATSEQTILE is a MATSEQAIJCUSPARSE underneath
+ * (matrices, MatMult and the solve stay on the device, and the products
+ * read and write the device CSR), the way PETSc's own GPU users run.
+ * MATMPITILE's blocks keep host AIJ (MATSEQAIJTILEHOST) until the MPI type
+ * gets its own device form.  Older CUDA builds of PETSc keep host AIJ. */
+#if defined(PETSC_HAVE_CUDA) && !PETSC_VERSION_LT(3, 23, 0)
+  #define TILE_DEVICE_AIJ 1
+  #define MATSEQAIJTILEHOST "seqaijtilehost" /* internal: the blocks of MATMPITILE */
+PETSC_EXTERN PetscErrorCode MatCreate_SeqAIJCUSPARSE(Mat);
+#else
+  #define TILE_DEVICE_AIJ 0
+  #define MATSEQAIJTILEHOST MATSEQAIJTILE
+#endif
+
 /* ---------------------------------------------------------------- tile copy of one Mat */
 /* A tile copy of an AIJ matrix and the PETSc states it reflects.  Lives in
  * a seqtile's spptr, or in product data for plain-AIJ operands. */
@@ -68,22 +82,32 @@ typedef struct {
   MatSeqTileSyncStats stats;
 } TileCache;
 
-typedef struct {
-  TileCache cache;
-  tilerap_options opt;
-} Mat_SeqTile;
-
-/* ---------------------------------------------------------------- shared state */
-extern PetscLogEvent TILE_Plan, TILE_Numeric, TILE_Xfer, TILE_Convert;
-/* SeqAIJ implementations replaced by the type (captured from a fresh SeqAIJ). */
+/* The base type's implementations that the tile type replaces, one set per
+ * base: [0] host SeqAIJ, [1] SeqAIJCUSPARSE (a PETSc built with CUDA),
+ * captured at the first conversion of that base.  Products the tile engine
+ * does not make go to SeqAIJ's implementation on either base:
+ * AIJCUSPARSE's refuse operands of another type name. */
 typedef struct {
   PetscBool saved;
   PetscErrorCode (*destroy)(Mat);
   PetscErrorCode (*view)(Mat, PetscViewer);
   PetscErrorCode (*setfromoptions)(Mat, TileOptionItems);
   PetscErrorCode (*productsetfromoptions)(Mat);
+  PetscErrorCode (*fallback)(Mat); /* SeqAIJ's productsetfromoptions */
+  PetscErrorCode (*duplicate)(Mat, MatDuplicateOption, Mat *);
+  PetscErrorCode (*bindtocpu)(Mat, PetscBool);
 } TileAIJOps;
-extern TileAIJOps tile_aij_ops;
+
+extern TileAIJOps tile_base_ops[2];
+
+typedef struct {
+  TileCache cache;
+  tilerap_options opt;
+  PetscBool device_aij; /* base is SeqAIJCUSPARSE: the AIJ arrays have a device copy */
+} Mat_SeqTile;
+
+/* ---------------------------------------------------------------- shared state */
+extern PetscLogEvent TILE_Plan, TILE_Numeric, TILE_Xfer, TILE_Convert;
 
 /* ---------------------------------------------------------------- helpers */
 /* tilerap error -> PETSc error with tilerap's message. */
@@ -114,7 +138,43 @@ PetscErrorCode TileDeviceWarmUp(const tilerap_options *);
 PetscErrorCode TileDeviceSelect(MPI_Comm, const tilerap_options *);
 
 /* mat_seqtile.c */
+/* X is a seqtile, on either base (MATSEQAIJTILE or MATSEQAIJTILEHOST). */
 PetscErrorCode TileIsSeqTile(Mat, PetscBool *);
+/* The tile data of a seqtile X (NULL for any other matrix). */
+PetscErrorCode TileGetData(Mat X, Mat_SeqTile **t);
+/* X is plain AIJ of one process that products take as an operand:
+ * seqaij, or seqaijcusparse in a PETSc built with CUDA. */
+PetscErrorCode TileIsPlainSeqAIJ(Mat, PetscBool *);
+/* Converts a plain AIJ B in place into a seqtile: on SeqAIJCUSPARSE when
+ * device is set (a PETSc built with CUDA), else on host SeqAIJ. */
+PetscErrorCode TileSeqConvertInPlace(Mat B, PetscBool device);
+#if TILE_DEVICE_AIJ
+PetscErrorCode MatCreate_SeqTileHost(Mat);
+#endif
+
+/* X's CSR arrays, in device memory where X keeps a device copy and device
+ * is asked for (AIJCUSPARSE underneath, not bound to the CPU), else in host
+ * memory (brought up to date there).  32-bit columns only on the device. */
+typedef struct {
+  const PetscInt    *ai, *aj;
+  const PetscScalar *aa;
+  tilerap_memtype    mem;
+  PetscBool          rowij, arrayread, renamed; /* what TileAIJArraysEnd releases */
+} TileAIJArrays;
+PetscErrorCode TileAIJArraysBegin(Mat X, PetscBool device, TileAIJArrays *r);
+PetscErrorCode TileAIJArraysEnd(Mat X, TileAIJArrays *r);
+#if TILE_DEVICE_AIJ
+/* C's device value array for writing (offload mask: GPU; AIJCUSPARSE's
+ * transpose marked stale); the device CSR is made first if C has none. */
+PetscErrorCode TileDeviceValuesBegin(Mat C, PetscScalar **ca);
+PetscErrorCode TileDeviceValuesEnd(Mat C, PetscScalar **ca);
+/* Orders tilerap's work (legacy default stream) after PETSc's queued
+ * device work when PETSc's current stream is one that does not wait. */
+PetscErrorCode TileDeviceJoinPETSc(void);
+/* The reverse, after tilerap wrote dev (device memory): PETSc's later work
+ * on a stream that does not wait sees the result. */
+PetscErrorCode TileDeviceJoinTilerap(const void *dev);
+#endif
 /* MatConvert's start, shared by the tile conversions: *B the matrix to
  * convert in place, or NULL when nothing is left to do (MAT_REUSE_MATRIX:
  * A's values copied into *newmat; or *newmat has the target type already,
@@ -126,9 +186,9 @@ PetscErrorCode MatProductSetFromOptions_SeqTile(Mat);
 /* What the MatProductSetFromOptions of both tile types decide first
  * (mat_seqtile_product.c): *fits, C's product is one the tile engine does
  * (AB, AtB or PtAP of real double operands, each of the tile type is_tile
- * or plain aij, at least one tile, C without MAT_FORCE_DIAGONAL_ENTRIES);
+ * or plain AIJ (is_plain), at least one tile, C without MAT_FORCE_DIAGONAL_ENTRIES);
  * *alg_ok, product->alg is unset or one of algs (NULL-terminated). */
-PetscErrorCode TileProductCandidate(Mat C, PetscErrorCode (*is_tile)(Mat, PetscBool *), MatType aij, const char *const algs[], PetscBool *alg_ok, PetscBool *fits);
+PetscErrorCode TileProductCandidate(Mat C, PetscErrorCode (*is_tile)(Mat, PetscBool *), PetscErrorCode (*is_plain)(Mat, PetscBool *), const char *const algs[], PetscBool *alg_ok, PetscBool *fits);
 
 /* MATMPITILE (mat_mpitile.c) */
 PetscErrorCode TileIsMPITile(Mat, PetscBool *);

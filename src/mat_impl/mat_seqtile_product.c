@@ -71,12 +71,12 @@ static PetscErrorCode TileProductDestroy(TILE_PRODUCT_DESTROY_ARG arg)
  * operands such as a reused prolongator are not uploaded again). */
 static PetscErrorCode TileOperand(Mat X, TileCache *own, PetscBool device, const tilerap_tile_matrix **T)
 {
-  PetscBool  istile;
-  TileCache *c;
+  Mat_SeqTile *t;
+  TileCache   *c;
 
   PetscFunctionBegin;
-  PetscCall(TileIsSeqTile(X, &istile));
-  c = istile ? &((Mat_SeqTile *)X->spptr)->cache : own;
+  PetscCall(TileGetData(X, &t));
+  c = t ? &t->cache : own;
   if (device) {
     PetscCall(TileCacheSyncDevice(X, c));
     *T = c->D;
@@ -165,17 +165,22 @@ static PetscErrorCode TileProductPlanned(TileProduct *pd, Mat A, Mat B)
 static PetscErrorCode TileAIJAsCSR(Mat X, int64_t *rp, int32_t *col, tilerap_csr *v)
 {
   MPI_Comm        comm = PetscObjectComm((PetscObject)X);
-  const PetscInt *ai, *aj;
-  PetscScalar    *aa;
-  PetscMemType    mtype;
-  PetscInt        m, n;
+  const PetscInt    *ai, *aj;
+  const PetscScalar *aa;
+  TileAIJArrays      arr;
+  PetscInt           m, n;
 
   PetscFunctionBegin;
   PetscCheck(X->assembled, comm, PETSC_ERR_ARG_WRONGSTATE, "Matrix must be assembled before a product");
   PetscCall(MatGetSize(X, &m, &n));
   PetscCheck(m < INT32_MAX && n < INT32_MAX, comm, PETSC_ERR_ARG_OUTOFRANGE, "tilerap indexes rows and columns with 32 bits");
-  PetscCall(MatSeqAIJGetCSRAndMemType(X, &ai, &aj, &aa, &mtype));
-  PetscCheck(PetscMemTypeHost(mtype), comm, PETSC_ERR_SUP, "AIJ arrays must live in host memory");
+  /* host arrays (a device AIJ brings them up to date); they are the AIJ
+   * object's own, valid while it is unchanged */
+  PetscCall(TileAIJArraysBegin(X, PETSC_FALSE, &arr));
+  ai = arr.ai;
+  aj = arr.aj;
+  aa = arr.aa;
+  PetscCall(TileAIJArraysEnd(X, &arr));
   for (PetscInt i = 0; i <= m; i++) rp[i] = ai[i];
 #if defined(PETSC_USE_64BIT_INDICES)
   for (PetscInt k = 0; k < ai[m]; k++) col[k] = (int32_t)aj[k];
@@ -210,14 +215,14 @@ static PetscErrorCode TileProductPlanCSR(Mat C, TileProduct *pd, Mat A, Mat B)
   PetscCall(MatGetSize(B, &bm, NULL));
 #if defined(PETSC_USE_64BIT_INDICES)
   {
-    const PetscInt *ai, *aj, *bi, *bj;
-    PetscScalar    *aa, *ba;
-    PetscMemType    mt;
-    PetscInt        an, bn;
-    PetscCall(MatSeqAIJGetCSRAndMemType(A, &ai, &aj, &aa, &mt));
-    PetscCall(MatSeqAIJGetCSRAndMemType(B, &bi, &bj, &ba, &mt));
-    an = ai[am];
-    bn = bi[bm];
+    TileAIJArrays ra, rb;
+    PetscInt      an, bn;
+    PetscCall(TileAIJArraysBegin(A, PETSC_FALSE, &ra));
+    PetscCall(TileAIJArraysBegin(B, PETSC_FALSE, &rb));
+    an = ra.ai[am];
+    bn = rb.ai[bm];
+    PetscCall(TileAIJArraysEnd(A, &ra));
+    PetscCall(TileAIJArraysEnd(B, &rb));
     PetscCall(PetscMalloc4(am + 1, &pd->arp, bm + 1, &pd->brp, an, &pd->acol, bn, &pd->bcol));
   }
 #else
@@ -287,8 +292,12 @@ static PetscErrorCode TileProductPlan(Mat C, TileProduct *pd, Mat A, Mat B)
   else if (pd->type == MATPRODUCT_AtB) PetscCall(MatSetBlockSizes(C, PetscAbs(A->cmap->bs), PetscAbs(B->cmap->bs)));
   else PetscCall(MatSetBlockSizes(C, PetscAbs(A->rmap->bs), PetscAbs(B->cmap->bs)));
   PetscCall(TileIsSeqTile(C, &istile));
-  if (!istile) PetscCall(MatSetType(C, MATSEQTILE));
-  ct = (Mat_SeqTile *)C->spptr;
+  if (!istile) { /* the tile operand's type: its base (host or device AIJ) */
+    PetscBool atile;
+    PetscCall(TileIsSeqTile(A, &atile));
+    PetscCall(MatSetType(C, ((PetscObject)(atile ? A : B))->type_name));
+  }
+  PetscCall(TileGetData(C, &ct));
   cc = &ct->cache;
   ct->opt = pd->opt;
   PetscCall(TileCacheReset(cc));
@@ -308,6 +317,9 @@ static PetscErrorCode TileProductPlan(Mat C, TileProduct *pd, Mat A, Mat B)
     PetscFunctionReturn(PETSC_SUCCESS);
   }
 
+#if TILE_DEVICE_AIJ
+  if (pd->device) PetscCall(TileDeviceJoinPETSc());
+#endif
   PetscCall(TileOperand(A, &pd->own_a, pd->device, &TA));
   PetscCall(TileOperand(B, &pd->own_b, pd->device, &TB));
   /* CPU engine: the plan computes C's values too (steps 2 and 3 in one
@@ -424,7 +436,7 @@ static PetscErrorCode TileProductNumericCSR(Mat C, TileProduct *pd, Mat A, Mat B
     tilerap_csr_destroy(&pd->cfirst);
   }
   PetscCall(PetscLogEventEnd(TILE_Numeric, A, B, C, 0));
-  ct = (Mat_SeqTile *)C->spptr;
+  PetscCall(TileGetData(C, &ct));
   if (ct) { /* a tile copy of C made meanwhile is stale */
     ct->cache.state_plus_one = PETSC_FALSE;
     ct->cache.Dvalid         = PETSC_FALSE;
@@ -454,16 +466,19 @@ static PetscErrorCode TileProductNumeric(Mat C, Mat A, Mat B)
    * plan C's tile form (its output) */
   PetscCall(PetscObjectGetId((PetscObject)A, &aid));
   PetscCall(PetscObjectGetId((PetscObject)B, &bid));
-  ct = (Mat_SeqTile *)C->spptr;
+  PetscCall(TileGetData(C, &ct));
   if (aid != pd->aid || bid != pd->bid || A->nonzerostate != pd->anz || B->nonzerostate != pd->bnz || C->nonzerostate != pd->cnz || (!pd->csr && (!ct || ct->cache.gen != pd->Cgen))) {
     PetscCall(PetscInfo(C, "tilerap: operands or C changed structure (or object) since the plan: planning again\n"));
     PetscCall(TileProductPlan(C, pd, A, B));
-    ct = (Mat_SeqTile *)C->spptr;
+    PetscCall(TileGetData(C, &ct));
   }
   if (pd->csr) {
     PetscCall(TileProductNumericCSR(C, pd, A, B));
     PetscFunctionReturn(PETSC_SUCCESS);
   }
+#if TILE_DEVICE_AIJ
+  if (pd->device) PetscCall(TileDeviceJoinPETSc());
+#endif
   PetscCall(TileOperand(A, &pd->own_a, pd->device, &TA));
   PetscCall(TileOperand(B, &pd->own_b, pd->device, &TB));
   PetscCall(PetscLogEventBegin(TILE_Numeric, A, B, C, 0));
@@ -488,13 +503,26 @@ static PetscErrorCode TileProductNumeric(Mat C, Mat A, Mat B)
   PetscCall(PetscLogEventEnd(TILE_Numeric, A, B, C, 0));
   TileCall(comm, err);
   if (pd->device) {
-    /* C's values come down once, already in CSR order (reordered on the
-     * device into the staging buffer kept with Cdev: no allocation); the
-     * device C stays current for the next level */
     PetscCall(PetscLogEventBegin(TILE_Xfer, C, 0, 0, 0));
-    PetscCall(MatSeqAIJGetArrayWrite(C, &ca));
-    err = tilerap_tile_to_csr_values_device(pd->Cdev, (double *)ca, TILERAP_MEM_HOST);
-    PetscCall(MatSeqAIJRestoreArrayWrite(C, &ca));
+#if TILE_DEVICE_AIJ
+    if (ct->device_aij) {
+      /* C's values in CSR order straight into its device CSR (AIJCUSPARSE
+       * underneath): nothing comes down, C's host copy is made only when
+       * someone asks for it */
+      PetscCall(TileDeviceValuesBegin(C, &ca));
+      err = tilerap_tile_to_csr_values_device(pd->Cdev, (double *)ca, TILERAP_MEM_DEVICE);
+      if (!err) PetscCall(TileDeviceJoinTilerap(ca));
+      PetscCall(TileDeviceValuesEnd(C, &ca));
+    } else
+#endif
+    {
+      /* C's values come down once, already in CSR order (reordered on the
+       * device into the staging buffer kept with Cdev: no allocation); the
+       * device C stays current for the next level */
+      PetscCall(MatSeqAIJGetArrayWrite(C, &ca));
+      err = tilerap_tile_to_csr_values_device(pd->Cdev, (double *)ca, TILERAP_MEM_HOST);
+      PetscCall(MatSeqAIJRestoreArrayWrite(C, &ca));
+    }
     PetscCall(PetscLogEventEnd(TILE_Xfer, C, 0, 0, 0));
     TileCall(comm, err);
     tilerap_tile_destroy(&ct->cache.T); /* a host tile copy made meanwhile is stale */
@@ -566,7 +594,11 @@ static PetscErrorCode MatProductSymbolic_SeqTile(Mat C)
   PetscCall(PetscNew(&pd));
   pd->type = product->type;
   PetscCall(TileIsSeqTile(A, &atile));
-  pd->opt    = ((Mat_SeqTile *)(atile ? A : B)->spptr)->opt;
+  {
+    Mat_SeqTile *t;
+    PetscCall(TileGetData(atile ? A : B, &t));
+    pd->opt = t->opt;
+  }
   pd->device = (PetscBool)(tilerap_engine_resolve(pd->opt.engine) == TILERAP_ENGINE_CUDA);
   {
     PetscErrorCode ierr = TileProductPlan(C, pd, A, B);
@@ -626,7 +658,7 @@ static PetscErrorCode TileOtherAlgorithmRequested(Mat C, PetscBool *other)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-PetscErrorCode TileProductCandidate(Mat C, PetscErrorCode (*is_tile)(Mat, PetscBool *), MatType aij, const char *const algs[], PetscBool *alg_ok, PetscBool *fits)
+PetscErrorCode TileProductCandidate(Mat C, PetscErrorCode (*is_tile)(Mat, PetscBool *), PetscErrorCode (*is_plain)(Mat, PetscBool *), const char *const algs[], PetscBool *alg_ok, PetscBool *fits)
 {
   Mat_Product *product = C->product;
   PetscBool    atile, btile, aaij, baij;
@@ -635,8 +667,8 @@ PetscErrorCode TileProductCandidate(Mat C, PetscErrorCode (*is_tile)(Mat, PetscB
   MatCheckProduct(C, 1);
   PetscCall((*is_tile)(product->A, &atile));
   PetscCall((*is_tile)(product->B, &btile));
-  PetscCall(PetscObjectTypeCompare((PetscObject)product->A, aij, &aaij));
-  PetscCall(PetscObjectTypeCompare((PetscObject)product->B, aij, &baij));
+  PetscCall((*is_plain)(product->A, &aaij));
+  PetscCall((*is_plain)(product->B, &baij));
   *alg_ok = (PetscBool)!product->alg;
   for (int k = 0; algs[k] && !*alg_ok; k++) PetscCall(PetscStrcmp(product->alg, algs[k], alg_ok));
   /* MAT_FORCE_DIAGONAL_ENTRIES on C: AIJ's symbolic phases allocate the
@@ -656,7 +688,7 @@ PetscErrorCode MatProductSetFromOptions_SeqTile(Mat C)
   PetscBool                algok, fits;
 
   PetscFunctionBegin;
-  PetscCall(TileProductCandidate(C, TileIsSeqTile, MATSEQAIJ, algs, &algok, &fits));
+  PetscCall(TileProductCandidate(C, TileIsSeqTile, TileIsPlainSeqAIJ, algs, &algok, &fits));
   A = product->A;
   B = product->B;
   if (algok) {
@@ -672,7 +704,26 @@ PetscErrorCode MatProductSetFromOptions_SeqTile(Mat C)
   tile_product_fallbacks++;
   PetscCall(PetscInfo(C, "tilerap: %s with A %s, B %s (algorithm %s) falls back to the AIJ implementation\n", MatProductTypes[product->type], ((PetscObject)A)->type_name,
                       ((PetscObject)B)->type_name, product->alg ? product->alg : "none"));
-  PetscCheck(tile_aij_ops.productsetfromoptions, PetscObjectComm((PetscObject)C), PETSC_ERR_PLIB, "SeqAIJ product implementation not captured");
-  PetscCall(tile_aij_ops.productsetfromoptions(C));
+  {
+    Mat_SeqTile *t;
+    PetscCall(TileGetData(A, &t));
+    if (!t) PetscCall(TileGetData(B, &t));
+    if (!t && product->C) PetscCall(TileGetData(product->C, &t)); /* ABC: the tile operand may be the third */
+    PetscCheck(t && tile_base_ops[t->device_aij].fallback, PetscObjectComm((PetscObject)C), PETSC_ERR_PLIB, "base product implementation not captured");
+#if TILE_DEVICE_AIJ
+    /* SeqAIJ's implementation reads the host arrays: bring device operands' up to date */
+    for (int k = 0; k < 3; k++) {
+      Mat                X = k == 0 ? A : k == 1 ? B : product->C;
+      Mat_SeqTile       *x;
+      const PetscScalar *v;
+      if (!X) continue;
+      PetscCall(TileGetData(X, &x));
+      if (!x || !x->device_aij) continue;
+      PetscCall(MatSeqAIJGetArrayRead(X, &v));
+      PetscCall(MatSeqAIJRestoreArrayRead(X, &v));
+    }
+#endif
+    PetscCall(tile_base_ops[t->device_aij].fallback(C));
+  }
   PetscFunctionReturn(PETSC_SUCCESS);
 }

@@ -22,6 +22,9 @@ PetscErrorCode TileRAPInitializePackage(void)
   PetscCall(MatInitializePackage());
   PetscCall(MatRegister(MATSEQTILE, MatCreate_SeqTile));
   PetscCall(MatRegister(MATSEQAIJTILE, MatCreate_SeqTile)); /* the objects' own name: MatSetType(B, A's type) */
+#if TILE_DEVICE_AIJ
+  PetscCall(MatRegister(MATSEQAIJTILEHOST, MatCreate_SeqTileHost)); /* MATMPITILE's host blocks */
+#endif
   PetscCall(MatRegister(MATMPITILE, MatCreate_MPITile));
   PetscCall(MatRegister(MATMPIAIJTILE, MatCreate_MPITile)); /* the objects' own name (GAMG, MatCreateSubMatrix, MatDuplicate) */
   PetscCall(MatRegisterRootName(MATTILE, MATSEQTILE, MATMPITILE));

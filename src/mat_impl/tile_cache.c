@@ -6,6 +6,170 @@
  * the CUDA engine's device mirror (D) share one structure generation, so
  * plans made on either stay valid while the pattern does. */
 #include "mat_seqtile_impl.h"
+#if TILE_DEVICE_AIJ
+  #include <petscdevice.h>
+#endif
+
+/* ---------------------------------------------------------------- the AIJ arrays */
+#if TILE_DEVICE_AIJ
+/* X has a device copy of its CSR: AIJCUSPARSE underneath, not bound to the CPU. */
+static PetscErrorCode TileHasDeviceCSR(Mat X, PetscBool *flg)
+{
+  Mat_SeqTile *t;
+  PetscBool    iscusp;
+
+  PetscFunctionBegin;
+  PetscCall(TileGetData(X, &t));
+  PetscCall(PetscObjectTypeCompare((PetscObject)X, MATSEQAIJCUSPARSE, &iscusp));
+  *flg = (PetscBool)((iscusp || (t && t->device_aij)) && !X->boundtocpu);
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* AIJCUSPARSE's array accessors check the exact type name in debug builds
+ * of PETSc; a tile matrix, AIJCUSPARSE underneath, shows that name for the
+ * length of the call. */
+static PetscErrorCode TileShowAsCUSPARSE(Mat X, PetscBool *renamed)
+{
+  PetscBool istile;
+
+  PetscFunctionBegin;
+  *renamed = PETSC_FALSE;
+  if (!PetscDefined(USE_DEBUG)) PetscFunctionReturn(PETSC_SUCCESS);
+  PetscCall(PetscObjectTypeCompare((PetscObject)X, MATSEQAIJTILE, &istile));
+  if (istile) PetscCall(PetscObjectChangeTypeName((PetscObject)X, MATSEQAIJCUSPARSE));
+  *renamed = istile;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+static PetscErrorCode TileShowAsTile(Mat X, PetscBool renamed)
+{
+  PetscFunctionBegin;
+  if (renamed) PetscCall(PetscObjectChangeTypeName((PetscObject)X, MATSEQAIJTILE));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode TileDeviceValuesBegin(Mat C, PetscScalar **ca)
+{
+  PetscBool          renamed;
+  const PetscScalar *ro;
+
+  PetscFunctionBegin;
+  PetscCall(TileShowAsCUSPARSE(C, &renamed));
+  /* the device CSR exists once C has been copied up (the first numeric
+   * phase after the symbolic one copies its structure) */
+  PetscCall(MatSeqAIJCUSPARSEGetArrayRead(C, &ro));
+  PetscCall(MatSeqAIJCUSPARSERestoreArrayRead(C, &ro));
+  PetscCall(MatSeqAIJCUSPARSEGetArrayWrite(C, ca));
+  PetscCall(TileShowAsTile(C, renamed));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode TileDeviceValuesEnd(Mat C, PetscScalar **ca)
+{
+  PetscBool renamed;
+
+  PetscFunctionBegin;
+  PetscCall(TileShowAsCUSPARSE(C, &renamed));
+  PetscCall(MatSeqAIJCUSPARSERestoreArrayWrite(C, ca));
+  PetscCall(TileShowAsTile(C, renamed));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode TileDeviceJoinPETSc(void)
+{
+  PetscDeviceContext dctx;
+  PetscStreamType    st;
+
+  PetscFunctionBegin;
+  PetscCall(PetscDeviceContextGetCurrentContext(&dctx));
+  PetscCall(PetscDeviceContextGetStreamType(dctx, &st));
+  if (st != PETSC_STREAM_DEFAULT && st != PETSC_STREAM_DEFAULT_WITH_BARRIER) PetscCall(PetscDeviceContextSynchronize(dctx));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode TileDeviceJoinTilerap(const void *dev)
+{
+  PetscDeviceContext dctx;
+  PetscStreamType    st;
+
+  PetscFunctionBegin;
+  PetscCall(PetscDeviceContextGetCurrentContext(&dctx));
+  PetscCall(PetscDeviceContextGetStreamType(dctx, &st));
+  if (st != PETSC_STREAM_DEFAULT && st != PETSC_STREAM_DEFAULT_WITH_BARRIER) {
+    char byte; /* a copy to the host returns once tilerap's stream has drained */
+    TileCall(PETSC_COMM_SELF, tilerap_memcpy(&byte, TILERAP_MEM_HOST, dev, TILERAP_MEM_DEVICE, 1));
+  }
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+#endif
+
+PetscErrorCode TileAIJArraysBegin(Mat X, PetscBool device, TileAIJArrays *r)
+{
+  MPI_Comm comm = PetscObjectComm((PetscObject)X);
+
+  PetscFunctionBegin;
+  PetscCall(PetscMemzero(r, sizeof *r));
+  r->mem = TILERAP_MEM_HOST;
+#if TILE_DEVICE_AIJ
+  PetscBool devcsr = PETSC_FALSE;
+  PetscCall(TileHasDeviceCSR(X, &devcsr));
+  if (devcsr && device && !PetscDefined(USE_64BIT_INDICES)) { /* the device CSR, full row offsets (not AIJ's compressed rows) */
+    const int *i, *j;
+    PetscCall(TileShowAsCUSPARSE(X, &r->renamed));
+    PetscCall(MatSeqAIJCUSPARSEGetIJ(X, PETSC_FALSE, &i, &j));
+    PetscCall(MatSeqAIJCUSPARSEGetArrayRead(X, &r->aa));
+    PetscCall(TileShowAsTile(X, r->renamed));
+    r->ai        = (const PetscInt *)i;
+    r->aj        = (const PetscInt *)j;
+    r->mem       = TILERAP_MEM_DEVICE;
+    r->arrayread = PETSC_TRUE;
+    PetscFunctionReturn(PETSC_SUCCESS);
+  }
+  if (devcsr) { /* host arrays of AIJCUSPARSE: brought up to date from the device */
+    PetscInt  n;
+    PetscBool done;
+    PetscCall(MatGetRowIJ(X, 0, PETSC_FALSE, PETSC_FALSE, &n, &r->ai, &r->aj, &done));
+    PetscCheck(done, comm, PETSC_ERR_SUP, "no row structure from %s", ((PetscObject)X)->type_name);
+    PetscCall(MatSeqAIJGetArrayRead(X, &r->aa));
+    r->rowij = r->arrayread = PETSC_TRUE;
+    PetscFunctionReturn(PETSC_SUCCESS);
+  }
+#endif
+  {
+    PetscMemType mtype;
+    PetscScalar *aa;
+    (void)device;
+    PetscCall(MatSeqAIJGetCSRAndMemType(X, &r->ai, &r->aj, &aa, &mtype));
+    PetscCheck(PetscMemTypeHost(mtype), comm, PETSC_ERR_SUP, "AIJ arrays must live in host memory");
+    r->aa = aa;
+  }
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode TileAIJArraysEnd(Mat X, TileAIJArrays *r)
+{
+  PetscFunctionBegin;
+#if TILE_DEVICE_AIJ
+  if (r->mem == TILERAP_MEM_DEVICE) {
+    const int *i = (const int *)r->ai, *j = (const int *)r->aj;
+    PetscBool  renamed;
+    PetscCall(TileShowAsCUSPARSE(X, &renamed));
+    PetscCall(MatSeqAIJCUSPARSERestoreIJ(X, PETSC_FALSE, &i, &j));
+    PetscCall(MatSeqAIJCUSPARSERestoreArrayRead(X, &r->aa));
+    PetscCall(TileShowAsTile(X, renamed));
+  } else {
+    if (r->arrayread) PetscCall(MatSeqAIJRestoreArrayRead(X, &r->aa));
+    if (r->rowij) {
+      PetscInt  n;
+      PetscBool done;
+      PetscCall(MatRestoreRowIJ(X, 0, PETSC_FALSE, PETSC_FALSE, &n, &r->ai, &r->aj, &done));
+    }
+  }
+#endif
+  (void)X;
+  PetscCall(PetscMemzero(r, sizeof *r));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
 
 PetscErrorCode TileCacheReset(TileCache *c)
 {
@@ -33,8 +197,11 @@ PetscErrorCode TileCacheMarkInSync(Mat X, TileCache *c, PetscBool by_product_num
 
 /* Builds T from X's CSR (host arrays): a host tile matrix, or with device
  * set a device one built on the device (the CUDA engine's operands). */
-static PetscErrorCode TileBuildFromAIJ(Mat X, const PetscInt *ai, const PetscInt *aj, const PetscScalar *aa, PetscBool device, tilerap_tile_matrix **T)
+static PetscErrorCode TileBuildFromAIJ(Mat X, const TileAIJArrays *r, PetscBool device, tilerap_tile_matrix **T)
 {
+  const PetscInt    *ai = r->ai, *aj = r->aj;
+  const PetscScalar *aa = r->aa;
+
   MPI_Comm comm = PetscObjectComm((PetscObject)X);
   PetscInt m, n;
 
@@ -42,6 +209,7 @@ static PetscErrorCode TileBuildFromAIJ(Mat X, const PetscInt *ai, const PetscInt
   PetscCall(MatGetSize(X, &m, &n));
   PetscCheck(m <= PETSC_MAX_INT && m < INT32_MAX && n < INT32_MAX, comm, PETSC_ERR_ARG_OUTOFRANGE, "tile matrices index rows/columns with 32 bits");
 #if defined(PETSC_USE_64BIT_INDICES)
+  PetscCheck(r->mem == TILERAP_MEM_HOST, comm, PETSC_ERR_PLIB, "64-bit AIJ arrays on the device");
   {
     int32_t *cols;
     PetscInt nz = ai[m];
@@ -53,7 +221,8 @@ static PetscErrorCode TileBuildFromAIJ(Mat X, const PetscInt *ai, const PetscInt
     PetscCall(ierr);
   }
 #else
-  if (device) TileCall(comm, tilerap_tile_from_csr_device_i32((int32_t)m, (int32_t)n, (const int32_t *)ai, (const int32_t *)aj, (const double *)aa, TILERAP_MEM_HOST, T));
+  PetscCheck(device || r->mem == TILERAP_MEM_HOST, comm, PETSC_ERR_PLIB, "host tile form from device arrays");
+  if (device) TileCall(comm, tilerap_tile_from_csr_device_i32((int32_t)m, (int32_t)n, (const int32_t *)ai, (const int32_t *)aj, (const double *)aa, r->mem, T));
   else TileCall(comm, tilerap_tile_from_csr_i32((int32_t)m, (int32_t)n, (const int32_t *)ai, (const int32_t *)aj, (const double *)aa, T));
 #endif
   PetscFunctionReturn(PETSC_SUCCESS);
@@ -80,19 +249,18 @@ typedef struct {
   PetscObjectId    id;
   PetscBool        uptodate; /* c reflects X's object, pattern and state */
   PetscBool        same_nz;  /* c was made from X's object and its current pattern */
-  const PetscInt  *ai, *aj;  /* X's host CSR arrays, for a conversion */
-  PetscScalar     *aa;
+  TileAIJArrays    arr;      /* X's CSR arrays, for a conversion */
 } TileCacheLook;
 
 /* Shared start of the cache syncs (device: the device mirror, else the
  * host copy).  X must be assembled real AIJ.  A copy that is current is
- * counted as a reuse and *done set; else X's host CSR arrays are fetched
- * and the TileRAPConvert event started. */
+ * counted as a reuse and *done set; else X's CSR arrays are fetched (on
+ * the device for the device mirror where X has them there) and the
+ * TileRAPConvert event started; TileCacheEnd releases them. */
 static PetscErrorCode TileCacheBegin(Mat X, TileCache *c, PetscBool device, TileCacheLook *l, PetscBool *done)
 {
-  MPI_Comm     comm = PetscObjectComm((PetscObject)X);
-  PetscMemType mtype;
-  PetscBool    current;
+  MPI_Comm  comm = PetscObjectComm((PetscObject)X);
+  PetscBool current;
 
   PetscFunctionBegin;
   PetscCheck(TILE_SCALAR_OK, comm, PETSC_ERR_SUP, "tile matrices need real double PetscScalar");
@@ -108,9 +276,16 @@ static PetscErrorCode TileCacheBegin(Mat X, TileCache *c, PetscBool device, Tile
     c->stats.reuses++;
     PetscFunctionReturn(PETSC_SUCCESS);
   }
-  PetscCall(MatSeqAIJGetCSRAndMemType(X, &l->ai, &l->aj, &l->aa, &mtype));
-  PetscCheck(PetscMemTypeHost(mtype), comm, PETSC_ERR_SUP, "AIJ arrays must live in host memory");
   PetscCall(PetscLogEventBegin(TILE_Convert, X, 0, 0, 0));
+  PetscCall(TileAIJArraysBegin(X, device, &l->arr));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+static PetscErrorCode TileCacheEnd(Mat X, TileCacheLook *l)
+{
+  PetscFunctionBegin;
+  PetscCall(TileAIJArraysEnd(X, &l->arr));
+  PetscCall(PetscLogEventEnd(TILE_Convert, X, 0, 0, 0));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -125,28 +300,29 @@ PetscErrorCode TileCacheSync(Mat X, TileCache *c)
   if (done) PetscFunctionReturn(PETSC_SUCCESS);
   if (c->T && l.same_nz) {
 #if defined(PETSC_USE_64BIT_INDICES)
-    TileCall(comm, tilerap_tile_update_values_from_csr(c->T, (const int64_t *)l.ai, (const double *)l.aa));
+    TileCall(comm, tilerap_tile_update_values_from_csr(c->T, (const int64_t *)l.arr.ai, (const double *)l.arr.aa));
 #else
-    TileCall(comm, tilerap_tile_update_values_from_csr_i32(c->T, (const int32_t *)l.ai, (const double *)l.aa));
+    TileCall(comm, tilerap_tile_update_values_from_csr_i32(c->T, (const int32_t *)l.arr.ai, (const double *)l.arr.aa));
 #endif
     c->stats.value_refreshes++;
   } else {
     tilerap_tile_destroy(&c->T);
-    PetscCall(TileBuildFromAIJ(X, l.ai, l.aj, l.aa, PETSC_FALSE, &c->T));
+    PetscCall(TileBuildFromAIJ(X, &l.arr, PETSC_FALSE, &c->T));
     /* a device mirror built on the device from this very pattern keeps its
      * generation (the structures agree): plans made on it stay valid */
     if (!(l.same_nz && c->D && c->Dgen == c->gen)) c->gen++;
     c->stats.rebuilds++;
   }
   if (!l.uptodate) c->Dvalid = PETSC_FALSE; /* host values changed: the device mirror is stale */
-  PetscCall(PetscLogEventEnd(TILE_Convert, X, 0, 0, 0));
+  PetscCall(TileCacheEnd(X, &l));
   TileCacheCurrent(X, c, l.st, l.id);
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
 /* Device mirror for the CUDA engine, converted on the device straight from
- * X's AIJ arrays (no host tile copy, so TileRAPConvert covers the CSR
- * upload and the conversion): reused when in sync, values refreshed in
+ * X's AIJ arrays: its device CSR where it has one (AIJCUSPARSE underneath),
+ * else the host CSR uploaded (no host tile copy, so TileRAPConvert covers
+ * the upload and the conversion): reused when in sync, values refreshed in
  * place when only values changed, rebuilt when the pattern changed. */
 PetscErrorCode TileCacheSyncDevice(Mat X, TileCache *c)
 {
@@ -158,16 +334,16 @@ PetscErrorCode TileCacheSyncDevice(Mat X, TileCache *c)
   PetscCall(TileCacheBegin(X, c, PETSC_TRUE, &l, &done));
   if (done) PetscFunctionReturn(PETSC_SUCCESS);
   if (c->D && c->Dgen == c->gen && l.same_nz) { /* same structure */
-    TileCall(comm, tilerap_tile_update_values_from_csr_device(c->D, (const double *)l.aa, TILERAP_MEM_HOST));
+    TileCall(comm, tilerap_tile_update_values_from_csr_device(c->D, (const double *)l.arr.aa, l.arr.mem));
     c->stats.value_refreshes++;
   } else {
     tilerap_tile_destroy(&c->D);
-    PetscCall(TileBuildFromAIJ(X, l.ai, l.aj, l.aa, PETSC_TRUE, &c->D));
+    PetscCall(TileBuildFromAIJ(X, &l.arr, PETSC_TRUE, &c->D));
     if (!(c->T && l.same_nz)) c->gen++; /* else: T's pattern, same generation */
     c->Dgen = c->gen;
     c->stats.rebuilds++;
   }
-  PetscCall(PetscLogEventEnd(TILE_Convert, X, 0, 0, 0));
+  PetscCall(TileCacheEnd(X, &l));
   if (!l.uptodate) tilerap_tile_destroy(&c->T); /* a host copy is stale: rebuilt on demand */
   c->Dvalid = PETSC_TRUE;
   TileCacheCurrent(X, c, l.st, l.id);

@@ -19,7 +19,7 @@ static inline int tr_mpi_choose_device(MPI_Comm comm, int active, int requested,
 {
   int count = tilerap_device_count();
   int need = active && requested < 0 && *chosen < 0 && count > 0, any = 0, local = 0;
-  MPI_Allreduce(&need, &any, 1, MPI_INT, MPI_MAX, comm);
+  (void)MPI_Allreduce(&need, &any, 1, MPI_INT, MPI_MAX, comm); /* (void): PETSc's logging wraps it in an expression */
   if (any) {
     MPI_Comm node;
     MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);

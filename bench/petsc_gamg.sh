@@ -1,0 +1,114 @@
+#!/bin/sh
+# PETSc's own tutorials with GAMG, a PETSc type against the tile type loaded
+# with -dll_append, runs alternating type by type: PCSetUp, GAMG's products
+# (MatMatMult: prolongator smoothing, MatPtAP: Galerkin), KSPSolve and the
+# iterations from -log_view, then min / median / max per case and type.
+#
+#   bench/petsc_gamg.sh [REPS]            CPU: AIJ against seqtile (default 5 runs;
+#                                         after ./quickstart, Debian's PETSc)
+#   NP=2 bench/petsc_gamg.sh [REPS]       2 MPI ranks: aij against tile (mpiaij against
+#                                         mpitile; give each rank one thread)
+#   GPU=1 PETSC_DIR=DIR LIB=.../libtilerap.so bench/petsc_gamg.sh [REPS]
+#                                         a PETSc built with CUDA (DIR: its prefix) on a
+#                                         GPU: aijcusparse against seqtile (AIJCUSPARSE
+#                                         underneath), CUDA vectors, -log_view_gpu_time;
+#                                         LIB: tilerap configured --with-petsc=DIR
+#
+# Cases (CASES to choose): SNES ex12 (Poisson, hex meshes of PETSc's box
+# generator, Q1, Q2, Q3), KSP ex45 (3-D Laplacian) and KSP ex56 (3-D
+# elasticity); larger on the GPU.  TUTORIALS=DIR takes ex12, ex45 and ex56
+# already built there (e.g. on a machine without compilers).  OMP_NUM_THREADS:
+# the CPU engine's threads (default all cores); PETSc's AIJ runs on one.
+# Logs in bench/petsc_gamg.d/.
+set -e
+REPS=${1:-5}
+TOP=$(cd "$(dirname "$0")/.." && pwd)
+GPU=${GPU:-0}
+LIB=${LIB:-$TOP/_build/.libs/libtilerap.so}
+OUT=${OUT:-$TOP/bench/petsc_gamg.d}
+mkdir -p "$OUT"
+[ -f "$LIB" ] || { echo "build first (./quickstart): $LIB missing" >&2; exit 1; }
+if [ -n "$TUTORIALS" ]; then
+  BIN=$TUTORIALS
+else
+  BIN=$OUT
+  if [ -n "$PETSC_DIR" ]; then
+    SRC=${PETSC_SRC:-$PETSC_DIR/share/petsc/examples/src}
+    CFL="-I$PETSC_DIR/include"; LDL="-L$PETSC_DIR/lib -Wl,-rpath,$PETSC_DIR/lib -lpetsc"
+  else
+    SRC=${PETSC_TUTORIALS:-/usr/lib/petsc/share/petsc/examples/src}
+    CFL=$(pkg-config --cflags PETSc); LDL=$(pkg-config --libs PETSc)
+    [ -d /usr/include/hdf5/openmpi ] && CFL="$CFL -I/usr/include/hdf5/openmpi"
+  fi
+  for e in snes/tutorials/ex12 ksp/ksp/tutorials/ex45 ksp/ksp/tutorials/ex56; do
+    b=$BIN/$(basename $e)
+    [ -x "$b" ] || mpicc $CFL "$SRC/$e.c" -o "$b" $LDL $EXTRA_LDFLAGS -lm
+  done
+fi
+set +e
+
+NP=${NP:-1}
+MPI=; TYPES="aij seqtile"; VEC=; GPUTIME=
+[ "$NP" -gt 1 ] && { MPI="mpiexec --allow-run-as-root -n $NP"; TYPES="aij tile"; }
+if [ "$GPU" = 1 ]; then
+  TYPES="aijcusparse seqtile"; VEC="-dm_vec_type cuda -vec_type cuda"; GPUTIME=-log_view_gpu_time
+  # one rank needs no GPU-aware MPI (PETSc refuses to start without it otherwise)
+  [ "$NP" -gt 1 ] || VEC="$VEC -use_gpu_aware_mpi 0"
+  [ "$NP" -gt 1 ] && TYPES="aijcusparse tile"
+fi
+run() { # case type args...
+  c=$1; t=$2; shift 2
+  log=$OUT/$c.$t.np$NP.$r.log
+  $MPI "$@" $VEC -dll_append "$LIB" -log_view $GPUTIME > "$log" 2>&1 || { echo "$c $t: failed, see $log" >&2; return; }
+  awk -v c=$c -v t=$t '
+    $1 == "PCSetUp" && $4 > pc { pc = $4 }
+    $1 == "KSPSolve" && $4 > ks { ks = $4 }
+    $1 == "MatMatMultSym" || $1 == "MatMatMultNum" { mm += $4 }
+    $1 == "MatPtAPSymbolic" || $1 == "MatPtAPNumeric" { ptap += $4 }
+    /Linear solve converged due to/ { its = its $NF "," }
+    END { printf "%s %s %.4f %.4f %.4f %.4f %s\n", c, t, pc, mm, ptap, ks, its }' "$log" >> "$OUT/results.txt"
+}
+one() { # case type
+  c=$1; t=$2
+  x12="$BIN/ex12 -dm_plex_dim 3 -dm_plex_simplex 0 -pc_type gamg -ksp_rtol 1e-10 -ksp_converged_reason -dm_mat_type $t"
+  if [ "$GPU" = 1 ]; then
+    case $c in
+    q1hex40) run $c $t $x12 -dm_plex_box_faces 40,40,40 -petscspace_degree 1 ;;
+    q2hex20) run $c $t $x12 -dm_plex_box_faces 20,20,20 -petscspace_degree 2 ;;
+    ex45) run $c $t "$BIN/ex45" -da_grid_x 101 -da_grid_y 101 -da_grid_z 101 -pc_type gamg -ksp_converged_reason -dm_mat_type $t ;;
+    ex56) run $c $t "$BIN/ex56" -ne 39 -pc_type gamg -ksp_rtol 1e-8 -ksp_converged_reason -mat_type $t ;;
+    esac
+    return
+  fi
+  case $c in
+  q1hex40) run $c $t $x12 -dm_plex_box_faces 40,40,40 -petscspace_degree 1 ;;
+  q2hex20) run $c $t $x12 -dm_plex_box_faces 20,20,20 -petscspace_degree 2 ;;
+  q3hex12) run $c $t $x12 -dm_plex_box_faces 12,12,12 -petscspace_degree 3 ;;
+  ex45) run $c $t "$BIN/ex45" -da_grid_x 49 -da_grid_y 49 -da_grid_z 49 -pc_type gamg -ksp_converged_reason -dm_mat_type $t ;;
+  ex56) run $c $t "$BIN/ex56" -ne 23 -pc_type gamg -ksp_rtol 1e-8 -ksp_converged_reason -mat_type $t ;;
+  esac
+}
+DEFAULT_CASES="q1hex40 q2hex20 q3hex12 ex45 ex56"
+[ "$GPU" = 1 ] && DEFAULT_CASES="ex45 ex56 q1hex40 q2hex20"
+CASES=${CASES:-$DEFAULT_CASES}
+: > "$OUT/results.txt"
+for r in $(seq "$REPS"); do
+  for t in $TYPES; do
+    for c in $CASES; do one $c $t; done
+  done
+done
+# min / median / max of each column per case and type
+echo "# $REPS runs each, $NP rank(s), GPU=$GPU, OMP_NUM_THREADS=${OMP_NUM_THREADS:-unset}; seconds, min / median / max"
+echo "| case | type | PCSetUp | MatMatMult | MatPtAP | KSPSolve | iterations |"
+echo "|---|---|---|---|---|---|---|"
+for c in $CASES; do
+  for t in $TYPES; do
+    awk -v c=$c -v t=$t '$1 == c && $2 == t' "$OUT/results.txt" > "$OUT/one.txt"
+    [ -s "$OUT/one.txt" ] || continue
+    line="| $c | $t"
+    for col in 3 4 5 6; do
+      line="$line | $(cut -d' ' -f$col "$OUT/one.txt" | sort -g | awk '{v[NR] = $1} END {printf "%.3f / %.3f / %.3f", v[1], v[int((NR + 1) / 2)], v[NR]}')"
+    done
+    echo "$line | $(cut -d' ' -f7 "$OUT/one.txt" | sort -u | tr '\n' ' ')|"
+  done
+done
