@@ -128,21 +128,20 @@ static PetscErrorCode TileProductView(Mat C, PetscViewer viewer)
  * (re)creates C's structure from the plan's C.  The tile forms of C go into
  * C's cache as soon as they exist, so C owns them whatever fails later. */
 
-/* C's AIJ row pointers and columns from its tile form (host, or device
- * with the arrays written to host memory), and the host form's values in
- * CSR order into val (or NULL).  *err: tilerap's status.  tilerap writes
- * 32-bit columns; 64-bit PetscInt builds widen them. */
-static PetscErrorCode TileToAIJArrays(const tilerap_tile_matrix *T, PetscBool device, PetscInt *ci, PetscInt *cj, double *val, int *err)
+/* C's AIJ row pointers and columns from its host tile form, and the
+ * values in CSR order into val (or NULL).  *err: tilerap's status.
+ * tilerap writes 32-bit columns; 64-bit PetscInt builds widen them. */
+static PetscErrorCode TileToAIJArrays(const tilerap_tile_matrix *T, PetscInt *ci, PetscInt *cj, double *val, int *err)
 {
   PetscFunctionBegin;
 #if defined(PETSC_USE_64BIT_INDICES)
   int32_t *cj32;
   PetscCall(PetscMalloc1(T->nnz, &cj32));
-  *err = device ? tilerap_tile_to_csr_device(T, (int64_t *)ci, cj32, NULL, TILERAP_MEM_HOST) : tilerap_tile_to_csr(T, (int64_t *)ci, cj32, val);
+  *err = tilerap_tile_to_csr(T, (int64_t *)ci, cj32, val);
   for (int64_t k = 0; k < T->nnz && !*err; k++) cj[k] = cj32[k];
   PetscCall(PetscFree(cj32));
 #else
-  *err = device ? tilerap_tile_to_csr_device_i32(T, (int32_t *)ci, (int32_t *)cj, NULL, TILERAP_MEM_HOST) : tilerap_tile_to_csr_i32(T, (int32_t *)ci, (int32_t *)cj, val);
+  *err = tilerap_tile_to_csr_i32(T, (int32_t *)ci, (int32_t *)cj, val);
 #endif
   PetscFunctionReturn(PETSC_SUCCESS);
 }
@@ -197,6 +196,41 @@ static PetscErrorCode TileAIJAsCSR(Mat X, int64_t *rp, int32_t *col, tilerap_csr
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+/* C's AIJ structure from CSR arrays in tilerap's layout, values zero:
+ * preallocated exactly and every row's columns set at once
+ * (MatSeqAIJSetColumnIndices: rows sorted; MatSetValues row by row costs
+ * a call per row, MatSeqAIJSetPreallocationCSR a search per entry),
+ * assembled, new nonzeros refused. */
+static PetscErrorCode TileAssembleStructure(Mat C, int32_t m, const int64_t *rowptr, const int32_t *colidx)
+{
+  PetscInt    *nnz, *cols;
+  PetscScalar *ca;
+  int64_t      nz = rowptr[m];
+
+  PetscFunctionBegin;
+  PetscCall(PetscMalloc1(m + 1, &nnz));
+  for (int32_t i = 0; i < m; i++) nnz[i] = (PetscInt)(rowptr[i + 1] - rowptr[i]);
+  PetscCall(MatSeqAIJSetPreallocation(C, 0, nnz));
+  PetscCall(PetscFree(nnz));
+#if defined(PETSC_USE_64BIT_INDICES)
+  PetscCall(PetscMalloc1(nz, &cols));
+  for (int64_t k = 0; k < nz; k++) cols[k] = (PetscInt)colidx[k];
+#else
+  cols = (PetscInt *)colidx;
+#endif
+  PetscCall(MatSeqAIJSetColumnIndices(C, cols));
+#if defined(PETSC_USE_64BIT_INDICES)
+  PetscCall(PetscFree(cols));
+#endif
+  PetscCall(MatSeqAIJGetArrayWrite(C, &ca));
+  PetscCall(PetscArrayzero(ca, nz));
+  PetscCall(MatSeqAIJRestoreArrayWrite(C, &ca));
+  PetscCall(MatAssemblyBegin(C, MAT_FINAL_ASSEMBLY));
+  PetscCall(MatAssemblyEnd(C, MAT_FINAL_ASSEMBLY));
+  PetscCall(MatSetOption(C, MAT_NEW_NONZERO_ALLOCATION_ERR, PETSC_TRUE));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 /* The CSR route's plan (CPU engine): C's AIJ structure from it, values
  * zero as SeqAIJ's symbolic phase leaves them; the plan's values wait in
  * pd->cfirst for the numeric phase. */
@@ -238,33 +272,8 @@ static PetscErrorCode TileProductPlanCSR(Mat C, TileProduct *pd, Mat A, Mat B)
   PetscCall(PetscObjectStateGet((PetscObject)A, &pd->ast));
   PetscCall(PetscObjectStateGet((PetscObject)B, &pd->bst));
 
-  /* C's AIJ arrays, zero values: preallocated exactly, then each row
-   * whole and sorted (MAT_SORTED_FULL copies it; the CSR preallocation
-   * would search each row for each entry) */
   PetscCall(PetscLogEventBegin(TILE_Convert, C, 0, 0, 0));
-  {
-    PetscInt    *nnz, maxrow = 0, *cols;
-    PetscScalar *zeros;
-    PetscCall(PetscMalloc1(Cc->m + 1, &nnz));
-    for (int32_t i = 0; i < Cc->m; i++) {
-      nnz[i] = (PetscInt)(Cc->rowptr[i + 1] - Cc->rowptr[i]);
-      maxrow = PetscMax(maxrow, nnz[i]);
-    }
-    PetscCall(MatSeqAIJSetPreallocation(C, 0, nnz));
-    PetscCall(PetscFree(nnz));
-    PetscCall(PetscCalloc2(maxrow + 1, &zeros, maxrow + 1, &cols));
-    PetscCall(MatSetOption(C, MAT_SORTED_FULL, PETSC_TRUE));
-    for (PetscInt i = 0; i < Cc->m; i++) {
-      const PetscInt len = (PetscInt)(Cc->rowptr[i + 1] - Cc->rowptr[i]);
-      for (PetscInt k = 0; k < len; k++) cols[k] = (PetscInt)Cc->colidx[Cc->rowptr[i] + k];
-      PetscCall(MatSetValues(C, 1, &i, len, cols, zeros, INSERT_VALUES));
-    }
-    PetscCall(MatSetOption(C, MAT_SORTED_FULL, PETSC_FALSE));
-    PetscCall(PetscFree2(zeros, cols));
-    PetscCall(MatAssemblyBegin(C, MAT_FINAL_ASSEMBLY));
-    PetscCall(MatAssemblyEnd(C, MAT_FINAL_ASSEMBLY));
-    PetscCall(MatSetOption(C, MAT_NEW_NONZERO_ALLOCATION_ERR, PETSC_TRUE));
-  }
+  PetscCall(TileAssembleStructure(C, Cc->m, Cc->rowptr, Cc->colidx));
   pd->cnnz   = (PetscInt)Cc->nnz;
   pd->cfirst = Cc;
   PetscCall(PetscLogEventEnd(TILE_Convert, C, 0, 0, 0));
@@ -345,15 +354,17 @@ static PetscErrorCode TileProductPlan(Mat C, TileProduct *pd, Mat A, Mat B)
     cc->Dgen   = cc->gen;
     cc->Dvalid = PETSC_FALSE; /* values undefined until the numeric phase */
     PetscCheck(out->m == m && out->n == n, comm, PETSC_ERR_PLIB, "tile product has the wrong size");
+    int64_t *rp;
+    int32_t *cj32;
     PetscCall(PetscLogEventBegin(TILE_Convert, C, 0, 0, 0));
-    PetscCall(PetscMalloc2(m + 1, &ci, out->nnz, &cj));
-    PetscCall(TileToAIJArrays(out, PETSC_TRUE, ci, cj, NULL, &err));
-    if (err) PetscCall(PetscFree2(ci, cj));
+    PetscCall(PetscMalloc2(m + 1, &rp, out->nnz, &cj32));
+    err = tilerap_tile_to_csr_device(out, rp, cj32, NULL, TILERAP_MEM_HOST);
+    if (err) PetscCall(PetscFree2(rp, cj32));
     TileCall(comm, err);
     PetscCall(PetscFree(pd->perm)); /* values come down in CSR order: no permutation */
     pd->cnnz = (PetscInt)out->nnz;
-    PetscCall(MatSeqAIJSetPreallocationCSR(C, ci, cj, NULL)); /* complete host CSR after symbolic, zero values */
-    PetscCall(PetscFree2(ci, cj));
+    PetscCall(TileAssembleStructure(C, (int32_t)m, rp, cj32)); /* complete host CSR after symbolic, zero values */
+    PetscCall(PetscFree2(rp, cj32));
     PetscCall(PetscLogEventEnd(TILE_Convert, C, 0, 0, 0));
   } else {
     cc->T      = out;
@@ -373,7 +384,7 @@ static PetscErrorCode TileProductPlan(Mat C, TileProduct *pd, Mat A, Mat B)
       PetscCall(PetscObjectStateGet((PetscObject)B, &pd->bst));
     }
     for (int64_t k = 0; k < TC->nnz; k++) TC->val[k] = (double)k;
-    PetscCall(TileToAIJArrays(TC, PETSC_FALSE, ci, cj, pos, &err));
+    PetscCall(TileToAIJArrays(TC, ci, cj, pos, &err));
     if (err) PetscCall(PetscFree3(ci, cj, pos));
     TileCall(comm, err);
     PetscCall(PetscFree(pd->perm));
