@@ -16,8 +16,12 @@
 #
 # Cases (CASES to choose): SNES ex12 (Poisson, hex meshes of PETSc's box
 # generator, Q1, Q2, Q3), KSP ex45 (3-D Laplacian) and KSP ex56 (3-D
-# elasticity); larger on the GPU.  TUTORIALS=DIR takes ex12, ex45 and ex56
-# already built there (e.g. on a machine without compilers).  OMP_NUM_THREADS:
+# elasticity); larger on the GPU, where "resetup" adds this repository's
+# examples/poisson (7-point 100^3, GAMG with reused interpolation, two
+# re-setups on new values): rows resetup-0 (first setup) and resetup-2 (the
+# second re-setup), MatPtAP the Galerkin time, KSPSolve the solve.  TUTORIALS=DIR takes ex12, ex45 and ex56
+# already built there (e.g. on a machine without compilers), and poisson
+# for "resetup" (default: the build next to LIB).  OMP_NUM_THREADS:
 # the CPU engine's threads (default all cores); PETSc's AIJ runs on one.
 # Logs in bench/petsc_gamg.d/.
 set -e
@@ -45,6 +49,8 @@ else
     [ -x "$b" ] || mpicc $CFL "$SRC/$e.c" -o "$b" $LDL $EXTRA_LDFLAGS -lm
   done
 fi
+POISSON=$BIN/poisson
+[ -x "$POISSON" ] || POISSON=$(dirname "$(dirname "$LIB")")/examples/poisson/poisson
 set +e
 
 NP=${NP:-1}
@@ -68,6 +74,15 @@ run() { # case type args...
     /Linear solve converged due to/ { its = its $NF "," }
     END { printf "%s %s %.4f %.4f %.4f %.4f %s\n", c, t, pc, mm, ptap, ks, its }' "$log" >> "$OUT/results.txt"
 }
+run_resetup() { # case type args...: examples/poisson's setup 0 and re-setup 2 (reused interpolation, new values)
+  c=$1; t=$2; shift 2
+  log=$OUT/$c.$t.np$NP.$r.log
+  $MPI "$@" $VEC -log_view $GPUTIME > "$log" 2>&1 || { echo "$c $t: failed, see $log" >&2; return; }
+  awk -v c=$c -v t=$t '
+    $1 == "setup" && /PCSetUp .* s, Galerkin/ { s = $2; sub(":", "", s); pc[s] = $4; gal[s] = $9; sol[s] = $(NF-1) }
+    $1 == "setup" && /iterations/ { s = $2; sub(":", "", s); it[s] = $5 }
+    END { for (k in pc) if (k == 0 || k == 2) printf "%s-%s %s %.4f 0 %.4f %.4f %s\n", c, k, t, pc[k], gal[k], sol[k], it[k] }' "$log" >> "$OUT/results.txt"
+}
 one() { # case type
   c=$1; t=$2
   x12="$BIN/ex12 -dm_plex_dim 3 -dm_plex_simplex 0 -pc_type gamg -ksp_rtol 1e-10 -ksp_converged_reason -dm_mat_type $t"
@@ -77,6 +92,7 @@ one() { # case type
     q2hex20) run $c $t $x12 -dm_plex_box_faces 20,20,20 -petscspace_degree 2 ;;
     ex45) run $c $t "$BIN/ex45" -da_grid_x 101 -da_grid_y 101 -da_grid_z 101 -pc_type gamg -ksp_converged_reason -dm_mat_type $t ;;
     ex56) run $c $t "$BIN/ex56" -ne 39 -pc_type gamg -ksp_rtol 1e-8 -ksp_converged_reason -mat_type $t ;;
+    resetup) run_resetup $c $t "$POISSON" -dim 3 -n 100 -stencil 7 -resetups 2 -dm_mat_type $t ;;
     esac
     return
   fi
@@ -89,7 +105,7 @@ one() { # case type
   esac
 }
 DEFAULT_CASES="q1hex40 q2hex20 q3hex12 ex45 ex56"
-[ "$GPU" = 1 ] && DEFAULT_CASES="ex45 ex56 q1hex40 q2hex20"
+[ "$GPU" = 1 ] && DEFAULT_CASES="ex45 ex56 q1hex40 q2hex20 resetup"
 CASES=${CASES:-$DEFAULT_CASES}
 : > "$OUT/results.txt"
 for r in $(seq "$REPS"); do
@@ -101,7 +117,7 @@ done
 echo "# $REPS runs each, $NP rank(s), GPU=$GPU, OMP_NUM_THREADS=${OMP_NUM_THREADS:-unset}; seconds, min / median / max"
 echo "| case | type | PCSetUp | MatMatMult | MatPtAP | KSPSolve | iterations |"
 echo "|---|---|---|---|---|---|---|"
-for c in $CASES; do
+for c in $(cut -d' ' -f1 "$OUT/results.txt" | awk '!seen[$1]++'); do
   for t in $TYPES; do
     awk -v c=$c -v t=$t '$1 == c && $2 == t' "$OUT/results.txt" > "$OUT/one.txt"
     [ -s "$OUT/one.txt" ] || continue
