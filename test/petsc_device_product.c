@@ -8,19 +8,19 @@
  * re-runs after new device values, changed patterns, mixed operand types,
  * MatDuplicate, MatBindToCPU, MatMult on the device, and GAMG with the
  * same iterations as AIJCUSPARSE.  Elsewhere (no CUDA in PETSc, PETSc
- * older than 3.23, no GPU) the program reports a skip. */
+ * older than 3.25, no GPU) the program reports a skip. */
 #include <petsc/private/matimpl.h>
 #include <petscksp.h>
 #include "tilerap_petsc.h"
 #include "tilerap_device.h"
 #include "petsc_testutil.h"
 
-#if !defined(PETSC_HAVE_CUDA) || PETSC_VERSION_LT(3, 23, 0)
+#if !defined(PETSC_HAVE_CUDA) || PETSC_VERSION_LT(3, 25, 0)
 int main(int argc, char **argv)
 {
   (void)argc;
   (void)argv;
-  printf("1..0 # SKIP PETSc without CUDA or older than 3.23: the tile types are host AIJ\n");
+  printf("1..0 # SKIP PETSc without CUDA or older than 3.25: the tile types are host AIJ\n");
   return 0;
 }
 #else
@@ -266,19 +266,102 @@ static PetscErrorCode more_checks(void)
   PetscCall(MatDestroy(&C));
   PetscCall(MatDestroy(&D));
 
-  /* bound to the CPU: host arrays, still right; released: the device again */
+  /* bound to the CPU: host arrays, still the tile engine, still right; released: the device again */
   PetscCall(MatBindToCPU(A, PETSC_TRUE));
+  PetscCall(plans_now(&p0));
   PetscCall(MatPtAP(A, P, MAT_INITIAL_MATRIX, PETSC_DETERMINE, &C));
+  PetscCall(plans_now(&p1));
   {
     PetscBool same;
     PetscReal err;
     PetscCall(tu_compare(C, Cref, &same, &err));
-    tap_ok(same && err <= TOL, "PtAP with A bound to the CPU: same structure %d, rel. error %.2e", (int)same, (double)err);
+    tap_ok(same && err <= TOL && p1 == p0 + 1, "PtAP with A bound to the CPU: a tile plan (+%d), same structure %d, rel. error %.2e", (int)(p1 - p0), (int)same, (double)err);
   }
   PetscCall(MatDestroy(&C));
   PetscCall(MatBindToCPU(A, PETSC_FALSE));
   PetscCall(MatPtAP(A, P, MAT_INITIAL_MATRIX, PETSC_DETERMINE, &C));
   PetscCall(check(C, Cref, "PtAP after MatBindToCPU(A, false)"));
+
+  /* C bound to the CPU between runs: the re-run writes C's host values, and
+   * C released computes with them on the device */
+  {
+    Mat       Ah, Ph, Ch;
+    PetscBool same;
+    PetscReal err;
+    PetscCall(MatBindToCPU(C, PETSC_TRUE));
+    PetscCall(MatScale(A, 2.0));
+    PetscCall(MatPtAP(A, P, MAT_REUSE_MATRIX, PETSC_DETERMINE, &C));
+    PetscCall(MatConvert(A, MATSEQAIJ, MAT_INITIAL_MATRIX, &Ah));
+    PetscCall(MatConvert(P, MATSEQAIJ, MAT_INITIAL_MATRIX, &Ph));
+    PetscCall(MatPtAP(Ah, Ph, MAT_INITIAL_MATRIX, PETSC_DETERMINE, &Ch));
+    PetscCall(tu_compare(C, Ch, &same, &err));
+    tap_ok(same && err <= TOL, "PtAP re-run into a C bound to the CPU: same structure %d, rel. error %.2e", (int)same, (double)err);
+    PetscCall(MatBindToCPU(C, PETSC_FALSE));
+    PetscCall(MatCreateVecs(C, &x, &y));
+    PetscCall(VecDuplicate(y, &yref));
+    PetscCall(VecSetRandom(x, NULL));
+    PetscCall(MatMult(C, x, y));
+    {
+      Vec xh, yh;
+      const PetscScalar *xa;
+      PetscCall(MatCreateVecs(Ch, &xh, &yh));
+      PetscCall(VecGetArrayRead(x, &xa));
+      PetscCall(VecPlaceArray(xh, xa));
+      PetscCall(MatMult(Ch, xh, yh));
+      PetscCall(VecResetArray(xh));
+      PetscCall(VecRestoreArrayRead(x, &xa));
+      {
+        const PetscScalar *ya, *yb;
+        PetscInt           n;
+        PetscReal          d = 0, r = 0;
+        PetscCall(VecGetLocalSize(y, &n));
+        PetscCall(VecGetArrayRead(y, &ya));
+        PetscCall(VecGetArrayRead(yh, &yb));
+        for (PetscInt i = 0; i < n; i++) {
+          d = PetscMax(d, PetscAbsScalar(ya[i] - yb[i]));
+          r = PetscMax(r, PetscAbsScalar(yb[i]));
+        }
+        PetscCall(VecRestoreArrayRead(y, &ya));
+        PetscCall(VecRestoreArrayRead(yh, &yb));
+        tap_ok(d <= TOL * r, "MatMult on the device after C was bound and released: max difference %.2e of %.2e", (double)d, (double)r);
+      }
+      PetscCall(VecDestroy(&xh));
+      PetscCall(VecDestroy(&yh));
+    }
+    PetscCall(VecDestroy(&x));
+    PetscCall(VecDestroy(&y));
+    PetscCall(VecDestroy(&yref));
+
+    /* SeqAIJ's converters: values as they are now on the device */
+    {
+      Mat Cb, Cba;
+      PetscCall(MatPtAP(A, P, MAT_REUSE_MATRIX, PETSC_DETERMINE, &C));
+      PetscCall(MatConvert(C, MATSEQBAIJ, MAT_INITIAL_MATRIX, &Cb));
+      PetscCall(MatConvert(Cb, MATSEQAIJ, MAT_INITIAL_MATRIX, &Cba));
+      PetscCall(tu_compare(Cba, Ch, &same, &err));
+      tap_ok(same && err <= TOL, "MatConvert of a device tile C to seqbaij: same structure %d, rel. error %.2e", (int)same, (double)err);
+      PetscCall(MatDestroy(&Cb));
+      PetscCall(MatDestroy(&Cba));
+    }
+
+    /* a product the tile engine leaves to SeqAIJ (A*B^T), re-run after new device values */
+    {
+      Mat Ct, Cth, Ah2;
+      PetscCall(MatMatTransposeMult(A, A, MAT_INITIAL_MATRIX, PETSC_DETERMINE, &Ct));
+      PetscCall(MatScale(A, 0.5));
+      PetscCall(MatMatTransposeMult(A, A, MAT_REUSE_MATRIX, PETSC_DETERMINE, &Ct));
+      PetscCall(MatConvert(A, MATSEQAIJ, MAT_INITIAL_MATRIX, &Ah2));
+      PetscCall(MatMatTransposeMult(Ah2, Ah2, MAT_INITIAL_MATRIX, PETSC_DETERMINE, &Cth));
+      PetscCall(tu_compare(Ct, Cth, &same, &err));
+      tap_ok(same && err <= TOL, "A*B^T (SeqAIJ's) re-run after new device values of A: same structure %d, rel. error %.2e", (int)same, (double)err);
+      PetscCall(MatDestroy(&Ct));
+      PetscCall(MatDestroy(&Cth));
+      PetscCall(MatDestroy(&Ah2));
+    }
+    PetscCall(MatDestroy(&Ah));
+    PetscCall(MatDestroy(&Ph));
+    PetscCall(MatDestroy(&Ch));
+  }
 
   /* a new nonzero in A: the re-run plans again and is right */
   PetscCall(MatSetOption(A, MAT_NEW_NONZERO_ALLOCATION_ERR, PETSC_FALSE));

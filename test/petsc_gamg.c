@@ -81,10 +81,10 @@ static PetscErrorCode collect(KSP ksp, Run *r)
   PetscFunctionReturn(0);
 }
 
-/* A PETSc built with CUDA (3.23 on) makes seqtile AIJCUSPARSE underneath:
+/* A PETSc built with CUDA (3.25 on) makes seqtile AIJCUSPARSE underneath:
  * the reference run is then aijcusparse with CUDA vectors, whose
  * non-product steps run on the device as seqtile's do. */
-#if defined(PETSC_HAVE_CUDA) && !PETSC_VERSION_LT(3, 23, 0)
+#if defined(PETSC_HAVE_CUDA) && !PETSC_VERSION_LT(3, 25, 0)
   #define TEST_DEVICE_TYPES 1
   #define REF_TYPE          MATSEQAIJCUSPARSE
 #else

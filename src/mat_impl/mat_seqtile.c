@@ -226,6 +226,7 @@ static PetscErrorCode TileAliasLookup(Mat aij, PetscBool device)
 }
 
 static PetscErrorCode MatConvert_SeqTile_SeqAIJ(Mat, MatType, MatReuse, Mat *);
+static PetscErrorCode MatConvert_SeqAIJ_SeqTileHost(Mat, MatType, MatReuse, Mat *);
 static PetscErrorCode MatProductSetFromOptions_SeqTile_Anytype(Mat);
 
 /* Our own composed functions, under the tile object's type name tname:
@@ -274,8 +275,12 @@ static PetscErrorCode TileCompose(Mat B, PetscBool device, const char *tname, Pe
   char            name[256];
 
   PetscFunctionBegin;
-  if (set) PetscCall(TileAliasLookup(B, device));
-  for (size_t k = 0; k < TILE_NALIAS_HOST; k++) {
+  /* on the device base none: SeqAIJ's converters and products read and
+   * write the host arrays directly (stale beside AIJCUSPARSE's device copy)
+   * or replace spptr, AIJCUSPARSE's; PETSc's generic paths go through
+   * accessors that keep the copies in sync */
+  if (set && !device) PetscCall(TileAliasLookup(B, device));
+  for (size_t k = 0; k < TILE_NALIAS_HOST && !device; k++) {
     PetscCall(TileAliasFullName(&tile_alias_host[k], tname, name, sizeof name));
     if (!set || tab->host[k]) PetscCall(PetscObjectComposeFunction(o, name, set ? tab->host[k] : NULL));
   }
@@ -283,7 +288,7 @@ static PetscErrorCode TileCompose(Mat B, PetscBool device, const char *tname, Pe
     PetscCall(TileOwnFullName(&tile_own_names[k], tname, name, sizeof name));
     if (!set) PetscCall(PetscObjectComposeFunction(o, name, NULL));
     else if (tile_own_names[k].fn == 0) PetscCall(PetscObjectComposeFunction(o, name, MatConvert_SeqTile_SeqAIJ));
-    else if (tile_own_names[k].fn == 1) PetscCall(PetscObjectComposeFunction(o, name, MatConvert_SeqAIJ_SeqTile));
+    else if (tile_own_names[k].fn == 1) PetscCall(PetscObjectComposeFunction(o, name, device || !tile_own_names[k].suffix[0] ? MatConvert_SeqAIJ_SeqTile : MatConvert_SeqAIJ_SeqTileHost));
     else if (tile_own_names[k].fn == 2) PetscCall(PetscObjectComposeFunction(o, name, MatProductSetFromOptions_SeqTile));
     else PetscCall(PetscObjectComposeFunction(o, name, MatProductSetFromOptions_SeqTile_Anytype));
   }
@@ -539,6 +544,18 @@ PetscErrorCode MatConvert_SeqAIJ_SeqTile(Mat A, MatType type, MatReuse reuse, Ma
   PetscCall(TileConvertBegin(A, reuse, newmat, TileIsSeqTile, MATSEQTILE, &B));
   if (!B) PetscFunctionReturn(PETSC_SUCCESS);
   PetscCall(TileSeqConvertInPlace(B, (PetscBool)TILE_DEVICE_AIJ));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* Plain AIJ -> the host-AIJ tile type (MATSEQAIJTILEHOST by name). */
+static PetscErrorCode MatConvert_SeqAIJ_SeqTileHost(Mat A, MatType type, MatReuse reuse, Mat *newmat)
+{
+  Mat B;
+
+  PetscFunctionBegin;
+  PetscCall(TileConvertBegin(A, reuse, newmat, TileIsSeqTile, MATSEQAIJTILEHOST, &B));
+  if (!B) PetscFunctionReturn(PETSC_SUCCESS);
+  PetscCall(TileSeqConvertInPlace(B, PETSC_FALSE));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 

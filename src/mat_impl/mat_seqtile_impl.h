@@ -52,8 +52,9 @@ PETSC_EXTERN PetscErrorCode MatCreate_SeqAIJ(Mat);
  * (matrices, MatMult and the solve stay on the device, and the products
  * read and write the device CSR), the way PETSc's own GPU users run.
  * MATMPITILE's blocks keep host AIJ (MATSEQAIJTILEHOST) until the MPI type
- * gets its own device form.  Older CUDA builds of PETSc keep host AIJ. */
-#if defined(PETSC_HAVE_CUDA) && !PETSC_VERSION_LT(3, 23, 0)
+ * gets its own device form.  Older CUDA builds of PETSc keep host AIJ
+ * (3.25's container and destroy-callback types are used). */
+#if defined(PETSC_HAVE_CUDA) && !PETSC_VERSION_LT(3, 25, 0)
   #define TILE_DEVICE_AIJ 1
   #define MATSEQAIJTILEHOST "seqaijtilehost" /* internal: the blocks of MATMPITILE */
 PETSC_EXTERN PetscErrorCode MatCreate_SeqAIJCUSPARSE(Mat);
@@ -107,7 +108,7 @@ typedef struct {
 } Mat_SeqTile;
 
 /* ---------------------------------------------------------------- shared state */
-extern PetscLogEvent TILE_Plan, TILE_Numeric, TILE_Xfer, TILE_Convert;
+extern PetscLogEvent TILE_Plan, TILE_Numeric, TILE_Xfer, TILE_Convert, TILE_Struct;
 
 /* ---------------------------------------------------------------- helpers */
 /* tilerap error -> PETSc error with tilerap's message. */
@@ -173,7 +174,7 @@ PetscErrorCode TileDeviceValuesEnd(Mat C, PetscScalar **ca);
 PetscErrorCode TileDeviceJoinPETSc(void);
 /* The reverse, after tilerap wrote dev (device memory): PETSc's later work
  * on a stream that does not wait sees the result. */
-PetscErrorCode TileDeviceJoinTilerap(const void *dev);
+PetscErrorCode TileDeviceJoinTilerap(const void *dev, PetscInt n);
 #endif
 /* MatConvert's start, shared by the tile conversions: *B the matrix to
  * convert in place, or NULL when nothing is left to do (MAT_REUSE_MATRIX:

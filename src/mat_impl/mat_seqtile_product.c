@@ -18,6 +18,21 @@
 #include "mat_seqtile_impl.h"
 #include "tuning.h"
 
+/* C's values were written in its host arrays: a device-base C (bound to
+ * the CPU or not) must take them from there next time. */
+static PetscErrorCode TileHostValuesWritten(Mat C)
+{
+  PetscFunctionBegin;
+#if TILE_DEVICE_AIJ
+  Mat_SeqTile *t;
+  PetscCall(TileGetData(C, &t));
+  if (t && t->device_aij) C->offloadmask = PETSC_OFFLOAD_CPU;
+#else
+  (void)C;
+#endif
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 typedef struct {
   MatProductType      type;
   tilerap_options     opt;
@@ -225,6 +240,7 @@ static PetscErrorCode TileAssembleStructure(Mat C, int32_t m, const int64_t *row
   PetscCall(MatSeqAIJGetArrayWrite(C, &ca));
   PetscCall(PetscArrayzero(ca, nz));
   PetscCall(MatSeqAIJRestoreArrayWrite(C, &ca));
+  PetscCall(TileHostValuesWritten(C));
   PetscCall(MatAssemblyBegin(C, MAT_FINAL_ASSEMBLY));
   PetscCall(MatAssemblyEnd(C, MAT_FINAL_ASSEMBLY));
   PetscCall(MatSetOption(C, MAT_NEW_NONZERO_ALLOCATION_ERR, PETSC_TRUE));
@@ -272,11 +288,11 @@ static PetscErrorCode TileProductPlanCSR(Mat C, TileProduct *pd, Mat A, Mat B)
   PetscCall(PetscObjectStateGet((PetscObject)A, &pd->ast));
   PetscCall(PetscObjectStateGet((PetscObject)B, &pd->bst));
 
-  PetscCall(PetscLogEventBegin(TILE_Convert, C, 0, 0, 0));
+  PetscCall(PetscLogEventBegin(TILE_Struct, C, 0, 0, 0));
   PetscCall(TileAssembleStructure(C, Cc->m, Cc->rowptr, Cc->colidx));
   pd->cnnz   = (PetscInt)Cc->nnz;
   pd->cfirst = Cc;
-  PetscCall(PetscLogEventEnd(TILE_Convert, C, 0, 0, 0));
+  PetscCall(PetscLogEventEnd(TILE_Struct, C, 0, 0, 0));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -356,7 +372,7 @@ static PetscErrorCode TileProductPlan(Mat C, TileProduct *pd, Mat A, Mat B)
     PetscCheck(out->m == m && out->n == n, comm, PETSC_ERR_PLIB, "tile product has the wrong size");
     int64_t *rp;
     int32_t *cj32;
-    PetscCall(PetscLogEventBegin(TILE_Convert, C, 0, 0, 0));
+    PetscCall(PetscLogEventBegin(TILE_Struct, C, 0, 0, 0));
     PetscCall(PetscMalloc2(m + 1, &rp, out->nnz, &cj32));
     err = tilerap_tile_to_csr_device(out, rp, cj32, NULL, TILERAP_MEM_HOST);
     if (err) PetscCall(PetscFree2(rp, cj32));
@@ -365,7 +381,7 @@ static PetscErrorCode TileProductPlan(Mat C, TileProduct *pd, Mat A, Mat B)
     pd->cnnz = (PetscInt)out->nnz;
     PetscCall(TileAssembleStructure(C, (int32_t)m, rp, cj32)); /* complete host CSR after symbolic, zero values */
     PetscCall(PetscFree2(rp, cj32));
-    PetscCall(PetscLogEventEnd(TILE_Convert, C, 0, 0, 0));
+    PetscCall(PetscLogEventEnd(TILE_Struct, C, 0, 0, 0));
   } else {
     cc->T      = out;
     TC         = cc->T;
@@ -375,7 +391,7 @@ static PetscErrorCode TileProductPlan(Mat C, TileProduct *pd, Mat A, Mat B)
 
     /* C's CSR structure, and where each CSR entry sits in the tile form:
      * tile positions travel through the values (exact in a double). */
-    PetscCall(PetscLogEventBegin(TILE_Convert, C, 0, 0, 0));
+    PetscCall(PetscLogEventBegin(TILE_Struct, C, 0, 0, 0));
     PetscCall(PetscMalloc3(m + 1, &ci, TC->nnz, &cj, TC->nnz, &pos));
     if (o.plan_values) { /* keep them aside: C's tile form must match its AIJ (zero) values until the numeric phase */
       PetscCall(PetscMalloc1(TC->nnz, &pd->fresh));
@@ -394,7 +410,7 @@ static PetscErrorCode TileProductPlan(Mat C, TileProduct *pd, Mat A, Mat B)
     pd->cnnz = (PetscInt)TC->nnz;
     PetscCall(MatSeqAIJSetPreallocationCSR(C, ci, cj, NULL)); /* complete host CSR after symbolic */
     PetscCall(PetscFree3(ci, cj, pos));
-    PetscCall(PetscLogEventEnd(TILE_Convert, C, 0, 0, 0));
+    PetscCall(PetscLogEventEnd(TILE_Struct, C, 0, 0, 0));
   }
 
   PetscCall(TileCacheMarkInSync(C, cc, PETSC_FALSE));
@@ -444,6 +460,7 @@ static PetscErrorCode TileProductNumericCSR(Mat C, TileProduct *pd, Mat A, Mat B
       pd->nnumeric++;
     }
     PetscCall(MatSeqAIJRestoreArrayWrite(C, &ca));
+    PetscCall(TileHostValuesWritten(C));
     tilerap_csr_destroy(&pd->cfirst);
   }
   PetscCall(PetscLogEventEnd(TILE_Numeric, A, B, C, 0));
@@ -516,13 +533,13 @@ static PetscErrorCode TileProductNumeric(Mat C, Mat A, Mat B)
   if (pd->device) {
     PetscCall(PetscLogEventBegin(TILE_Xfer, C, 0, 0, 0));
 #if TILE_DEVICE_AIJ
-    if (ct->device_aij) {
+    if (ct->device_aij && !C->boundtocpu) {
       /* C's values in CSR order straight into its device CSR (AIJCUSPARSE
        * underneath): nothing comes down, C's host copy is made only when
        * someone asks for it */
       PetscCall(TileDeviceValuesBegin(C, &ca));
       err = tilerap_tile_to_csr_values_device(pd->Cdev, (double *)ca, TILERAP_MEM_DEVICE);
-      if (!err) PetscCall(TileDeviceJoinTilerap(ca));
+      if (!err) PetscCall(TileDeviceJoinTilerap(ca, pd->cnnz));
       PetscCall(TileDeviceValuesEnd(C, &ca));
     } else
 #endif
@@ -533,6 +550,7 @@ static PetscErrorCode TileProductNumeric(Mat C, Mat A, Mat B)
       PetscCall(MatSeqAIJGetArrayWrite(C, &ca));
       err = tilerap_tile_to_csr_values_device(pd->Cdev, (double *)ca, TILERAP_MEM_HOST);
       PetscCall(MatSeqAIJRestoreArrayWrite(C, &ca));
+      PetscCall(TileHostValuesWritten(C));
     }
     PetscCall(PetscLogEventEnd(TILE_Xfer, C, 0, 0, 0));
     TileCall(comm, err);
@@ -553,6 +571,7 @@ static PetscErrorCode TileProductNumeric(Mat C, Mat A, Mat B)
     for (PetscInt q = 0; q < nnz; q++) ca[q] = cv[perm[q]];
   }
   PetscCall(MatSeqAIJRestoreArrayWrite(C, &ca));
+  PetscCall(TileHostValuesWritten(C));
   PetscCall(PetscLogEventEnd(TILE_Convert, C, 0, 0, 0));
   PetscCall(TileCacheMarkInSync(C, &ct->cache, PETSC_TRUE));
   ct->cache.Dvalid = pd->device;
@@ -688,6 +707,62 @@ PetscErrorCode TileProductCandidate(Mat C, PetscErrorCode (*is_tile)(Mat, PetscB
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+#if TILE_DEVICE_AIJ
+/* Products left to SeqAIJ with device-base tile matrices: SeqAIJ's kernels
+ * read and write the host arrays directly, so each phase brings the
+ * operands' host copies up to date first and marks C's host copy as the
+ * current one after. */
+static PetscErrorCode TileFallbackSyncOperands(Mat C)
+{
+  Mat_Product *product = C->product;
+
+  PetscFunctionBegin;
+  for (int k = 0; k < 3; k++) {
+    Mat                X = k == 0 ? product->A : k == 1 ? product->B : product->C;
+    Mat_SeqTile       *x;
+    PetscBool          iscusp;
+    const PetscScalar *v;
+    if (!X) continue;
+    PetscCall(TileGetData(X, &x));
+    PetscCall(PetscObjectTypeCompare((PetscObject)X, MATSEQAIJCUSPARSE, &iscusp));
+    if (!(x && x->device_aij) && !iscusp) continue;
+    PetscCall(MatSeqAIJGetArrayRead(X, &v));
+    PetscCall(MatSeqAIJRestoreArrayRead(X, &v));
+  }
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+static PetscErrorCode TileFallbackNumeric(Mat C)
+{
+  PetscErrorCode (*f)(Mat) = NULL;
+
+  PetscFunctionBegin;
+  PetscCall(PetscObjectQueryFunction((PetscObject)C, "TileRAP_FallbackNumeric_C", &f));
+  PetscCheck(f, PetscObjectComm((PetscObject)C), PETSC_ERR_PLIB, "SeqAIJ's numeric phase not recorded");
+  PetscCall(TileFallbackSyncOperands(C));
+  PetscCall((*f)(C));
+  PetscCall(TileHostValuesWritten(C));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+static PetscErrorCode TileFallbackSymbolic(Mat C)
+{
+  PetscErrorCode (*f)(Mat) = NULL;
+
+  PetscFunctionBegin;
+  PetscCall(PetscObjectQueryFunction((PetscObject)C, "TileRAP_FallbackSymbolic_C", &f));
+  PetscCheck(f, PetscObjectComm((PetscObject)C), PETSC_ERR_PLIB, "SeqAIJ's symbolic phase not recorded");
+  PetscCall(TileFallbackSyncOperands(C));
+  PetscCall((*f)(C));
+  PetscCall(TileHostValuesWritten(C));
+  if (C->ops->productnumeric && C->ops->productnumeric != TileFallbackNumeric) {
+    PetscCall(PetscObjectComposeFunction((PetscObject)C, "TileRAP_FallbackNumeric_C", C->ops->productnumeric));
+    C->ops->productnumeric = TileFallbackNumeric;
+  }
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+#endif
+
 /* Reached through A's productsetfromoptions (A, B both seqtile) or the
  * composed MatProductSetFromOptions_seqaijtile_seqaij_C /
  * _seqaij_seqaijtile_C (one of them plain seqaij). */
@@ -721,20 +796,13 @@ PetscErrorCode MatProductSetFromOptions_SeqTile(Mat C)
     if (!t) PetscCall(TileGetData(B, &t));
     if (!t && product->C) PetscCall(TileGetData(product->C, &t)); /* ABC: the tile operand may be the third */
     PetscCheck(t && tile_base_ops[t->device_aij].fallback, PetscObjectComm((PetscObject)C), PETSC_ERR_PLIB, "base product implementation not captured");
+    PetscCall(tile_base_ops[t->device_aij].fallback(C));
 #if TILE_DEVICE_AIJ
-    /* SeqAIJ's implementation reads the host arrays: bring device operands' up to date */
-    for (int k = 0; k < 3; k++) {
-      Mat                X = k == 0 ? A : k == 1 ? B : product->C;
-      Mat_SeqTile       *x;
-      const PetscScalar *v;
-      if (!X) continue;
-      PetscCall(TileGetData(X, &x));
-      if (!x || !x->device_aij) continue;
-      PetscCall(MatSeqAIJGetArrayRead(X, &v));
-      PetscCall(MatSeqAIJRestoreArrayRead(X, &v));
+    if (C->ops->productsymbolic) { /* SeqAIJ's phases, wrapped to keep host and device copies right */
+      PetscCall(PetscObjectComposeFunction((PetscObject)C, "TileRAP_FallbackSymbolic_C", C->ops->productsymbolic));
+      C->ops->productsymbolic = TileFallbackSymbolic;
     }
 #endif
-    PetscCall(tile_base_ops[t->device_aij].fallback(C));
   }
   PetscFunctionReturn(PETSC_SUCCESS);
 }

@@ -3,7 +3,7 @@
  * calls. */
 #include "mat_seqtile_impl.h"
 
-PetscLogEvent TILE_Plan, TILE_Numeric, TILE_Xfer, TILE_Convert;
+PetscLogEvent TILE_Plan, TILE_Numeric, TILE_Xfer, TILE_Convert, TILE_Struct;
 
 static PetscBool tile_package_initialized = PETSC_FALSE;
 
@@ -33,6 +33,7 @@ PetscErrorCode TileRAPInitializePackage(void)
   PetscCall(PetscLogEventRegister("TileRAPNumeric", MAT_CLASSID, &TILE_Numeric));
   PetscCall(PetscLogEventRegister("TileRAPXfer", MAT_CLASSID, &TILE_Xfer));
   PetscCall(PetscLogEventRegister("TileRAPConvert", MAT_CLASSID, &TILE_Convert));
+  PetscCall(PetscLogEventRegister("TileRAPCStruct", MAT_CLASSID, &TILE_Struct)); /* C's AIJ structure from a plan */
   PetscCall(PetscRegisterFinalize(TileRAPFinalizePackage));
   PetscFunctionReturn(PETSC_SUCCESS);
 }

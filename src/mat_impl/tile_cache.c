@@ -87,7 +87,7 @@ PetscErrorCode TileDeviceJoinPETSc(void)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-PetscErrorCode TileDeviceJoinTilerap(const void *dev)
+PetscErrorCode TileDeviceJoinTilerap(const void *dev, PetscInt n)
 {
   PetscDeviceContext dctx;
   PetscStreamType    st;
@@ -95,7 +95,7 @@ PetscErrorCode TileDeviceJoinTilerap(const void *dev)
   PetscFunctionBegin;
   PetscCall(PetscDeviceContextGetCurrentContext(&dctx));
   PetscCall(PetscDeviceContextGetStreamType(dctx, &st));
-  if (st != PETSC_STREAM_DEFAULT && st != PETSC_STREAM_DEFAULT_WITH_BARRIER) {
+  if (n > 0 && st != PETSC_STREAM_DEFAULT && st != PETSC_STREAM_DEFAULT_WITH_BARRIER) {
     char byte; /* a copy to the host returns once tilerap's stream has drained */
     TileCall(PETSC_COMM_SELF, tilerap_memcpy(&byte, TILERAP_MEM_HOST, dev, TILERAP_MEM_DEVICE, 1));
   }
