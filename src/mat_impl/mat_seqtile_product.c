@@ -211,32 +211,36 @@ static PetscErrorCode TileAIJAsCSR(Mat X, int64_t *rp, int32_t *col, tilerap_csr
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-/* C's AIJ structure from CSR arrays in tilerap's layout, values zero:
- * preallocated exactly and every row's columns set at once
- * (MatSeqAIJSetColumnIndices: rows sorted; MatSetValues row by row costs
- * a call per row, MatSeqAIJSetPreallocationCSR a search per entry),
+/* C's AIJ structure in two steps, values zero: preallocated exactly from
+ * the row pointers, then every row's columns written straight into the
+ * column array that preallocation made (*cols, sorted rows) and taken as
+ * they are (MatSeqAIJSetColumnIndices); MatSetValues row by row costs a
+ * call per row, MatSeqAIJSetPreallocationCSR a search per entry.  Then
  * assembled, new nonzeros refused. */
-static PetscErrorCode TileAssembleStructure(Mat C, int32_t m, const int64_t *rowptr, const int32_t *colidx)
+static PetscErrorCode TileStructureBegin(Mat C, int32_t m, const int64_t *rowptr, PetscInt **cols)
 {
-  PetscInt    *nnz, *cols;
-  PetscScalar *ca;
-  int64_t      nz = rowptr[m];
+  PetscInt       *nnz, n;
+  const PetscInt *ci, *cj;
+  PetscBool       done;
 
   PetscFunctionBegin;
   PetscCall(PetscMalloc1(m + 1, &nnz));
   for (int32_t i = 0; i < m; i++) nnz[i] = (PetscInt)(rowptr[i + 1] - rowptr[i]);
   PetscCall(MatSeqAIJSetPreallocation(C, 0, nnz));
   PetscCall(PetscFree(nnz));
-#if defined(PETSC_USE_64BIT_INDICES)
-  PetscCall(PetscMalloc1(nz, &cols));
-  for (int64_t k = 0; k < nz; k++) cols[k] = (PetscInt)colidx[k];
-#else
-  cols = (PetscInt *)colidx;
-#endif
-  PetscCall(MatSeqAIJSetColumnIndices(C, cols));
-#if defined(PETSC_USE_64BIT_INDICES)
-  PetscCall(PetscFree(cols));
-#endif
+  PetscCall(MatGetRowIJ(C, 0, PETSC_FALSE, PETSC_FALSE, &n, &ci, &cj, &done));
+  PetscCheck(done && ci[m] == (PetscInt)rowptr[m], PetscObjectComm((PetscObject)C), PETSC_ERR_PLIB, "preallocated structure differs from the plan's");
+  *cols = (PetscInt *)cj; /* C's own column array, ours to fill before assembly */
+  PetscCall(MatRestoreRowIJ(C, 0, PETSC_FALSE, PETSC_FALSE, &n, &ci, &cj, &done));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+static PetscErrorCode TileStructureEnd(Mat C, PetscInt *cols, int64_t nz)
+{
+  PetscScalar *ca;
+
+  PetscFunctionBegin;
+  PetscCall(MatSeqAIJSetColumnIndices(C, cols)); /* in place: sets the row lengths */
   PetscCall(MatSeqAIJGetArrayWrite(C, &ca));
   PetscCall(PetscArrayzero(ca, nz));
   PetscCall(MatSeqAIJRestoreArrayWrite(C, &ca));
@@ -244,6 +248,18 @@ static PetscErrorCode TileAssembleStructure(Mat C, int32_t m, const int64_t *row
   PetscCall(MatAssemblyBegin(C, MAT_FINAL_ASSEMBLY));
   PetscCall(MatAssemblyEnd(C, MAT_FINAL_ASSEMBLY));
   PetscCall(MatSetOption(C, MAT_NEW_NONZERO_ALLOCATION_ERR, PETSC_TRUE));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* The same from host CSR arrays in tilerap's layout. */
+static PetscErrorCode TileAssembleStructure(Mat C, int32_t m, const int64_t *rowptr, const int32_t *colidx)
+{
+  PetscInt *cols;
+
+  PetscFunctionBegin;
+  PetscCall(TileStructureBegin(C, m, rowptr, &cols));
+  for (int64_t k = 0; k < rowptr[m]; k++) cols[k] = (PetscInt)colidx[k];
+  PetscCall(TileStructureEnd(C, cols, rowptr[m]));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -371,16 +387,32 @@ static PetscErrorCode TileProductPlan(Mat C, TileProduct *pd, Mat A, Mat B)
     cc->Dvalid = PETSC_FALSE; /* values undefined until the numeric phase */
     PetscCheck(out->m == m && out->n == n, comm, PETSC_ERR_PLIB, "tile product has the wrong size");
     int64_t *rp;
-    int32_t *cj32;
+    PetscInt *cols;
     PetscCall(PetscLogEventBegin(TILE_Struct, C, 0, 0, 0));
-    PetscCall(PetscMalloc2(m + 1, &rp, out->nnz, &cj32));
-    err = tilerap_tile_to_csr_device(out, rp, cj32, NULL, TILERAP_MEM_HOST);
-    if (err) PetscCall(PetscFree2(rp, cj32));
+    PetscCall(PetscMalloc1(m + 1, &rp));
+    err = tilerap_tile_to_csr_device(out, rp, NULL, NULL, TILERAP_MEM_HOST);
+    if (err) PetscCall(PetscFree(rp));
     TileCall(comm, err);
     PetscCall(PetscFree(pd->perm)); /* values come down in CSR order: no permutation */
     pd->cnnz = (PetscInt)out->nnz;
-    PetscCall(TileAssembleStructure(C, (int32_t)m, rp, cj32)); /* complete host CSR after symbolic, zero values */
-    PetscCall(PetscFree2(rp, cj32));
+    /* complete host CSR after symbolic, zero values; the columns come down
+     * straight into C's column array where PetscInt is 32-bit */
+    PetscCall(TileStructureBegin(C, (int32_t)m, rp, &cols));
+  #if defined(PETSC_USE_64BIT_INDICES)
+    {
+      int32_t *cj32;
+      PetscCall(PetscMalloc1(out->nnz, &cj32));
+      err = tilerap_tile_to_csr_device(out, NULL, cj32, NULL, TILERAP_MEM_HOST);
+      for (int64_t k = 0; k < out->nnz && !err; k++) cols[k] = cj32[k];
+      PetscCall(PetscFree(cj32));
+    }
+  #else
+    err = tilerap_tile_to_csr_device(out, NULL, (int32_t *)cols, NULL, TILERAP_MEM_HOST);
+  #endif
+    if (err) PetscCall(PetscFree(rp));
+    TileCall(comm, err);
+    PetscCall(TileStructureEnd(C, cols, out->nnz));
+    PetscCall(PetscFree(rp));
     PetscCall(PetscLogEventEnd(TILE_Struct, C, 0, 0, 0));
   } else {
     cc->T      = out;
