@@ -535,27 +535,29 @@ PetscErrorCode TileSeqConvertInPlace(Mat B, PetscBool device)
 }
 
 /* Plain AIJ -> seqtile (MatConvert, -mat_type seqtile on an existing
- * matrix): on the device base in a PETSc built with CUDA. */
-PetscErrorCode MatConvert_SeqAIJ_SeqTile(Mat A, MatType type, MatReuse reuse, Mat *newmat)
+ * matrix): on the device base in a PETSc built with CUDA; the host-AIJ
+ * variant (MATSEQAIJTILEHOST by name) on host AIJ. */
+static PetscErrorCode TileConvertToTile(Mat A, MatReuse reuse, Mat *newmat, PetscBool device)
 {
   Mat B;
 
   PetscFunctionBegin;
-  PetscCall(TileConvertBegin(A, reuse, newmat, TileIsSeqTile, MATSEQTILE, &B));
-  if (!B) PetscFunctionReturn(PETSC_SUCCESS);
-  PetscCall(TileSeqConvertInPlace(B, (PetscBool)TILE_DEVICE_AIJ));
+  PetscCall(TileConvertBegin(A, reuse, newmat, TileIsSeqTile, device ? MATSEQTILE : MATSEQAIJTILEHOST, &B));
+  if (B) PetscCall(TileSeqConvertInPlace(B, device));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-/* Plain AIJ -> the host-AIJ tile type (MATSEQAIJTILEHOST by name). */
+PetscErrorCode MatConvert_SeqAIJ_SeqTile(Mat A, MatType type, MatReuse reuse, Mat *newmat)
+{
+  PetscFunctionBegin;
+  PetscCall(TileConvertToTile(A, reuse, newmat, (PetscBool)TILE_DEVICE_AIJ));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 static PetscErrorCode MatConvert_SeqAIJ_SeqTileHost(Mat A, MatType type, MatReuse reuse, Mat *newmat)
 {
-  Mat B;
-
   PetscFunctionBegin;
-  PetscCall(TileConvertBegin(A, reuse, newmat, TileIsSeqTile, MATSEQAIJTILEHOST, &B));
-  if (!B) PetscFunctionReturn(PETSC_SUCCESS);
-  PetscCall(TileSeqConvertInPlace(B, PETSC_FALSE));
+  PetscCall(TileConvertToTile(A, reuse, newmat, PETSC_FALSE));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 

@@ -764,29 +764,31 @@ static PetscErrorCode TileFallbackSyncOperands(Mat C)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-static PetscErrorCode TileFallbackNumeric(Mat C)
+/* Runs SeqAIJ's phase recorded on C under name between the syncs. */
+static PetscErrorCode TileFallbackRun(Mat C, const char *name)
 {
   PetscErrorCode (*f)(Mat) = NULL;
 
   PetscFunctionBegin;
-  PetscCall(PetscObjectQueryFunction((PetscObject)C, "TileRAP_FallbackNumeric_C", &f));
-  PetscCheck(f, PetscObjectComm((PetscObject)C), PETSC_ERR_PLIB, "SeqAIJ's numeric phase not recorded");
+  PetscCall(PetscObjectQueryFunction((PetscObject)C, name, &f));
+  PetscCheck(f, PetscObjectComm((PetscObject)C), PETSC_ERR_PLIB, "SeqAIJ's product phase %s not recorded", name);
   PetscCall(TileFallbackSyncOperands(C));
   PetscCall((*f)(C));
   PetscCall(TileHostValuesWritten(C));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+static PetscErrorCode TileFallbackNumeric(Mat C)
+{
+  PetscFunctionBegin;
+  PetscCall(TileFallbackRun(C, "TileRAP_FallbackNumeric_C"));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 static PetscErrorCode TileFallbackSymbolic(Mat C)
 {
-  PetscErrorCode (*f)(Mat) = NULL;
-
   PetscFunctionBegin;
-  PetscCall(PetscObjectQueryFunction((PetscObject)C, "TileRAP_FallbackSymbolic_C", &f));
-  PetscCheck(f, PetscObjectComm((PetscObject)C), PETSC_ERR_PLIB, "SeqAIJ's symbolic phase not recorded");
-  PetscCall(TileFallbackSyncOperands(C));
-  PetscCall((*f)(C));
-  PetscCall(TileHostValuesWritten(C));
+  PetscCall(TileFallbackRun(C, "TileRAP_FallbackSymbolic_C"));
   if (C->ops->productnumeric && C->ops->productnumeric != TileFallbackNumeric) {
     PetscCall(PetscObjectComposeFunction((PetscObject)C, "TileRAP_FallbackNumeric_C", C->ops->productnumeric));
     C->ops->productnumeric = TileFallbackNumeric;
