@@ -213,6 +213,27 @@ int main(int argc, char **argv)
   tap_ok(nrm == 0.0, "MatConvert seqtile -> seqdense");
   PetscCall(MatDestroy(&Dn));
   PetscCall(MatDestroy(&Dn2));
+  { /* conversions to SeqAIJ's other formats: an object of that type (no
+     * tile ops or data left on it), same values, usable */
+    const char *to[] = {MATSEQAIJPERM, MATSEQAIJSELL, MATSEQAIJCRL, MATSEQBAIJ, MATSEQSELL};
+    for (size_t k = 0; k < sizeof to / sizeof to[0]; k++) {
+      Mat       X, Y;
+      PetscBool is, istile;
+      PetscCall(MatConvert(A, to[k], MAT_INITIAL_MATRIX, &X));
+      PetscCall(PetscObjectTypeCompare((PetscObject)X, to[k], &is));
+      PetscCall(PetscObjectTypeCompareAny((PetscObject)X, &istile, MATSEQAIJTILE, "seqaijtilehost", ""));
+      PetscCall(MatSetFromOptions(X));
+      PetscCall(MatConvert(X, MATSEQAIJ, MAT_INITIAL_MATRIX, &Y));
+      PetscCall(same_mat(Y, Aaij, &ok));
+      {
+        MatType xt;
+        PetscCall(MatGetType(X, &xt));
+        tap_ok(is && !istile && ok, "MatConvert seqtile -> %s: type %s, same values %d", to[k], xt, (int)ok);
+      }
+      PetscCall(MatDestroy(&Y));
+      PetscCall(MatDestroy(&X));
+    }
+  }
 
   /* submatrix */
   PetscCall(ISCreateStride(comm, 40, 5, 1, &is));

@@ -167,15 +167,6 @@ typedef struct {
 } TileAliasName;
 
 static const TileAliasName tile_alias_host[] = {
-  {"MatConvert_", "_seqdense_C"},
-  {"MatConvert_", "_seqbaij_C"},
-  {"MatConvert_", "_seqsbaij_C"},
-  {"MatConvert_", "_seqsell_C"},
-  {"MatConvert_", "_is_C"},
-  {"MatConvert_", "_hypre_C"},
-  {"MatConvert_", "_seqaijperm_C"},
-  {"MatConvert_", "_seqaijsell_C"},
-  {"MatConvert_", "_seqaijcrl_C"},
   {"MatProductSetFromOptions_", "_seqdense_C"},
   {"MatProductSetFromOptions_seqdense_", "_C"},
   {"MatProductSetFromOptions_", "_seqmaij_C"},
@@ -227,17 +218,29 @@ static PetscErrorCode TileAliasLookup(Mat aij, PetscBool device)
 
 static PetscErrorCode MatConvert_SeqTile_SeqAIJ(Mat, MatType, MatReuse, Mat *);
 static PetscErrorCode MatConvert_SeqAIJ_SeqTileHost(Mat, MatType, MatReuse, Mat *);
+static PetscErrorCode MatConvert_SeqTile_Other(Mat, MatType, MatReuse, Mat *);
 static PetscErrorCode MatProductSetFromOptions_SeqTile_Anytype(Mat);
 
 /* Our own composed functions, under the tile object's type name tname:
  * conversions to and from plain AIJ and the products with it. */
 typedef struct {
   const char *prefix, *suffix;
-  int         fn; /* 0 to AIJ, 1 from AIJ, 2 product, 3 any-type product */
+  int         fn; /* 0 to AIJ, 1 from AIJ, 2 product, 3 any-type product, 4 to another type through SeqAIJ */
 } TileOwnName;
 
 static const TileOwnName tile_own_names[] = {
   {"MatConvert_", "_seqaij_C", 0},
+  /* SeqAIJ's converters to these would keep our ops on an object of
+   * another type (and some replace spptr): the tile layer comes off first */
+  {"MatConvert_", "_seqdense_C", 4},
+  {"MatConvert_", "_seqbaij_C", 4},
+  {"MatConvert_", "_seqsbaij_C", 4},
+  {"MatConvert_", "_seqsell_C", 4},
+  {"MatConvert_", "_is_C", 4},
+  {"MatConvert_", "_hypre_C", 4},
+  {"MatConvert_", "_seqaijperm_C", 4},
+  {"MatConvert_", "_seqaijsell_C", 4},
+  {"MatConvert_", "_seqaijcrl_C", 4},
   {"MatConvert_seqaij_", "_C", 1},
   {"MatConvert_seqaij_seqtile", "", 1}, /* the name users type, tname not used */
   {"MatProductSetFromOptions_", "_seqaij_C", 2},
@@ -290,6 +293,7 @@ static PetscErrorCode TileCompose(Mat B, PetscBool device, const char *tname, Pe
     else if (tile_own_names[k].fn == 0) PetscCall(PetscObjectComposeFunction(o, name, MatConvert_SeqTile_SeqAIJ));
     else if (tile_own_names[k].fn == 1) PetscCall(PetscObjectComposeFunction(o, name, device || !tile_own_names[k].suffix[0] ? MatConvert_SeqAIJ_SeqTile : MatConvert_SeqAIJ_SeqTileHost));
     else if (tile_own_names[k].fn == 2) PetscCall(PetscObjectComposeFunction(o, name, MatProductSetFromOptions_SeqTile));
+    else if (tile_own_names[k].fn == 4) PetscCall(PetscObjectComposeFunction(o, name, MatConvert_SeqTile_Other));
     else PetscCall(PetscObjectComposeFunction(o, name, MatProductSetFromOptions_SeqTile_Anytype));
   }
   PetscFunctionReturn(PETSC_SUCCESS);
@@ -558,6 +562,24 @@ static PetscErrorCode MatConvert_SeqAIJ_SeqTileHost(Mat A, MatType type, MatReus
 {
   PetscFunctionBegin;
   PetscCall(TileConvertToTile(A, reuse, newmat, PETSC_FALSE));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* seqtile -> another type: through plain SeqAIJ (host arrays in sync),
+ * then SeqAIJ's conversion (or PETSc's generic one) to the type asked for. */
+static PetscErrorCode MatConvert_SeqTile_Other(Mat A, MatType type, MatReuse reuse, Mat *newmat)
+{
+  Mat B;
+
+  PetscFunctionBegin;
+  if (reuse == MAT_REUSE_MATRIX) {
+    PetscCall(MatCopy(A, *newmat, SAME_NONZERO_PATTERN));
+    PetscFunctionReturn(PETSC_SUCCESS);
+  }
+  B = reuse == MAT_INPLACE_MATRIX ? A : NULL;
+  PetscCall(MatConvert(A, MATSEQAIJ, reuse == MAT_INPLACE_MATRIX ? MAT_INPLACE_MATRIX : MAT_INITIAL_MATRIX, &B));
+  PetscCall(MatConvert(B, type, MAT_INPLACE_MATRIX, &B));
+  *newmat = B;
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
