@@ -102,6 +102,18 @@ static PetscErrorCode TileOperand(Mat X, TileCache *own, PetscBool device, const
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+/* Both operands' tile forms, after PETSc's queued device work. */
+static PetscErrorCode TileOperands(TileProduct *pd, Mat A, Mat B, const tilerap_tile_matrix **TA, const tilerap_tile_matrix **TB)
+{
+  PetscFunctionBegin;
+#if TILE_DEVICE_AIJ
+  if (pd->device) PetscCall(TileDeviceJoinPETSc());
+#endif
+  PetscCall(TileOperand(A, &pd->own_a, pd->device, TA));
+  PetscCall(TileOperand(B, &pd->own_b, pd->device, TB));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 static PetscErrorCode TileProductView(Mat C, PetscViewer viewer)
 {
   TileProduct *pd = (TileProduct *)C->product->data;
@@ -142,24 +154,6 @@ static PetscErrorCode TileProductView(Mat C, PetscViewer viewer)
  * "Unsafe" triple-product drivers pass, see MatMatMultNumeric_SeqTile) and
  * (re)creates C's structure from the plan's C.  The tile forms of C go into
  * C's cache as soon as they exist, so C owns them whatever fails later. */
-
-/* C's AIJ row pointers and columns from its host tile form, and the
- * values in CSR order into val (or NULL).  *err: tilerap's status.
- * tilerap writes 32-bit columns; 64-bit PetscInt builds widen them. */
-static PetscErrorCode TileToAIJArrays(const tilerap_tile_matrix *T, PetscInt *ci, PetscInt *cj, double *val, int *err)
-{
-  PetscFunctionBegin;
-#if defined(PETSC_USE_64BIT_INDICES)
-  int32_t *cj32;
-  PetscCall(PetscMalloc1(T->nnz, &cj32));
-  *err = tilerap_tile_to_csr(T, (int64_t *)ci, cj32, val);
-  for (int64_t k = 0; k < T->nnz && !*err; k++) cj[k] = cj32[k];
-  PetscCall(PetscFree(cj32));
-#else
-  *err = tilerap_tile_to_csr_i32(T, (int32_t *)ci, (int32_t *)cj, val);
-#endif
-  PetscFunctionReturn(PETSC_SUCCESS);
-}
 
 /* A new plan of A and B: the objects and nonzero patterns it is valid for */
 static PetscErrorCode TileProductPlanned(TileProduct *pd, Mat A, Mat B)
@@ -317,8 +311,7 @@ static PetscErrorCode TileProductPlan(Mat C, TileProduct *pd, Mat A, Mat B)
   MPI_Comm                   comm = PetscObjectComm((PetscObject)C);
   const tilerap_tile_matrix *TA, *TB;
   tilerap_tile_matrix       *TC = NULL, *out = NULL;
-  PetscInt                   m, n, *ci = NULL, *cj = NULL;
-  double                    *pos = NULL;
+  PetscInt                   m, n;
   PetscBool                  istile;
   Mat_SeqTile               *ct;
   TileCache                 *cc;
@@ -358,11 +351,7 @@ static PetscErrorCode TileProductPlan(Mat C, TileProduct *pd, Mat A, Mat B)
     PetscFunctionReturn(PETSC_SUCCESS);
   }
 
-#if TILE_DEVICE_AIJ
-  if (pd->device) PetscCall(TileDeviceJoinPETSc());
-#endif
-  PetscCall(TileOperand(A, &pd->own_a, pd->device, &TA));
-  PetscCall(TileOperand(B, &pd->own_b, pd->device, &TB));
+  PetscCall(TileOperands(pd, A, B, &TA, &TB));
   /* CPU engine: the plan computes C's values too (steps 2 and 3 in one
    * walk, cheaper than plan + numeric); the numeric phase that follows
    * MAT_INITIAL_MATRIX's symbolic one then only copies them, if the
@@ -423,8 +412,11 @@ static PetscErrorCode TileProductPlan(Mat C, TileProduct *pd, Mat A, Mat B)
 
     /* C's CSR structure, and where each CSR entry sits in the tile form:
      * tile positions travel through the values (exact in a double). */
+    int64_t *rp;
+    int32_t *cj32;
+    double  *pos;
     PetscCall(PetscLogEventBegin(TILE_Struct, C, 0, 0, 0));
-    PetscCall(PetscMalloc3(m + 1, &ci, TC->nnz, &cj, TC->nnz, &pos));
+    PetscCall(PetscMalloc3(m + 1, &rp, TC->nnz, &cj32, TC->nnz, &pos));
     if (o.plan_values) { /* keep them aside: C's tile form must match its AIJ (zero) values until the numeric phase */
       PetscCall(PetscMalloc1(TC->nnz, &pd->fresh));
       PetscCall(PetscArraycpy(pd->fresh, TC->val, TC->nnz));
@@ -432,16 +424,16 @@ static PetscErrorCode TileProductPlan(Mat C, TileProduct *pd, Mat A, Mat B)
       PetscCall(PetscObjectStateGet((PetscObject)B, &pd->bst));
     }
     for (int64_t k = 0; k < TC->nnz; k++) TC->val[k] = (double)k;
-    PetscCall(TileToAIJArrays(TC, ci, cj, pos, &err));
-    if (err) PetscCall(PetscFree3(ci, cj, pos));
+    err = tilerap_tile_to_csr(TC, rp, cj32, pos);
+    if (err) PetscCall(PetscFree3(rp, cj32, pos));
     TileCall(comm, err);
     PetscCall(PetscFree(pd->perm));
     PetscCall(PetscMalloc1(TC->nnz, &pd->perm));
     for (int64_t k = 0; k < TC->nnz; k++) pd->perm[k] = (PetscInt)pos[k];
     PetscCall(PetscArrayzero(TC->val, TC->nnz)); /* values defined until the numeric phase: zeros, as in C's AIJ */
     pd->cnnz = (PetscInt)TC->nnz;
-    PetscCall(MatSeqAIJSetPreallocationCSR(C, ci, cj, NULL)); /* complete host CSR after symbolic */
-    PetscCall(PetscFree3(ci, cj, pos));
+    PetscCall(TileAssembleStructure(C, (int32_t)m, rp, cj32)); /* complete host CSR after symbolic, zero values */
+    PetscCall(PetscFree3(rp, cj32, pos));
     PetscCall(PetscLogEventEnd(TILE_Struct, C, 0, 0, 0));
   }
 
@@ -536,11 +528,7 @@ static PetscErrorCode TileProductNumeric(Mat C, Mat A, Mat B)
     PetscCall(TileProductNumericCSR(C, pd, A, B));
     PetscFunctionReturn(PETSC_SUCCESS);
   }
-#if TILE_DEVICE_AIJ
-  if (pd->device) PetscCall(TileDeviceJoinPETSc());
-#endif
-  PetscCall(TileOperand(A, &pd->own_a, pd->device, &TA));
-  PetscCall(TileOperand(B, &pd->own_b, pd->device, &TB));
+  PetscCall(TileOperands(pd, A, B, &TA, &TB));
   PetscCall(PetscLogEventBegin(TILE_Numeric, A, B, C, 0));
   {
     PetscBool use_fresh = PETSC_FALSE;
