@@ -370,8 +370,9 @@ PetscErrorCode MatConvert_MPIAIJ_MPITile(Mat A, MatType type, MatReuse reuse, Ma
   void (*f)(void) = NULL;
 
   PetscFunctionBegin;
-  PetscCall(TileConvertBegin(A, reuse, newmat, TileIsMPITile, MATMPITILE, &B));
+  PetscCall(TileConvertBegin(A, reuse, newmat, TileIsMPITile, &B));
   if (!B) PetscFunctionReturn(PETSC_SUCCESS);
+  PetscCheck(!B->spptr, PetscObjectComm((PetscObject)B), PETSC_ERR_SUP, "cannot convert a %s that carries implementation data to %s", ((PetscObject)B)->type_name, MATMPITILE);
   if (!tile_mpiaij_ops.saved) { /* B is a plain MPIAIJ here: remember what we replace */
     tile_mpiaij_ops.destroy               = B->ops->destroy;
     tile_mpiaij_ops.assemblyend           = B->ops->assemblyend;
@@ -408,7 +409,7 @@ static PetscErrorCode MatConvert_MPITile_MPIAIJ(Mat A, MatType type, MatReuse re
   Mat B;
 
   PetscFunctionBegin;
-  PetscCall(TileConvertBegin(A, reuse, newmat, NULL, NULL, &B));
+  PetscCall(TileConvertBegin(A, reuse, newmat, NULL, &B));
   if (!B) PetscFunctionReturn(PETSC_SUCCESS);
   PetscCall(TileMPIStrip(B, PETSC_TRUE));
   PetscCall(PetscObjectChangeTypeName((PetscObject)B, MATMPIAIJ));

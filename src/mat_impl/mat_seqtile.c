@@ -472,7 +472,7 @@ static PetscErrorCode MatBindToCPU_SeqTile(Mat A, PetscBool flg)
 #endif
 
 /* ---------------------------------------------------------------- conversions */
-PetscErrorCode TileConvertBegin(Mat A, MatReuse reuse, Mat *newmat, PetscErrorCode (*is_target)(Mat, PetscBool *), MatType to, Mat *B)
+PetscErrorCode TileConvertBegin(Mat A, MatReuse reuse, Mat *newmat, PetscErrorCode (*is_target)(Mat, PetscBool *), Mat *B)
 {
   PetscBool done = PETSC_FALSE;
 
@@ -546,7 +546,7 @@ static PetscErrorCode TileConvertToTile(Mat A, MatReuse reuse, Mat *newmat, Pets
   Mat B;
 
   PetscFunctionBegin;
-  PetscCall(TileConvertBegin(A, reuse, newmat, TileIsSeqTile, device ? MATSEQTILE : MATSEQAIJTILEHOST, &B));
+  PetscCall(TileConvertBegin(A, reuse, newmat, TileIsSeqTile, &B));
   if (B) PetscCall(TileSeqConvertInPlace(B, device));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
@@ -592,7 +592,7 @@ static PetscErrorCode MatConvert_SeqTile_SeqAIJ(Mat A, MatType type, MatReuse re
   PetscBool    same;
 
   PetscFunctionBegin;
-  PetscCall(TileConvertBegin(A, reuse, newmat, NULL, NULL, &B));
+  PetscCall(TileConvertBegin(A, reuse, newmat, NULL, &B));
   if (!B) PetscFunctionReturn(PETSC_SUCCESS);
   PetscCall(TileGetData(B, &t));
   base = t->device_aij ? MATSEQAIJCUSPARSE : MATSEQAIJ;

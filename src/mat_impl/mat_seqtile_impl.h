@@ -160,7 +160,7 @@ typedef struct {
   const PetscInt    *ai, *aj;
   const PetscScalar *aa;
   tilerap_memtype    mem;
-  PetscBool          rowij, arrayread, renamed; /* what TileAIJArraysEnd releases */
+  PetscBool          rowij, arrayread; /* host arrays TileAIJArraysEnd releases */
 } TileAIJArrays;
 PetscErrorCode TileAIJArraysBegin(Mat X, PetscBool device, TileAIJArrays *r);
 PetscErrorCode TileAIJArraysEnd(Mat X, TileAIJArrays *r);
@@ -179,9 +179,8 @@ PetscErrorCode TileDeviceJoinTilerap(const void *dev, PetscInt n);
 /* MatConvert's start, shared by the tile conversions: *B the matrix to
  * convert in place, or NULL when nothing is left to do (MAT_REUSE_MATRIX:
  * A's values copied into *newmat; or *newmat has the target type already,
- * by is_target).  With is_target (a conversion to the tile type named to)
- * *B must carry no implementation data. */
-PetscErrorCode TileConvertBegin(Mat A, MatReuse reuse, Mat *newmat, PetscErrorCode (*is_target)(Mat, PetscBool *), MatType to, Mat *B);
+ * by is_target). */
+PetscErrorCode TileConvertBegin(Mat A, MatReuse reuse, Mat *newmat, PetscErrorCode (*is_target)(Mat, PetscBool *), Mat *B);
 PetscErrorCode MatConvert_SeqAIJ_SeqTile(Mat, MatType, MatReuse, Mat *);
 PetscErrorCode MatProductSetFromOptions_SeqTile(Mat);
 /* What the MatProductSetFromOptions of both tile types decide first

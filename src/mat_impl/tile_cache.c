@@ -75,27 +75,38 @@ PetscErrorCode TileDeviceValuesEnd(Mat C, PetscScalar **ca)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+/* PETSc's current device context, and whether its stream orders itself
+ * with the legacy default stream tilerap works on. */
+static PetscErrorCode TilePETScStream(PetscDeviceContext *dctx, PetscBool *ordered)
+{
+  PetscStreamType st;
+
+  PetscFunctionBegin;
+  PetscCall(PetscDeviceContextGetCurrentContext(dctx));
+  PetscCall(PetscDeviceContextGetStreamType(*dctx, &st));
+  *ordered = (PetscBool)(st == PETSC_STREAM_DEFAULT || st == PETSC_STREAM_DEFAULT_WITH_BARRIER);
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 PetscErrorCode TileDeviceJoinPETSc(void)
 {
   PetscDeviceContext dctx;
-  PetscStreamType    st;
+  PetscBool          ordered;
 
   PetscFunctionBegin;
-  PetscCall(PetscDeviceContextGetCurrentContext(&dctx));
-  PetscCall(PetscDeviceContextGetStreamType(dctx, &st));
-  if (st != PETSC_STREAM_DEFAULT && st != PETSC_STREAM_DEFAULT_WITH_BARRIER) PetscCall(PetscDeviceContextSynchronize(dctx));
+  PetscCall(TilePETScStream(&dctx, &ordered));
+  if (!ordered) PetscCall(PetscDeviceContextSynchronize(dctx));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
 PetscErrorCode TileDeviceJoinTilerap(const void *dev, PetscInt n)
 {
   PetscDeviceContext dctx;
-  PetscStreamType    st;
+  PetscBool          ordered;
 
   PetscFunctionBegin;
-  PetscCall(PetscDeviceContextGetCurrentContext(&dctx));
-  PetscCall(PetscDeviceContextGetStreamType(dctx, &st));
-  if (n > 0 && st != PETSC_STREAM_DEFAULT && st != PETSC_STREAM_DEFAULT_WITH_BARRIER) {
+  PetscCall(TilePETScStream(&dctx, &ordered));
+  if (n > 0 && !ordered) {
     char byte; /* a copy to the host returns once tilerap's stream has drained */
     TileCall(PETSC_COMM_SELF, tilerap_memcpy(&byte, TILERAP_MEM_HOST, dev, TILERAP_MEM_DEVICE, 1));
   }
@@ -115,14 +126,14 @@ PetscErrorCode TileAIJArraysBegin(Mat X, PetscBool device, TileAIJArrays *r)
   PetscCall(TileHasDeviceCSR(X, &devcsr));
   if (devcsr && device && !PetscDefined(USE_64BIT_INDICES)) { /* the device CSR, full row offsets (not AIJ's compressed rows) */
     const int *i, *j;
-    PetscCall(TileShowAsCUSPARSE(X, &r->renamed));
+    PetscBool  renamed;
+    PetscCall(TileShowAsCUSPARSE(X, &renamed));
     PetscCall(MatSeqAIJCUSPARSEGetIJ(X, PETSC_FALSE, &i, &j));
     PetscCall(MatSeqAIJCUSPARSEGetArrayRead(X, &r->aa));
-    PetscCall(TileShowAsTile(X, r->renamed));
-    r->ai        = (const PetscInt *)i;
-    r->aj        = (const PetscInt *)j;
-    r->mem       = TILERAP_MEM_DEVICE;
-    r->arrayread = PETSC_TRUE;
+    PetscCall(TileShowAsTile(X, renamed));
+    r->ai  = (const PetscInt *)i;
+    r->aj  = (const PetscInt *)j;
+    r->mem = TILERAP_MEM_DEVICE;
     PetscFunctionReturn(PETSC_SUCCESS);
   }
   if (devcsr) { /* host arrays of AIJCUSPARSE: brought up to date from the device */
