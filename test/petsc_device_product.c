@@ -120,19 +120,29 @@ static PetscErrorCode product(Mat X, Mat Y, MatProductType type, MatReuse reuse,
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+/* X against Xref: same structure, values to TOL. */
+static PetscErrorCode values_ok(Mat X, Mat Xref, const char *what)
+{
+  PetscBool same;
+  PetscReal err;
+
+  PetscFunctionBeginUser;
+  PetscCall(tu_compare(X, Xref, &same, &err));
+  tap_ok(same && err <= TOL, "%s: same structure as the reference %d, rel. error %.2e", what, (int)same, (double)err);
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 /* C (tile) against Cref: type, device residency (the product left only
  * the device copy valid), structure and values. */
 static PetscErrorCode check(Mat C, Mat Cref, const char *what)
 {
-  PetscBool      same, istile;
-  PetscReal      err;
+  PetscBool        istile;
   PetscOffloadMask mask = C->offloadmask;
 
   PetscFunctionBeginUser;
   PetscCall(PetscObjectTypeCompare((PetscObject)C, MATSEQAIJTILE, &istile));
   tap_ok(istile && mask == PETSC_OFFLOAD_GPU, "%s: C is %s with only its device copy valid (offload mask %d)", what, ((PetscObject)C)->type_name, (int)mask);
-  PetscCall(tu_compare(C, Cref, &same, &err));
-  tap_ok(same && err <= TOL, "%s: same structure as the reference %d, rel. error %.2e", what, (int)same, (double)err);
+  PetscCall(values_ok(C, Cref, what));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -271,12 +281,8 @@ static PetscErrorCode more_checks(void)
   PetscCall(plans_now(&p0));
   PetscCall(MatPtAP(A, P, MAT_INITIAL_MATRIX, PETSC_DETERMINE, &C));
   PetscCall(plans_now(&p1));
-  {
-    PetscBool same;
-    PetscReal err;
-    PetscCall(tu_compare(C, Cref, &same, &err));
-    tap_ok(same && err <= TOL && p1 == p0 + 1, "PtAP with A bound to the CPU: a tile plan (+%d), same structure %d, rel. error %.2e", (int)(p1 - p0), (int)same, (double)err);
-  }
+  tap_ok(p1 == p0 + 1, "PtAP with A bound to the CPU: a tile plan (+%d)", (int)(p1 - p0));
+  PetscCall(values_ok(C, Cref, "PtAP with A bound to the CPU"));
   PetscCall(MatDestroy(&C));
   PetscCall(MatBindToCPU(A, PETSC_FALSE));
   PetscCall(MatPtAP(A, P, MAT_INITIAL_MATRIX, PETSC_DETERMINE, &C));
@@ -285,17 +291,14 @@ static PetscErrorCode more_checks(void)
   /* C bound to the CPU between runs: the re-run writes C's host values, and
    * C released computes with them on the device */
   {
-    Mat       Ah, Ph, Ch;
-    PetscBool same;
-    PetscReal err;
+    Mat Ah, Ph, Ch;
     PetscCall(MatBindToCPU(C, PETSC_TRUE));
     PetscCall(MatScale(A, 2.0));
     PetscCall(MatPtAP(A, P, MAT_REUSE_MATRIX, PETSC_DETERMINE, &C));
     PetscCall(MatConvert(A, MATSEQAIJ, MAT_INITIAL_MATRIX, &Ah));
     PetscCall(MatConvert(P, MATSEQAIJ, MAT_INITIAL_MATRIX, &Ph));
     PetscCall(MatPtAP(Ah, Ph, MAT_INITIAL_MATRIX, PETSC_DETERMINE, &Ch));
-    PetscCall(tu_compare(C, Ch, &same, &err));
-    tap_ok(same && err <= TOL, "PtAP re-run into a C bound to the CPU: same structure %d, rel. error %.2e", (int)same, (double)err);
+    PetscCall(values_ok(C, Ch, "PtAP re-run into a C bound to the CPU"));
     PetscCall(MatBindToCPU(C, PETSC_FALSE));
     PetscCall(MatCreateVecs(C, &x, &y));
     PetscCall(VecDuplicate(y, &yref));
@@ -338,8 +341,7 @@ static PetscErrorCode more_checks(void)
       PetscCall(MatPtAP(A, P, MAT_REUSE_MATRIX, PETSC_DETERMINE, &C));
       PetscCall(MatConvert(C, MATSEQBAIJ, MAT_INITIAL_MATRIX, &Cb));
       PetscCall(MatConvert(Cb, MATSEQAIJ, MAT_INITIAL_MATRIX, &Cba));
-      PetscCall(tu_compare(Cba, Ch, &same, &err));
-      tap_ok(same && err <= TOL, "MatConvert of a device tile C to seqbaij: same structure %d, rel. error %.2e", (int)same, (double)err);
+      PetscCall(values_ok(Cba, Ch, "MatConvert of a device tile C to seqbaij"));
       PetscCall(MatDestroy(&Cb));
       PetscCall(MatDestroy(&Cba));
     }
@@ -352,8 +354,7 @@ static PetscErrorCode more_checks(void)
       PetscCall(MatMatTransposeMult(A, A, MAT_REUSE_MATRIX, PETSC_DETERMINE, &Ct));
       PetscCall(MatConvert(A, MATSEQAIJ, MAT_INITIAL_MATRIX, &Ah2));
       PetscCall(MatMatTransposeMult(Ah2, Ah2, MAT_INITIAL_MATRIX, PETSC_DETERMINE, &Cth));
-      PetscCall(tu_compare(Ct, Cth, &same, &err));
-      tap_ok(same && err <= TOL, "A*B^T (SeqAIJ's) re-run after new device values of A: same structure %d, rel. error %.2e", (int)same, (double)err);
+      PetscCall(values_ok(Ct, Cth, "A*B^T (SeqAIJ's) re-run after new device values of A"));
       PetscCall(MatDestroy(&Ct));
       PetscCall(MatDestroy(&Cth));
       PetscCall(MatDestroy(&Ah2));
@@ -378,12 +379,7 @@ static PetscErrorCode more_checks(void)
   PetscCall(MatPtAP(A, P, MAT_REUSE_MATRIX, PETSC_DETERMINE, &C));
   PetscCall(plans_now(&p1));
   tap_ok(p1 == p0 + 1, "PtAP MAT_REUSE_MATRIX after a new nonzero in A: planned again (plans +%d)", (int)(p1 - p0));
-  {
-    PetscBool same;
-    PetscReal err;
-    PetscCall(tu_compare(C, Cref, &same, &err));
-    tap_ok(same && err <= TOL, "PtAP after a new nonzero in A: same structure %d, rel. error %.2e", (int)same, (double)err);
-  }
+  PetscCall(values_ok(C, Cref, "PtAP after a new nonzero in A"));
   PetscCall(MatDestroy(&C));
   PetscCall(MatDestroy(&Cref));
   PetscCall(MatDestroy(&A));
