@@ -1,7 +1,8 @@
 #!/bin/sh
 # PETSc's own tutorials with GAMG, a PETSc type against the tile type loaded
-# with -dll_append, runs alternating type by type: PCSetUp, GAMG's products
-# (MatMatMult: prolongator smoothing, MatPtAP: Galerkin), KSPSolve and the
+# with -dll_append, runs alternating type by type: PCSetUp, GAMG's strength
+# graph (MatCreateGraph) and products (graph squaring: MatTrnMatMult,
+# MatMatMult: prolongator smoothing, MatPtAP: Galerkin), KSPSolve and the
 # iterations from -log_view, then min / median / max per case and type.
 #
 #   bench/petsc_gamg.sh [REPS]            CPU: AIJ against seqtile (default 5 runs;
@@ -69,10 +70,12 @@ run() { # case type args...
   awk -v c=$c -v t=$t '
     $1 == "PCSetUp" && $4 > pc { pc = $4 }
     $1 == "KSPSolve" && $4 > ks { ks = $4 }
+    $1 == "MatCreateGraph" { gr += $4 }
+    $1 == "MatTrnMatMultSym" || $1 == "MatTrnMatMultNum" { sq += $4 }
     $1 == "MatMatMultSym" || $1 == "MatMatMultNum" { mm += $4 }
     $1 == "MatPtAPSymbolic" || $1 == "MatPtAPNumeric" { ptap += $4 }
     /Linear solve converged due to/ { its = its $NF "," }
-    END { printf "%s %s %.4f %.4f %.4f %.4f %s\n", c, t, pc, mm, ptap, ks, its }' "$log" >> "$OUT/results.txt"
+    END { printf "%s %s %.4f %.4f %.4f %.4f %.4f %.4f %s\n", c, t, pc, gr, sq, mm, ptap, ks, its }' "$log" >> "$OUT/results.txt"
 }
 run_resetup() { # case type args...: examples/poisson's setup 0 and re-setup 2 (reused interpolation, new values)
   c=$1; t=$2; shift 2
@@ -81,7 +84,7 @@ run_resetup() { # case type args...: examples/poisson's setup 0 and re-setup 2 (
   awk -v c=$c -v t=$t '
     $1 == "setup" && /PCSetUp .* s, Galerkin/ { s = $2; sub(":", "", s); pc[s] = $4; gal[s] = $9; sol[s] = $(NF-1) }
     $1 == "setup" && /iterations/ { s = $2; sub(":", "", s); it[s] = $5 }
-    END { for (k in pc) if (k == 0 || k == 2) printf "%s-%s %s %.4f 0 %.4f %.4f %s\n", c, k, t, pc[k], gal[k], sol[k], it[k] }' "$log" >> "$OUT/results.txt"
+    END { for (k in pc) if (k == 0 || k == 2) printf "%s-%s %s %.4f 0 0 0 %.4f %.4f %s\n", c, k, t, pc[k], gal[k], sol[k], it[k] }' "$log" >> "$OUT/results.txt"
 }
 one() { # case type
   c=$1; t=$2
@@ -115,16 +118,16 @@ for r in $(seq "$REPS"); do
 done
 # min / median / max of each column per case and type
 echo "# $REPS runs each, $NP rank(s), GPU=$GPU, OMP_NUM_THREADS=${OMP_NUM_THREADS:-unset}; seconds, min / median / max"
-echo "| case | type | PCSetUp | MatMatMult | MatPtAP | KSPSolve | iterations |"
-echo "|---|---|---|---|---|---|---|"
+echo "| case | type | PCSetUp | MatCreateGraph | graph square | MatMatMult | MatPtAP | KSPSolve | iterations |"
+echo "|---|---|---|---|---|---|---|---|---|"
 for c in $(cut -d' ' -f1 "$OUT/results.txt" | awk '!seen[$1]++'); do
   for t in $TYPES; do
     awk -v c=$c -v t=$t '$1 == c && $2 == t' "$OUT/results.txt" > "$OUT/one.txt"
     [ -s "$OUT/one.txt" ] || continue
     line="| $c | $t"
-    for col in 3 4 5 6; do
+    for col in 3 4 5 6 7 8; do
       line="$line | $(cut -d' ' -f$col "$OUT/one.txt" | sort -g | awk '{v[NR] = $1} END {printf "%.3f / %.3f / %.3f", v[1], v[int((NR + 1) / 2)], v[NR]}')"
     done
-    echo "$line | $(cut -d' ' -f7 "$OUT/one.txt" | sort -u | tr '\n' ' ')|"
+    echo "$line | $(cut -d' ' -f9 "$OUT/one.txt" | sort -u | tr '\n' ' ')|"
   done
 done

@@ -429,6 +429,28 @@ TILERAP_EXPORT int tilerap_csr_plan_numeric(tilerap_csr_plan plan, const tilerap
 TILERAP_EXPORT int tilerap_csr_plan_info(tilerap_csr_plan plan, int64_t *c_nnz, int64_t *flops);
 TILERAP_EXPORT void tilerap_csr_plan_destroy(tilerap_csr_plan *plan);
 
+/* ------------------------------------------------------------------ */
+/* Strength graphs for AMG coarsening                                  */
+/* ------------------------------------------------------------------ */
+/* The scalar graph that aggregation AMG coarsens (PETSc's MatCreateGraph,
+ * GAMG's first setup step), from a square m x m CSR matrix A with sorted
+ * rows and m a multiple of bs:
+ *   G(I,J) = sum of |A(i,j)| over the bs x bs block (I,J), summed row by
+ *            row, columns ascending within a row; for bs = 1, A(i,j), or
+ *            |A(i,j)| with TILERAP_GRAPH_ABS;
+ *   TILERAP_GRAPH_SYMMETRIZE: G + G^T on the union of the two patterns;
+ *   TILERAP_GRAPH_SCALE: D G D with D(I) = sqrt(|1 / G(I,I)|), 0 where
+ *            G(I,I) is 0 or not stored ((G(I,J) D(I)) D(J) in that order).
+ * Stored zeros stay.  The order of every sum and product is PETSc's, so
+ * the graph is bit for bit the one PETSc's AIJ makes (and its
+ * coarsening the same).  G (m/bs rows, sorted) is allocated here: free it
+ * with tilerap_csr_destroy.  CPU engine; TILERAP_ERR_UNSORTED,
+ * TILERAP_ERR_RANGE, TILERAP_ERR_SIZE (m not a multiple of bs, bs < 1 or
+ * above 64) for bad input, nothing allocated then. */
+enum { TILERAP_GRAPH_ABS = 1, TILERAP_GRAPH_SYMMETRIZE = 2, TILERAP_GRAPH_SCALE = 4 };
+TILERAP_EXPORT int tilerap_csr_graph_i32(int32_t m, int32_t bs, const int32_t *rowptr, const int32_t *colidx,
+                                         const double *val, unsigned flags, tilerap_csr **G);
+
 #ifdef __cplusplus
 }
 #endif

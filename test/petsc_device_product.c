@@ -266,6 +266,36 @@ static PetscErrorCode more_checks(void)
   PetscCall(VecDestroy(&yref));
   PetscCall(MatDestroy(&C));
 
+  /* a P that asks for its explicit transpose (as GAMG's do) gets it in the
+   * product's setup, as AIJCUSPARSE's PtAP does; the restriction after it
+   * forms none, and multiplies right */
+  {
+    Mat       Pt;
+    PetscInt  g0, g1, g2;
+    PetscReal e, r;
+    PetscCall(to_tile(Pc, &Pt));
+    PetscCall(MatSetOption(Pt, MAT_FORM_EXPLICIT_TRANSPOSE, PETSC_TRUE));
+    PetscCall(tu_event_count("MatCUSPARSGenT", &g0));
+    PetscCall(MatPtAP(A, Pt, MAT_INITIAL_MATRIX, PETSC_DETERMINE, &C));
+    PetscCall(tu_event_count("MatCUSPARSGenT", &g1));
+    PetscCall(check(C, Cref, "PtAP tile A, tile P asking for its transpose"));
+    PetscCall(MatCreateVecs(Pt, &x, &y));
+    PetscCall(VecDuplicate(x, &yref));
+    PetscCall(VecSetRandom(y, NULL));
+    PetscCall(MatMultTranspose(Pt, y, x));
+    PetscCall(tu_event_count("MatCUSPARSGenT", &g2));
+    PetscCall(MatMultTranspose(Pc, y, yref));
+    PetscCall(VecAXPY(x, -1.0, yref));
+    PetscCall(VecNorm(x, NORM_2, &e));
+    PetscCall(VecNorm(yref, NORM_2, &r));
+    tap_ok(g1 == g0 + 1 && g2 == g1 && e <= TOL * r, "P's explicit transpose formed in PtAP's setup (+%d), none in the restriction after (+%d), P^T y rel. difference %.2e", (int)(g1 - g0), (int)(g2 - g1), (double)(e / r));
+    PetscCall(VecDestroy(&x));
+    PetscCall(VecDestroy(&y));
+    PetscCall(VecDestroy(&yref));
+    PetscCall(MatDestroy(&C));
+    PetscCall(MatDestroy(&Pt));
+  }
+
   /* MatDuplicate keeps the tile type, and its products */
   PetscCall(MatDuplicate(A, MAT_COPY_VALUES, &D));
   PetscCall(PetscObjectTypeCompare((PetscObject)D, MATSEQAIJTILE, &istile));

@@ -7,6 +7,7 @@ libtilerap_la_SOURCES += \
 	src/mat_impl/tile_cache.c \
 	src/mat_impl/tile_options.c \
 	src/mat_impl/mat_seqtile_product.c \
+	src/mat_impl/mat_seqtile_graph.c \
 	src/mat_impl/mat_mpitile.c \
 	src/mat_impl/mat_tile_register.c
 libtilerap_la_CPPFLAGS += $(PETSC_CFLAGS)
@@ -20,11 +21,14 @@ examples_poisson_poisson_CPPFLAGS = $(AM_CPPFLAGS) $(PETSC_CFLAGS)
 examples_poisson_poisson_LDADD = libtilerap.la $(PETSC_LIBS)
 
 # ------------------------------------------------------------ PETSc-layer tests (CPU engine)
-petsc_tests = test/petsc_seqtile_basic test/petsc_seqtile_product test/petsc_gamg test/petsc_device_product
+petsc_tests = test/petsc_seqtile_basic test/petsc_seqtile_product test/petsc_gamg test/petsc_device_product test/petsc_graph
 check_PROGRAMS += $(petsc_tests)
 TESTS += $(petsc_tests)
 petsc_test_cppflags = $(AM_CPPFLAGS) -I$(top_srcdir)/test $(PETSC_CFLAGS)
 petsc_test_ldadd = libtilerap.la $(PETSC_LIBS)
+test_petsc_graph_SOURCES = test/petsc_graph.c test/petsc_testutil.h test/tap.h
+test_petsc_graph_CPPFLAGS = $(petsc_test_cppflags)
+test_petsc_graph_LDADD = $(petsc_test_ldadd)
 test_petsc_seqtile_basic_SOURCES = test/petsc_seqtile_basic.c test/petsc_testutil.h test/tap.h
 test_petsc_seqtile_basic_CPPFLAGS = $(petsc_test_cppflags)
 test_petsc_seqtile_basic_LDADD = $(petsc_test_ldadd)

@@ -378,6 +378,9 @@ static PetscErrorCode TileCaptureBaseOps(Mat B, PetscBool device)
   b->productsetfromoptions = B->ops->productsetfromoptions;
   b->duplicate             = B->ops->duplicate;
   b->bindtocpu             = B->ops->bindtocpu;
+#if TILE_GRAPH
+  b->creategraph = B->ops->creategraph;
+#endif
   if (device) {
     Mat aij;
     PetscCall(MatCreate(PETSC_COMM_SELF, &aij));
@@ -402,6 +405,9 @@ static PetscErrorCode TileRestoreBaseOps(Mat B, PetscBool device)
   B->ops->productsetfromoptions = b->productsetfromoptions;
   B->ops->duplicate             = b->duplicate;
   B->ops->bindtocpu             = b->bindtocpu;
+#if TILE_GRAPH
+  B->ops->creategraph = b->creategraph;
+#endif
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -529,6 +535,9 @@ PetscErrorCode TileSeqConvertInPlace(Mat B, PetscBool device)
   B->ops->view                  = MatView_SeqTile;
   B->ops->setfromoptions        = MatSetFromOptions_SeqTile;
   B->ops->productsetfromoptions = MatProductSetFromOptions_SeqTile;
+#if TILE_GRAPH
+  B->ops->creategraph = MatCreateGraph_SeqTile;
+#endif
 #if TILE_DEVICE_AIJ
   B->ops->duplicate = MatDuplicate_SeqTile;
   if (device) B->ops->bindtocpu = MatBindToCPU_SeqTile;

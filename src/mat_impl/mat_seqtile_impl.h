@@ -97,6 +97,9 @@ typedef struct {
   PetscErrorCode (*fallback)(Mat); /* SeqAIJ's productsetfromoptions */
   PetscErrorCode (*duplicate)(Mat, MatDuplicateOption, Mat *);
   PetscErrorCode (*bindtocpu)(Mat, PetscBool);
+#if !PETSC_VERSION_LT(3, 25, 0)
+  PetscErrorCode (*creategraph)(Mat, PetscBool, PetscBool, PetscReal, PetscInt, PetscInt[], Mat *);
+#endif
 } TileAIJOps;
 
 extern TileAIJOps tile_base_ops[2];
@@ -108,7 +111,7 @@ typedef struct {
 } Mat_SeqTile;
 
 /* ---------------------------------------------------------------- shared state */
-extern PetscLogEvent TILE_Plan, TILE_Numeric, TILE_Xfer, TILE_Convert, TILE_Struct;
+extern PetscLogEvent TILE_Plan, TILE_Numeric, TILE_Xfer, TILE_Convert, TILE_Struct, TILE_Graph;
 
 /* ---------------------------------------------------------------- helpers */
 /* tilerap error -> PETSc error with tilerap's message. */
@@ -169,12 +172,37 @@ PetscErrorCode TileAIJArraysEnd(Mat X, TileAIJArrays *r);
  * transpose marked stale); the device CSR is made first if C has none. */
 PetscErrorCode TileDeviceValuesBegin(Mat C, PetscScalar **ca);
 PetscErrorCode TileDeviceValuesEnd(Mat C, PetscScalar **ca);
+/* P's explicit transpose on the device when P asks for one
+ * (MAT_FORM_EXPLICIT_TRANSPOSE, set by GAMG on its prolongators):
+ * AIJCUSPARSE's own PtAP forms it, and PCMG's restriction multiplies with
+ * it, so a tile PtAP forms it in its setup too rather than leaving it to
+ * the first solve. */
+PetscErrorCode TileFormExplicitTranspose(Mat P);
 /* Orders tilerap's work (legacy default stream) after PETSc's queued
  * device work when PETSc's current stream is one that does not wait. */
 PetscErrorCode TileDeviceJoinPETSc(void);
 /* The reverse, after tilerap wrote dev (device memory): PETSc's later work
  * on a stream that does not wait sees the result. */
 PetscErrorCode TileDeviceJoinTilerap(const void *dev, PetscInt n);
+#endif
+/* A seqtile's AIJ structure from row pointers (mat_seqtile_product.c):
+ * preallocated exactly, then each row's columns written straight into
+ * the column array that preallocation made (*cols, sorted rows) and taken
+ * as they are (MatSeqAIJSetColumnIndices), values from vals (nz doubles
+ * in memory vals_mem; NULL: zeros), assembled, new nonzeros refused.
+ * MatSetValues row by row costs a call per row, MatSeqAIJSetPreallocationCSR
+ * a search per entry. */
+PetscErrorCode TileStructureBegin(Mat C, int32_t m, const int64_t *rowptr, PetscInt **cols);
+PetscErrorCode TileStructureEnd(Mat C, PetscInt *cols, int64_t nz, const double *vals, tilerap_memtype vals_mem);
+#if !PETSC_VERSION_LT(3, 25, 0)
+/* MatCreateGraph of a seqtile (mat_seqtile_graph.c): the strength graph
+ * by the engine (tilerap_csr_graph_i32 or its device form), the same as
+ * AIJ's; AIJ's own (base) where the engine does not apply.  The
+ * signature and semantics are those of PETSc 3.25. */
+  #define TILE_GRAPH 1
+PetscErrorCode MatCreateGraph_SeqTile(Mat, PetscBool, PetscBool, PetscReal, PetscInt, PetscInt[], Mat *);
+#else
+  #define TILE_GRAPH 0
 #endif
 /* MatConvert's start, shared by the tile conversions: *B the matrix to
  * convert in place, or NULL when nothing is left to do (MAT_REUSE_MATRIX:

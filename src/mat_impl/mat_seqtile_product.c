@@ -211,7 +211,7 @@ static PetscErrorCode TileAIJAsCSR(Mat X, int64_t *rp, int32_t *col, tilerap_csr
  * they are (MatSeqAIJSetColumnIndices); MatSetValues row by row costs a
  * call per row, MatSeqAIJSetPreallocationCSR a search per entry.  Then
  * assembled, new nonzeros refused. */
-static PetscErrorCode TileStructureBegin(Mat C, int32_t m, const int64_t *rowptr, PetscInt **cols)
+PetscErrorCode TileStructureBegin(Mat C, int32_t m, const int64_t *rowptr, PetscInt **cols)
 {
   PetscInt       *nnz, n;
   const PetscInt *ci, *cj;
@@ -229,14 +229,18 @@ static PetscErrorCode TileStructureBegin(Mat C, int32_t m, const int64_t *rowptr
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-static PetscErrorCode TileStructureEnd(Mat C, PetscInt *cols, int64_t nz)
+PetscErrorCode TileStructureEnd(Mat C, PetscInt *cols, int64_t nz, const double *vals, tilerap_memtype vals_mem)
 {
   PetscScalar *ca;
 
   PetscFunctionBegin;
   PetscCall(MatSeqAIJSetColumnIndices(C, cols)); /* in place: sets the row lengths */
   PetscCall(MatSeqAIJGetArrayWrite(C, &ca));
-  PetscCall(PetscArrayzero(ca, nz));
+  if (!vals) { /* by all threads: a fresh array's first-touch faults dominate the zeroing */
+#pragma omp parallel for schedule(static) if (nz > (1 << 20))
+    for (int64_t k = 0; k < nz; k++) ca[k] = 0;
+  }
+  else if (nz > 0) TileCall(PetscObjectComm((PetscObject)C), tilerap_memcpy(ca, TILERAP_MEM_HOST, vals, vals_mem, (size_t)nz * sizeof(double)));
   PetscCall(MatSeqAIJRestoreArrayWrite(C, &ca));
   PetscCall(TileHostValuesWritten(C));
   PetscCall(MatAssemblyBegin(C, MAT_FINAL_ASSEMBLY));
@@ -253,7 +257,7 @@ static PetscErrorCode TileAssembleStructure(Mat C, int32_t m, const int64_t *row
   PetscFunctionBegin;
   PetscCall(TileStructureBegin(C, m, rowptr, &cols));
   for (int64_t k = 0; k < rowptr[m]; k++) cols[k] = (PetscInt)colidx[k];
-  PetscCall(TileStructureEnd(C, cols, rowptr[m]));
+  PetscCall(TileStructureEnd(C, cols, rowptr[m], NULL, TILERAP_MEM_HOST));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -400,7 +404,7 @@ static PetscErrorCode TileProductPlan(Mat C, TileProduct *pd, Mat A, Mat B)
   #endif
     if (err) PetscCall(PetscFree(rp));
     TileCall(comm, err);
-    PetscCall(TileStructureEnd(C, cols, out->nnz));
+    PetscCall(TileStructureEnd(C, cols, out->nnz, NULL, TILERAP_MEM_HOST));
     PetscCall(PetscFree(rp));
     PetscCall(PetscLogEventEnd(TILE_Struct, C, 0, 0, 0));
   } else {
@@ -657,6 +661,9 @@ static PetscErrorCode MatProductSymbolic_SeqTile(Mat C)
       PetscCall(ierr);
     }
   }
+#if TILE_DEVICE_AIJ
+  if (pd->device && pd->type == MATPRODUCT_PtAP) PetscCall(TileFormExplicitTranspose(B));
+#endif
   /* MatSetType() in the plan may have reset C's ops */
   C->product->data         = pd;
   C->product->destroy      = TileProductDestroy;

@@ -3,7 +3,7 @@
  * calls. */
 #include "mat_seqtile_impl.h"
 
-PetscLogEvent TILE_Plan, TILE_Numeric, TILE_Xfer, TILE_Convert, TILE_Struct;
+PetscLogEvent TILE_Plan, TILE_Numeric, TILE_Xfer, TILE_Convert, TILE_Struct, TILE_Graph;
 
 static PetscBool tile_package_initialized = PETSC_FALSE;
 
@@ -34,6 +34,7 @@ PetscErrorCode TileRAPInitializePackage(void)
   PetscCall(PetscLogEventRegister("TileRAPXfer", MAT_CLASSID, &TILE_Xfer));
   PetscCall(PetscLogEventRegister("TileRAPConvert", MAT_CLASSID, &TILE_Convert));
   PetscCall(PetscLogEventRegister("TileRAPCStruct", MAT_CLASSID, &TILE_Struct)); /* C's AIJ structure from a plan */
+  PetscCall(PetscLogEventRegister("TileRAPGraph", MAT_CLASSID, &TILE_Graph));   /* MatCreateGraph by the engine */
   PetscCall(PetscRegisterFinalize(TileRAPFinalizePackage));
   PetscFunctionReturn(PETSC_SUCCESS);
 }

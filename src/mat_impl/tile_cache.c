@@ -88,6 +88,24 @@ static PetscErrorCode TilePETScStream(PetscDeviceContext *dctx, PetscBool *order
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+PetscErrorCode TileFormExplicitTranspose(Mat P)
+{
+  PetscBool devcsr;
+  Vec       x, y;
+
+  PetscFunctionBegin;
+  if (!P->form_explicit_transpose) PetscFunctionReturn(PETSC_SUCCESS);
+  PetscCall(TileHasDeviceCSR(P, &devcsr));
+  if (!devcsr) PetscFunctionReturn(PETSC_SUCCESS);
+  /* PETSc's public way to it: one transposed multiply, which forms and keeps it */
+  PetscCall(MatCreateVecs(P, &x, &y));
+  PetscCall(VecZeroEntries(y));
+  PetscCall(MatMultTranspose(P, y, x));
+  PetscCall(VecDestroy(&x));
+  PetscCall(VecDestroy(&y));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 PetscErrorCode TileDeviceJoinPETSc(void)
 {
   PetscDeviceContext dctx;

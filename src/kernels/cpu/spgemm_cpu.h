@@ -140,5 +140,8 @@ void tr_cpu_csr_product_bind(tr_cpu_csr_product *P, const int64_t *arp, const in
 /* T = A^T of an m x n CSR A (rows sorted), vidx: A's entry of each of T's */
 int tr_cpu_csr_transpose(int32_t m, int32_t n, const int64_t *rp, const int32_t *col, int64_t **trp,
                          int32_t **tcol, int64_t **tvidx);
+/* tilerap_csr_graph_i32 (graph_cpu.c), arguments other than the arrays checked */
+int tr_cpu_csr_graph(int32_t m, int32_t bs, const int32_t *rp, const int32_t *col, const double *val,
+                     unsigned flags, tilerap_csr **G);
 
 #endif

@@ -26,7 +26,8 @@ cuda_sources = \
 	src/kernels/cuda/spgemm_cuda_lowprec.cu \
 	src/kernels/cuda/spgemm_cuda_plan.cu \
 	src/kernels/cuda/csr_cuda_view.cu \
-	src/kernels/cuda/csr_cuda_product.cu
+	src/kernels/cuda/csr_cuda_product.cu \
+	src/kernels/cuda/graph_cuda.cu
 libtilerap_la_SOURCES += $(cuda_sources)
 libtilerap_la_LIBADD += $(CUDA_LIBS)
 NVCC_COMPILE = $(NVCC) $(NVCCFLAGS) -Xcompiler -fvisibility=hidden -std=c++17 $(DEFS) $(DEFAULT_INCLUDES) -I$(top_srcdir)/include -I$(top_builddir) $(tr_private_includes) $(CUDA_CPPFLAGS)
@@ -41,7 +42,7 @@ cuda_headers = src/kernels/cuda/spgemm_cuda.cuh src/kernels/format/csr_fingerpri
 src/kernels/cuda/tile_cuda_memory.lo src/kernels/cuda/tile_cuda_slots.lo src/kernels/cuda/tile_cuda_staging.lo src/kernels/cuda/tile_cuda_transpose.lo src/kernels/cuda/tile_cuda_from_csr.lo \
 src/kernels/cuda/tile_cuda_to_csr.lo src/kernels/cuda/csr_cuda_fingerprint.lo src/kernels/cuda/tile_cuda_structure.lo src/kernels/cuda/ptap_cuda_encounter_order.lo src/kernels/cuda/ptap_cuda_scatter.lo src/kernels/cuda/ptap_cuda_scatter_ap.lo src/kernels/cuda/ptap_cuda_rows.lo src/kernels/cuda/spgemm_cuda_step1_structure.lo src/kernels/cuda/spgemm_cuda_step1_rows.lo src/kernels/cuda/spgemm_cuda_step1_compact.lo src/kernels/cuda/spgemm_cuda_step2_masks.lo \
 src/kernels/cuda/spgemm_cuda_step3_numeric.lo src/kernels/cuda/spgemm_cuda_step3_pairs.lo src/kernels/cuda/spgemm_cuda_lowprec.lo src/kernels/cuda/spgemm_cuda_plan.lo \
-src/kernels/cuda/csr_cuda_view.lo src/kernels/cuda/csr_cuda_product.lo: $(cuda_headers)
+src/kernels/cuda/csr_cuda_view.lo src/kernels/cuda/csr_cuda_product.lo src/kernels/cuda/graph_cuda.lo: $(cuda_headers)
 
 # GPU tests: the CUDA engine against the CPU engine and the Gustavson
 # reference.  Part of `make check` (they skip without a GPU).  `make

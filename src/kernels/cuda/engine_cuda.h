@@ -144,6 +144,9 @@ int tr_cuda_csr_fingerprint(int32_t m, const int32_t *rowptr, const int32_t *col
 int tr_cuda_ptap_encounter_order(const tilerap_tile_matrix *C, int32_t na, const int32_t *a_rowptr,
                                  const int32_t *a_colidx, const int32_t *p_rowptr, const int32_t *p_colidx,
                                  int diag_first, int32_t *rowptr, int32_t *colidx, double *val, int64_t *unreached);
+/* tilerap_csr_graph_device_i32 (graph_cuda.cu), arguments other than the arrays checked */
+int tr_cuda_csr_graph(int32_t m, int32_t bs, const int32_t *rp, const int32_t *col, const double *val,
+                      unsigned flags, int32_t **g_rp, int32_t **g_col, double **g_val, int64_t *g_nnz);
 #endif
 #ifdef __cplusplus
 }

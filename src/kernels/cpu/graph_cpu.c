@@ -1,0 +1,190 @@
+/* The strength graph of aggregation AMG on the CPU engine
+ * (tilerap_csr_graph_i32, tilerap.h): the block collapse, G + G^T and the
+ * diagonal scaling as whole-array passes with row-parallel loops, in
+ * PETSc's order of operations so that the coarsening that reads the graph
+ * makes the same aggregates.  PETSc's own AIJ version transposes, adds
+ * with a new preallocation and scales through vectors: several passes
+ * over the matrix and an insertion per entry. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "spgemm_cpu.h"
+#include "tile_internal.h"
+
+/* Input checks: row pointers from 0, not decreasing; columns in range and
+ * strictly increasing within rows. */
+static int tr_graph_check(int32_t m, const int32_t *rp, const int32_t *col)
+{
+  if (rp[0] != 0) return tilerap_set_error(TILERAP_ERR_INVALID, "graph: row pointers do not start at 0");
+  for (int32_t i = 0; i < m; i++)
+    if (rp[i + 1] < rp[i]) return tilerap_set_error(TILERAP_ERR_INVALID, "graph: row pointers decrease at row %d", i);
+  for (int32_t i = 0; i < m; i++) {
+    for (int32_t k = rp[i]; k < rp[i + 1]; k++) {
+      if (col[k] < 0 || col[k] >= m)
+        return tilerap_set_error(TILERAP_ERR_RANGE, "graph: column %d of row %d outside 0..%d", col[k], i, m - 1);
+      if (k > rp[i] && col[k] <= col[k - 1])
+        return tilerap_set_error(TILERAP_ERR_UNSORTED, "graph: columns of row %d not strictly increasing", i);
+    }
+  }
+  return TILERAP_SUCCESS;
+}
+
+/* Block row I of the collapse: the bs scalar rows merged by block column,
+ * each block's |a| summed row by row, columns ascending within a row.
+ * Returns the number of block columns; writes them when scol is given. */
+static int64_t tr_collapse_row(int32_t I, int32_t bs, const int32_t *rp, const int32_t *col, const double *val,
+                               int32_t *scol, double *sval)
+{
+  int32_t p[64], e[64];
+  int64_t n = 0;
+  for (int32_t r = 0; r < bs; r++) {
+    p[r] = rp[(int64_t)I * bs + r];
+    e[r] = rp[(int64_t)I * bs + r + 1];
+  }
+  for (;;) {
+    int32_t J = INT32_MAX;
+    for (int32_t r = 0; r < bs; r++)
+      if (p[r] < e[r] && col[p[r]] / bs < J) J = col[p[r]] / bs;
+    if (J == INT32_MAX) break;
+    double s = 0;
+    for (int32_t r = 0; r < bs; r++)
+      for (; p[r] < e[r] && col[p[r]] / bs == J; p[r]++) s += fabs(val[p[r]]);
+    if (scol) {
+      scol[n] = J;
+      sval[n] = s;
+    }
+    n++;
+  }
+  return n;
+}
+
+/* Row i of G + G^T from row i of G (gc, gv: ng entries) and of G^T (tc,
+ * tv: nt), both ascending.  Counts, and writes when oc is given. */
+static int64_t tr_merge_row(const int32_t *gc, const double *gv, int64_t ng, const int32_t *tc, const double *tv,
+                            int64_t nt, int32_t *oc, double *ov)
+{
+  int64_t a = 0, b = 0, n = 0;
+  while (a < ng || b < nt) {
+    int32_t c;
+    double v;
+    if (b == nt || (a < ng && gc[a] < tc[b])) {
+      c = gc[a];
+      v = gv[a++];
+    } else if (a == ng || tc[b] < gc[a]) {
+      c = tc[b];
+      v = tv[b++];
+    } else {
+      c = gc[a];
+      v = gv[a++] + tv[b++];
+    }
+    if (oc) {
+      oc[n] = c;
+      ov[n] = v;
+    }
+    n++;
+  }
+  return n;
+}
+
+int tr_cpu_csr_graph(int32_t m, int32_t bs, const int32_t *rp, const int32_t *col, const double *val,
+                     unsigned flags, tilerap_csr **G)
+{
+  const int32_t mb = m / bs;
+  int64_t *srp = NULL, *trp = NULL, *cur = NULL;
+  int32_t *scol = NULL, *tcol = NULL;
+  double *sval = NULL, *tval = NULL, *d = NULL;
+  tilerap_csr *out = NULL;
+  int err = tr_graph_check(m, rp, col);
+  if (err) return err;
+
+  /* S: the collapsed (or absolute) matrix, mb x mb, int64 row pointers */
+  const int64_t annz = rp[m];
+  if (!(srp = malloc(((size_t)mb + 1) * sizeof *srp))) goto nomem;
+  if (bs == 1) {
+    for (int32_t i = 0; i <= m; i++) srp[i] = rp[i];
+    if (!(scol = malloc((size_t)(annz ? annz : 1) * sizeof *scol)) ||
+        !(sval = malloc((size_t)(annz ? annz : 1) * sizeof *sval)))
+      goto nomem;
+    memcpy(scol, col, (size_t)annz * sizeof *scol);
+#pragma omp parallel for schedule(static) if (annz > 65536)
+    for (int64_t k = 0; k < annz; k++) sval[k] = (flags & TILERAP_GRAPH_ABS) ? fabs(val[k]) : val[k];
+  } else {
+    srp[0] = 0;
+#pragma omp parallel for schedule(dynamic, 256) if (mb > 4096)
+    for (int32_t I = 0; I < mb; I++) srp[I + 1] = tr_collapse_row(I, bs, rp, col, val, NULL, NULL);
+    for (int32_t I = 0; I < mb; I++) srp[I + 1] += srp[I];
+    if (!(scol = malloc((size_t)(srp[mb] ? srp[mb] : 1) * sizeof *scol)) ||
+        !(sval = malloc((size_t)(srp[mb] ? srp[mb] : 1) * sizeof *sval)))
+      goto nomem;
+#pragma omp parallel for schedule(dynamic, 256) if (mb > 4096)
+    for (int32_t I = 0; I < mb; I++) tr_collapse_row(I, bs, rp, col, val, scol + srp[I], sval + srp[I]);
+  }
+  const int64_t snnz = srp[mb];
+
+  if (flags & TILERAP_GRAPH_SYMMETRIZE) {
+    /* S^T by a counting sort in row order: its rows come out ascending */
+    if (!(trp = calloc((size_t)mb + 1, sizeof *trp)) || !(cur = malloc(((size_t)mb + 1) * sizeof *cur)) ||
+        !(tcol = malloc((size_t)(snnz ? snnz : 1) * sizeof *tcol)) ||
+        !(tval = malloc((size_t)(snnz ? snnz : 1) * sizeof *tval)))
+      goto nomem;
+    for (int64_t k = 0; k < snnz; k++) trp[scol[k] + 1]++;
+    for (int32_t i = 0; i < mb; i++) trp[i + 1] += trp[i];
+    memcpy(cur, trp, ((size_t)mb + 1) * sizeof *cur);
+    for (int32_t i = 0; i < mb; i++)
+      for (int64_t k = srp[i]; k < srp[i + 1]; k++) {
+        const int64_t at = cur[scol[k]]++;
+        tcol[at] = i;
+        tval[at] = sval[k];
+      }
+    /* the union, counted then written */
+    int64_t *grp = cur; /* reused: row lengths, then row pointers */
+    grp[0] = 0;
+#pragma omp parallel for schedule(dynamic, 1024) if (mb > 4096)
+    for (int32_t i = 0; i < mb; i++)
+      grp[i + 1] = tr_merge_row(scol + srp[i], sval + srp[i], srp[i + 1] - srp[i], tcol + trp[i], tval + trp[i],
+                                trp[i + 1] - trp[i], NULL, NULL);
+    for (int32_t i = 0; i < mb; i++) grp[i + 1] += grp[i];
+    if (grp[mb] > INT32_MAX) {
+      err = tilerap_set_error(TILERAP_ERR_OVERFLOW, "graph: %lld entries exceed 32-bit row pointers", (long long)grp[mb]);
+      goto cleanup;
+    }
+    if ((err = tilerap_csr_create(mb, mb, grp[mb], &out))) goto cleanup;
+    memcpy(out->rowptr, grp, ((size_t)mb + 1) * sizeof *grp);
+#pragma omp parallel for schedule(dynamic, 1024) if (mb > 4096)
+    for (int32_t i = 0; i < mb; i++)
+      tr_merge_row(scol + srp[i], sval + srp[i], srp[i + 1] - srp[i], tcol + trp[i], tval + trp[i],
+                   trp[i + 1] - trp[i], out->colidx + out->rowptr[i], out->val + out->rowptr[i]);
+  } else {
+    if ((err = tilerap_csr_create(mb, mb, snnz, &out))) goto cleanup;
+    memcpy(out->rowptr, srp, ((size_t)mb + 1) * sizeof *srp);
+    memcpy(out->colidx, scol, (size_t)snnz * sizeof *scol);
+    memcpy(out->val, sval, (size_t)snnz * sizeof *sval);
+  }
+
+  if (flags & TILERAP_GRAPH_SCALE) {
+    if (!(d = malloc((size_t)(mb ? mb : 1) * sizeof *d))) goto nomem;
+#pragma omp parallel for schedule(static) if (mb > 4096)
+    for (int32_t i = 0; i < mb; i++) {
+      double g = 0;
+      for (int64_t k = out->rowptr[i]; k < out->rowptr[i + 1]; k++)
+        if (out->colidx[k] == i) g = out->val[k];
+      d[i] = g != 0 ? sqrt(fabs(1.0 / g)) : 0; /* PETSc: reciprocal (0 kept), then sqrt|.| */
+    }
+#pragma omp parallel for schedule(static) if (mb > 4096)
+    for (int32_t i = 0; i < mb; i++)
+      for (int64_t k = out->rowptr[i]; k < out->rowptr[i + 1]; k++) {
+        double v = out->val[k] * d[i];
+        out->val[k] = v * d[out->colidx[k]];
+      }
+  }
+  *G = out;
+  out = NULL;
+  goto cleanup;
+nomem:
+  err = tilerap_set_error(TILERAP_ERR_NOMEM, "graph: out of host memory");
+cleanup:
+  tilerap_csr_destroy(&out);
+  free(srp); free(scol); free(sval); free(trp); free(cur); free(tcol); free(tval); free(d);
+  return err;
+}
