@@ -4,7 +4,8 @@
  * new preallocation and vector scaling.  The graph is AIJ's bit for bit
  * (tilerap_csr_graph_i32 follows its order of operations), so GAMG makes
  * the same aggregates.  The graph comes back as a seqtile with its host
- * copy current: GAMG's coarsening reads it on the host. */
+ * copy current: GAMG's coarsening reads it on the host.  PETSc 3.18
+ * (Debian's): unfiltered graphs only, the filter there being its own. */
 #include "mat_seqtile_impl.h"
 
 #if TILE_GRAPH
@@ -19,11 +20,20 @@ static PetscErrorCode TileGraphApplies(Mat A, PetscBool sym, PetscBool scale, Pe
   PetscCall(MatGetBlockSize(A, &bs));
   PetscCall(MatGetSize(A, &m, &n));
   *ok = (PetscBool)(TILE_SCALAR_OK && !PetscDefined(USE_64BIT_INDICES) && index_size == 0 && m == n && m > 0 && bs >= 1 && bs <= 64 && m % bs == 0 && (sym || scale || filter >= 0 || bs > 1));
+  #if !TILE_GRAPH_INDEX
+  if (filter >= 0) *ok = PETSC_FALSE; /* 3.18 filters in its own way */
+  #endif
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+  #if TILE_GRAPH_INDEX
 PetscErrorCode MatCreateGraph_SeqTile(Mat A, PetscBool sym, PetscBool scale, PetscReal filter, PetscInt index_size, PetscInt index[], Mat *graph)
 {
+  #else
+PetscErrorCode MatCreateGraph_SeqTile(Mat A, PetscBool sym, PetscBool scale, PetscReal filter, Mat *graph)
+{
+  const PetscInt index_size = 0;
+  #endif
   MPI_Comm       comm = PetscObjectComm((PetscObject)A);
   Mat_SeqTile   *t;
   PetscBool      ok = PETSC_FALSE, isset = PETSC_FALSE, issym = PETSC_FALSE;
@@ -43,7 +53,11 @@ PetscErrorCode MatCreateGraph_SeqTile(Mat A, PetscBool sym, PetscBool scale, Pet
   PetscCall(TileGraphApplies(A, sym, scale, filter, index_size, &ok));
   if (!ok) {
     PetscCheck(tile_base_ops[t->device_aij ? 1 : 0].creategraph, comm, PETSC_ERR_SUP, "no MatCreateGraph for %s", ((PetscObject)A)->type_name);
+  #if TILE_GRAPH_INDEX
     PetscCall(tile_base_ops[t->device_aij ? 1 : 0].creategraph(A, sym, scale, filter, index_size, index, graph));
+  #else
+    PetscCall(tile_base_ops[t->device_aij ? 1 : 0].creategraph(A, sym, scale, filter, graph));
+  #endif
     PetscFunctionReturn(PETSC_SUCCESS);
   }
   PetscCall(PetscLogEventBegin(TILE_Graph, A, 0, 0, 0));
@@ -101,10 +115,12 @@ PetscErrorCode MatCreateGraph_SeqTile(Mat A, PetscBool sym, PetscBool scale, Pet
   if (sym) PetscCall(MatSetOption(Gmat, MAT_SYMMETRIC, PETSC_TRUE));
   else PetscCall(MatPropagateSymmetryOptions(A, Gmat));
   PetscCall(MatViewFromOptions(Gmat, NULL, "-mat_graph_view"));
+  #if TILE_GRAPH_INDEX
   if (filter >= 0) {
     PetscCall(MatFilter(Gmat, filter, PETSC_TRUE, PETSC_TRUE));
     PetscCall(MatViewFromOptions(Gmat, NULL, "-mat_filter_graph_view"));
   }
+  #endif
   *graph = Gmat;
   PetscFunctionReturn(PETSC_SUCCESS);
 }

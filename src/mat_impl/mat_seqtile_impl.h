@@ -99,6 +99,8 @@ typedef struct {
   PetscErrorCode (*bindtocpu)(Mat, PetscBool);
 #if !PETSC_VERSION_LT(3, 25, 0)
   PetscErrorCode (*creategraph)(Mat, PetscBool, PetscBool, PetscReal, PetscInt, PetscInt[], Mat *);
+#elif PETSC_VERSION_LT(3, 19, 0) && !PETSC_VERSION_LT(3, 18, 0)
+  PetscErrorCode (*creategraph)(Mat, PetscBool, PetscBool, PetscReal, Mat *);
 #endif
 } TileAIJOps;
 
@@ -194,13 +196,19 @@ PetscErrorCode TileDeviceJoinTilerap(const void *dev, PetscInt n);
  * a search per entry. */
 PetscErrorCode TileStructureBegin(Mat C, int32_t m, const int64_t *rowptr, PetscInt **cols);
 PetscErrorCode TileStructureEnd(Mat C, PetscInt *cols, int64_t nz, const double *vals, tilerap_memtype vals_mem);
-#if !PETSC_VERSION_LT(3, 25, 0)
 /* MatCreateGraph of a seqtile (mat_seqtile_graph.c): the strength graph
  * by the engine (tilerap_csr_graph_i32 or its device form), the same as
- * AIJ's; AIJ's own (base) where the engine does not apply.  The
- * signature and semantics are those of PETSc 3.25. */
-  #define TILE_GRAPH 1
+ * AIJ's; AIJ's own (base) where the engine does not apply.  Versions whose
+ * MatCreateGraph_Simple_AIJ was checked: 3.18 (unfiltered graphs only)
+ * and 3.25 on (strength index arguments); others keep AIJ's. */
+#if !PETSC_VERSION_LT(3, 25, 0)
+  #define TILE_GRAPH       1
+  #define TILE_GRAPH_INDEX 1
 PetscErrorCode MatCreateGraph_SeqTile(Mat, PetscBool, PetscBool, PetscReal, PetscInt, PetscInt[], Mat *);
+#elif PETSC_VERSION_LT(3, 19, 0) && !PETSC_VERSION_LT(3, 18, 0)
+  #define TILE_GRAPH       1
+  #define TILE_GRAPH_INDEX 0
+PetscErrorCode MatCreateGraph_SeqTile(Mat, PetscBool, PetscBool, PetscReal, Mat *);
 #else
   #define TILE_GRAPH 0
 #endif
