@@ -3,7 +3,8 @@
 # with -dll_append, runs alternating type by type: PCSetUp, GAMG's strength
 # graph (MatCreateGraph) and products (graph squaring: MatTrnMatMult,
 # MatMatMult: prolongator smoothing, MatPtAP: Galerkin), KSPSolve and the
-# iterations from -log_view, then min / median / max per case and type.
+# iterations from -log_view, then min / median / max per case and type
+# (GPU=1: and the device's peak memory in use during the run, MiB).
 #
 #   bench/petsc_gamg.sh [REPS]            CPU: AIJ against seqtile (default 5 runs;
 #                                         after ./quickstart, Debian's PETSc)
@@ -63,10 +64,16 @@ if [ "$GPU" = 1 ]; then
   [ "$NP" -gt 1 ] || VEC="$VEC -use_gpu_aware_mpi 0"
   [ "$NP" -gt 1 ] && TYPES="aijcusparse tile"
 fi
+# GPU=1: the device's memory in use sampled every 20 ms while a run lasts
+# (nvidia-smi; the whole device, one run at a time, CUDA context included)
+mem_start() { [ "$GPU" = 1 ] && command -v nvidia-smi >/dev/null || return 0; nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits -lms 20 > "$1.mem" 2>/dev/null & MEMPID=$!; }
+mem_stop() { [ -n "$MEMPID" ] || { PEAK=0; return 0; }; kill $MEMPID 2>/dev/null; wait $MEMPID 2>/dev/null; MEMPID=; PEAK=$(sort -g "$1.mem" | tail -1); PEAK=${PEAK:-0}; }
 run() { # case type args...
   c=$1; t=$2; shift 2
   log=$OUT/$c.$t.np$NP.$r.log
-  $MPI "$@" $VEC -dll_append "$LIB" -log_view $GPUTIME > "$log" 2>&1 || { echo "$c $t: failed, see $log" >&2; return; }
+  mem_start "$log"
+  $MPI "$@" $VEC -dll_append "$LIB" -log_view $GPUTIME > "$log" 2>&1 || { mem_stop "$log"; echo "$c $t: failed, see $log" >&2; return; }
+  mem_stop "$log"
   awk -v c=$c -v t=$t '
     $1 == "PCSetUp" && $4 > pc { pc = $4 }
     $1 == "KSPSolve" && $4 > ks { ks = $4 }
@@ -75,16 +82,18 @@ run() { # case type args...
     $1 == "MatMatMultSym" || $1 == "MatMatMultNum" { mm += $4 }
     $1 == "MatPtAPSymbolic" || $1 == "MatPtAPNumeric" { ptap += $4 }
     /Linear solve converged due to/ { its = its $NF "," }
-    END { printf "%s %s %.4f %.4f %.4f %.4f %.4f %.4f %s\n", c, t, pc, gr, sq, mm, ptap, ks, its }' "$log" >> "$OUT/results.txt"
+    END { printf "%s %s %.4f %.4f %.4f %.4f %.4f %.4f %s %s\n", c, t, pc, gr, sq, mm, ptap, ks, its, peak }' peak="$PEAK" "$log" >> "$OUT/results.txt"
 }
 run_resetup() { # case type args...: examples/poisson's setup 0 and re-setup 2 (reused interpolation, new values)
   c=$1; t=$2; shift 2
   log=$OUT/$c.$t.np$NP.$r.log
-  $MPI "$@" $VEC -log_view $GPUTIME > "$log" 2>&1 || { echo "$c $t: failed, see $log" >&2; return; }
+  mem_start "$log"
+  $MPI "$@" $VEC -log_view $GPUTIME > "$log" 2>&1 || { mem_stop "$log"; echo "$c $t: failed, see $log" >&2; return; }
+  mem_stop "$log"
   awk -v c=$c -v t=$t '
     $1 == "setup" && /PCSetUp .* s, Galerkin/ { s = $2; sub(":", "", s); pc[s] = $4; gal[s] = $9; sol[s] = $(NF-1) }
     $1 == "setup" && /iterations/ { s = $2; sub(":", "", s); it[s] = $5 }
-    END { for (k in pc) if (k == 0 || k == 2) printf "%s-%s %s %.4f 0 0 0 %.4f %.4f %s\n", c, k, t, pc[k], gal[k], sol[k], it[k] }' "$log" >> "$OUT/results.txt"
+    END { for (k in pc) if (k == 0 || k == 2) printf "%s-%s %s %.4f 0 0 0 %.4f %.4f %s %s\n", c, k, t, pc[k], gal[k], sol[k], it[k], peak }' peak="$PEAK" "$log" >> "$OUT/results.txt"
 }
 one() { # case type
   c=$1; t=$2
@@ -118,8 +127,8 @@ for r in $(seq "$REPS"); do
 done
 # min / median / max of each column per case and type
 echo "# $REPS runs each, $NP rank(s), GPU=$GPU, OMP_NUM_THREADS=${OMP_NUM_THREADS:-unset}; seconds, min / median / max"
-echo "| case | type | PCSetUp | MatCreateGraph | graph square | MatMatMult | MatPtAP | KSPSolve | iterations |"
-echo "|---|---|---|---|---|---|---|---|---|"
+echo "| case | type | PCSetUp | MatCreateGraph | graph square | MatMatMult | MatPtAP | KSPSolve | iterations | peak GPU MiB |"
+echo "|---|---|---|---|---|---|---|---|---|---|"
 for c in $(cut -d' ' -f1 "$OUT/results.txt" | awk '!seen[$1]++'); do
   for t in $TYPES; do
     awk -v c=$c -v t=$t '$1 == c && $2 == t' "$OUT/results.txt" > "$OUT/one.txt"
@@ -128,6 +137,6 @@ for c in $(cut -d' ' -f1 "$OUT/results.txt" | awk '!seen[$1]++'); do
     for col in 3 4 5 6 7 8; do
       line="$line | $(cut -d' ' -f$col "$OUT/one.txt" | sort -g | awk '{v[NR] = $1} END {printf "%.3f / %.3f / %.3f", v[1], v[int((NR + 1) / 2)], v[NR]}')"
     done
-    echo "$line | $(cut -d' ' -f9 "$OUT/one.txt" | sort -u | tr '\n' ' ')|"
+    echo "$line | $(cut -d' ' -f9 "$OUT/one.txt" | sort -u | tr '\n' ' ')| $(cut -d' ' -f10 "$OUT/one.txt" | sort -g | awk '{v[NR] = $1} END {printf "%d / %d / %d", v[1], v[int((NR + 1) / 2)], v[NR]}') |"
   done
 done

@@ -106,7 +106,7 @@ int tr_cpu_csr_graph(int32_t m, int32_t bs, const int32_t *rp, const int32_t *co
     if (!(scol = malloc((size_t)(annz ? annz : 1) * sizeof *scol)) ||
         !(sval = malloc((size_t)(annz ? annz : 1) * sizeof *sval)))
       goto nomem;
-    memcpy(scol, col, (size_t)annz * sizeof *scol);
+    if (annz) memcpy(scol, col, (size_t)annz * sizeof *scol);
 #pragma omp parallel for schedule(static) if (annz > 65536)
     for (int64_t k = 0; k < annz; k++) sval[k] = (flags & TILERAP_GRAPH_ABS) ? fabs(val[k]) : val[k];
   } else {
@@ -158,8 +158,10 @@ int tr_cpu_csr_graph(int32_t m, int32_t bs, const int32_t *rp, const int32_t *co
   } else {
     if ((err = tilerap_csr_create(mb, mb, snnz, &out))) goto cleanup;
     memcpy(out->rowptr, srp, ((size_t)mb + 1) * sizeof *srp);
-    memcpy(out->colidx, scol, (size_t)snnz * sizeof *scol);
-    memcpy(out->val, sval, (size_t)snnz * sizeof *sval);
+    if (snnz) {
+      memcpy(out->colidx, scol, (size_t)snnz * sizeof *scol);
+      memcpy(out->val, sval, (size_t)snnz * sizeof *sval);
+    }
   }
 
   if (flags & TILERAP_GRAPH_SCALE) {
