@@ -21,7 +21,10 @@
 # elasticity); larger on the GPU, where "resetup" adds this repository's
 # examples/poisson (7-point 100^3, GAMG with reused interpolation, two
 # re-setups on new values): rows resetup-0 (first setup) and resetup-2 (the
-# second re-setup), MatPtAP the Galerkin time, KSPSolve the solve.  TUTORIALS=DIR takes ex12, ex45 and ex56
+# second re-setup), MatPtAP the Galerkin time, KSPSolve the solve.  A case
+# NAME:N[:ORDER] is a matrix of the irregular set (tilerap_model_irregular)
+# through bench/petsc-gamg-irregular: CG + GAMG on b = A*1, e.g.
+# CASES="mesh3d:150000 powerlaw:100000 random:100000 denserow:250000".  TUTORIALS=DIR takes ex12, ex45 and ex56
 # already built there (e.g. on a machine without compilers), and poisson
 # for "resetup" (default: the build next to LIB).  OMP_NUM_THREADS:
 # the CPU engine's threads (default all cores); PETSc's AIJ runs on one.
@@ -53,6 +56,8 @@ else
 fi
 POISSON=$BIN/poisson
 [ -x "$POISSON" ] || POISSON=$(dirname "$(dirname "$LIB")")/examples/poisson/poisson
+IRR=$BIN/petsc-gamg-irregular
+[ -x "$IRR" ] || IRR=$(dirname "$(dirname "$LIB")")/bench/petsc-gamg-irregular
 set +e
 
 NP=${NP:-1}
@@ -95,6 +100,9 @@ run_resetup() { # case type args...: examples/poisson's setup 0 and re-setup 2 (
     $1 == "setup" && /iterations/ { s = $2; sub(":", "", s); it[s] = $5 }
     END { for (k in pc) if (k == 0 || k == 2) printf "%s-%s %s %.4f 0 0 0 %.4f %.4f %s %s\n", c, k, t, pc[k], gal[k], sol[k], it[k], peak }' peak="$PEAK" "$log" >> "$OUT/results.txt"
 }
+# a dense row makes the squared graph of aggressive coarsening dense (with
+# either type: out of device memory at 250 000 rows), so it coarsens plainly
+irr_opts() { case $1 in denserow*) echo -pc_gamg_aggressive_coarsening 0 ;; esac; }
 one() { # case type
   c=$1; t=$2
   x12="$BIN/ex12 -dm_plex_dim 3 -dm_plex_simplex 0 -pc_type gamg -ksp_rtol 1e-10 -ksp_converged_reason -dm_mat_type $t"
@@ -105,6 +113,7 @@ one() { # case type
     ex45) run $c $t "$BIN/ex45" -da_grid_x 101 -da_grid_y 101 -da_grid_z 101 -pc_type gamg -ksp_converged_reason -dm_mat_type $t ;;
     ex56) run $c $t "$BIN/ex56" -ne 39 -pc_type gamg -ksp_rtol 1e-8 -ksp_converged_reason -mat_type $t ;;
     resetup) run_resetup $c $t "$POISSON" -dim 3 -n 100 -stencil 7 -resetups 2 -dm_mat_type $t ;;
+    *:*) run $c $t "$IRR" -spec $c -mat_type $t -ksp_converged_reason $(irr_opts $c) ;;
     esac
     return
   fi
@@ -114,6 +123,7 @@ one() { # case type
   q3hex12) run $c $t $x12 -dm_plex_box_faces 12,12,12 -petscspace_degree 3 ;;
   ex45) run $c $t "$BIN/ex45" -da_grid_x 49 -da_grid_y 49 -da_grid_z 49 -pc_type gamg -ksp_converged_reason -dm_mat_type $t ;;
   ex56) run $c $t "$BIN/ex56" -ne 23 -pc_type gamg -ksp_rtol 1e-8 -ksp_converged_reason -mat_type $t ;;
+  *:*) run $c $t "$IRR" -spec $c -mat_type $t -ksp_converged_reason $(irr_opts $c) ;;
   esac
 }
 DEFAULT_CASES="q1hex40 q2hex20 q3hex12 ex45 ex56"

@@ -20,6 +20,12 @@ examples_poisson_poisson_SOURCES = examples/poisson/poisson.c
 examples_poisson_poisson_CPPFLAGS = $(AM_CPPFLAGS) $(PETSC_CFLAGS)
 examples_poisson_poisson_LDADD = libtilerap.la $(PETSC_LIBS)
 
+# GAMG on the irregular set (bench/petsc_gamg.sh's irregular cases)
+noinst_PROGRAMS += bench/petsc-gamg-irregular
+bench_petsc_gamg_irregular_SOURCES = bench/petsc_gamg_irregular.c
+bench_petsc_gamg_irregular_CPPFLAGS = $(AM_CPPFLAGS) $(PETSC_CFLAGS)
+bench_petsc_gamg_irregular_LDADD = libtilerap.la $(PETSC_LIBS)
+
 # ------------------------------------------------------------ PETSc-layer tests (CPU engine)
 petsc_tests = test/petsc_seqtile_basic test/petsc_seqtile_product test/petsc_gamg test/petsc_device_product test/petsc_graph
 check_PROGRAMS += $(petsc_tests)
