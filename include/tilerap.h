@@ -444,9 +444,13 @@ TILERAP_EXPORT void tilerap_csr_plan_destroy(tilerap_csr_plan *plan);
  * Stored zeros stay.  The order of every sum and product is PETSc's, so
  * the graph is bit for bit the one PETSc's AIJ makes (and its
  * coarsening the same).  G (m/bs rows, sorted) is allocated here: free it
- * with tilerap_csr_destroy.  CPU engine; TILERAP_ERR_UNSORTED,
- * TILERAP_ERR_RANGE, TILERAP_ERR_SIZE (m not a multiple of bs, bs < 1 or
- * above 64) for bad input, nothing allocated then. */
+ * with tilerap_csr_destroy.  CPU engine.  colidx and val may be NULL
+ * when A has no entries.  Bad input allocates nothing and gives
+ * TILERAP_ERR_UNSORTED (columns not strictly increasing), TILERAP_ERR_RANGE
+ * (a column outside 0..m-1), TILERAP_ERR_INVALID (row pointers not from 0
+ * or decreasing, unknown flags), TILERAP_ERR_SIZE (m < 0, bs < 1 or above
+ * 64, m not a multiple of bs), TILERAP_ERR_NULL; TILERAP_ERR_OVERFLOW when
+ * G would have 2^31 entries or more. */
 enum { TILERAP_GRAPH_ABS = 1, TILERAP_GRAPH_SYMMETRIZE = 2, TILERAP_GRAPH_SCALE = 4 };
 TILERAP_EXPORT int tilerap_csr_graph_i32(int32_t m, int32_t bs, const int32_t *rowptr, const int32_t *colidx,
                                          const double *val, unsigned flags, tilerap_csr **G);

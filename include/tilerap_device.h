@@ -114,10 +114,10 @@ TILERAP_EXPORT int tilerap_device_memory_reset_peak(void);
  * G's in device memory; G's three arrays (m/bs + 1 row pointers, *g_nnz
  * columns and values) are allocated here from tilerap's pool, free each
  * with tilerap_device_free.  The same graph, bit for bit, as the CPU
- * engine's.  Work on the legacy default stream; returns when *g_nnz is
- * known (the arrays are complete for every later tilerap call and for
- * work on the legacy stream).  Without CUDA or a visible GPU:
- * TILERAP_ERR_ENGINE. */
+ * engine's.  Work on the legacy default stream; returns when G is
+ * complete and A's arrays are no longer read.  At most 2^30 - 1 entries
+ * with TILERAP_GRAPH_SYMMETRIZE, 2^31 - 1 without (TILERAP_ERR_OVERFLOW).
+ * Without CUDA or a visible GPU: TILERAP_ERR_ENGINE. */
 TILERAP_EXPORT int tilerap_csr_graph_device_i32(int32_t m, int32_t bs, const int32_t *rowptr, const int32_t *colidx,
                                                 const double *val, unsigned flags, int32_t **g_rowptr,
                                                 int32_t **g_colidx, double **g_val, int64_t *g_nnz);

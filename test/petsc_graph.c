@@ -46,12 +46,12 @@ static PetscErrorCode same_bits(Mat X, Mat Y, PetscBool *same)
 
 static PetscErrorCode compare(Mat A, Mat Aaij, const char *name)
 {
-  const PetscReal filters[] = {-1.0, 0.05};
+  const PetscReal filters[] = {-1.0, 0.0, 0.05};
 
   PetscFunctionBeginUser;
   for (int s = 0; s < 2; s++)
     for (int c = 0; c < 2; c++)
-      for (int f = 0; f < 2; f++) {
+      for (int f = 0; f < 3; f++) {
         Mat       G, Gref;
         PetscBool same, istype, set1, sym1, set2, sym2;
         PetscInt  rbs, cbs, before = 0, after = 0;

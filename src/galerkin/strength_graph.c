@@ -38,8 +38,7 @@ int tilerap_csr_graph_device_i32(int32_t m, int32_t bs, const int32_t *rowptr, c
   int err = tr_graph_args(m, bs, rowptr, flags);
   if (!err) err = tr_require_cuda("graph");
   if (err) return err;
-  if (!colidx || !val) return tilerap_set_error(TILERAP_ERR_NULL, "graph: NULL columns or values");
-#ifdef TILERAP_HAVE_CUDA
+#ifdef TILERAP_HAVE_CUDA /* colidx and val may be NULL without entries: checked there */
   return tr_cuda_csr_graph(m, bs, rowptr, colidx, val, flags, g_rowptr, g_colidx, g_val, g_nnz);
 #else
   return TILERAP_ERR_ENGINE;

@@ -70,20 +70,24 @@ PetscErrorCode MatCreateGraph_SeqTile(Mat A, PetscBool sym, PetscBool scale, Pet
 
   /* the graph's CSR, on the device where A's arrays are and the engine is CUDA */
   PetscCall(TileAIJArraysBegin(A, (PetscBool)(tilerap_engine_resolve(t->opt.engine) == TILERAP_ENGINE_CUDA), &arr));
-  if (arr.mem == TILERAP_MEM_DEVICE) {
+  {
+    int terr;
+    if (arr.mem == TILERAP_MEM_DEVICE) {
   #if TILE_DEVICE_AIJ
-    PetscCall(TileDeviceJoinPETSc());
+      PetscCall(TileDeviceJoinPETSc());
   #endif
-    TileCall(comm, tilerap_csr_graph_device_i32((int32_t)m, (int32_t)bs, (const int32_t *)arr.ai, (const int32_t *)arr.aj, arr.aa, flags, &grp, &gcol, &gval, &gnnz));
-    gmem = TILERAP_MEM_DEVICE;
-  } else {
-    TileCall(comm, tilerap_csr_graph_i32((int32_t)m, (int32_t)bs, (const int32_t *)arr.ai, (const int32_t *)arr.aj, arr.aa, flags, &G));
-    gnnz = G->nnz;
-    gcol = G->colidx;
-    gval = G->val;
-    gmem = TILERAP_MEM_HOST;
+      terr = tilerap_csr_graph_device_i32((int32_t)m, (int32_t)bs, (const int32_t *)arr.ai, (const int32_t *)arr.aj, arr.aa, flags, &grp, &gcol, &gval, &gnnz);
+      gmem = TILERAP_MEM_DEVICE;
+    } else {
+      terr = tilerap_csr_graph_i32((int32_t)m, (int32_t)bs, (const int32_t *)arr.ai, (const int32_t *)arr.aj, arr.aa, flags, &G);
+      gmem = TILERAP_MEM_HOST;
+    }
+    PetscCall(TileAIJArraysEnd(A, &arr)); /* A's arrays given back whatever the engine said */
+    TileCall(comm, terr);
   }
-  PetscCall(TileAIJArraysEnd(A, &arr));
+  const double  *vals  = gmem == TILERAP_MEM_HOST ? G->val : gval;
+  const int32_t *gcols = gmem == TILERAP_MEM_HOST ? G->colidx : gcol;
+  if (gmem == TILERAP_MEM_HOST) gnnz = G->nnz;
 
   /* a seqtile of A's type (same base) with the graph as its host CSR */
   const int32_t mb = (int32_t)(m / bs);
@@ -91,6 +95,12 @@ PetscErrorCode MatCreateGraph_SeqTile(Mat A, PetscBool sym, PetscBool scale, Pet
   PetscCall(MatSetSizes(Gmat, mb, mb, mb, mb));
   PetscCall(MatSetBlockSizes(Gmat, 1, 1));
   PetscCall(MatSetType(Gmat, ((PetscObject)A)->type_name));
+  {
+    Mat_SeqTile *g;
+    PetscCall(TileGetData(Gmat, &g));
+    PetscCheck(g, comm, PETSC_ERR_PLIB, "graph of type %s is not a tile matrix", ((PetscObject)A)->type_name);
+    g->opt = t->opt; /* A's options, as AIJ's MatDuplicate of A would carry them */
+  }
   if (G) rp64 = G->rowptr;
   else {
     int32_t *rp32;
@@ -101,8 +111,8 @@ PetscErrorCode MatCreateGraph_SeqTile(Mat A, PetscBool sym, PetscBool scale, Pet
     PetscCall(PetscFree(rp32));
   }
   PetscCall(TileStructureBegin(Gmat, mb, rp64, &cols));
-  if (gnnz > 0) TileCall(comm, tilerap_memcpy(cols, TILERAP_MEM_HOST, gcol, gmem, (size_t)gnnz * sizeof(int32_t)));
-  PetscCall(TileStructureEnd(Gmat, cols, gnnz, gval, gmem));
+  if (gnnz > 0) TileCall(comm, tilerap_memcpy(cols, TILERAP_MEM_HOST, gcols, gmem, (size_t)gnnz * sizeof(int32_t)));
+  PetscCall(TileStructureEnd(Gmat, cols, gnnz, vals, gmem));
   PetscCall(MatSetOption(Gmat, MAT_NEW_NONZERO_ALLOCATION_ERR, PETSC_FALSE)); /* as AIJ's duplicate */
   if (!G) PetscCall(PetscFree(rp64));
   tilerap_csr_destroy(&G);

@@ -236,12 +236,13 @@ PetscErrorCode TileStructureEnd(Mat C, PetscInt *cols, int64_t nz, const double 
   PetscFunctionBegin;
   PetscCall(MatSeqAIJSetColumnIndices(C, cols)); /* in place: sets the row lengths */
   PetscCall(MatSeqAIJGetArrayWrite(C, &ca));
+  int terr = TILERAP_SUCCESS;
   if (!vals) { /* by all threads: a fresh array's first-touch faults dominate the zeroing */
 #pragma omp parallel for schedule(static) if (nz > (1 << 20))
     for (int64_t k = 0; k < nz; k++) ca[k] = 0;
-  }
-  else if (nz > 0) TileCall(PetscObjectComm((PetscObject)C), tilerap_memcpy(ca, TILERAP_MEM_HOST, vals, vals_mem, (size_t)nz * sizeof(double)));
+  } else if (nz > 0) terr = tilerap_memcpy(ca, TILERAP_MEM_HOST, vals, vals_mem, (size_t)nz * sizeof(double));
   PetscCall(MatSeqAIJRestoreArrayWrite(C, &ca));
+  TileCall(PetscObjectComm((PetscObject)C), terr);
   PetscCall(TileHostValuesWritten(C));
   PetscCall(MatAssemblyBegin(C, MAT_FINAL_ASSEMBLY));
   PetscCall(MatAssemblyEnd(C, MAT_FINAL_ASSEMBLY));
@@ -661,9 +662,6 @@ static PetscErrorCode MatProductSymbolic_SeqTile(Mat C)
       PetscCall(ierr);
     }
   }
-#if TILE_DEVICE_AIJ
-  if (pd->device && pd->type == MATPRODUCT_PtAP) PetscCall(TileFormExplicitTranspose(B));
-#endif
   /* MatSetType() in the plan may have reset C's ops */
   C->product->data         = pd;
   C->product->destroy      = TileProductDestroy;
@@ -672,6 +670,9 @@ static PetscErrorCode MatProductSymbolic_SeqTile(Mat C)
   C->ops->productnumeric   = MatProductNumeric_SeqTile;
   if (pd->type == MATPRODUCT_AtB) C->ops->transposematmultnumeric = MatMatMultNumeric_SeqTile;
   else if (pd->type == MATPRODUCT_AB) C->ops->matmultnumeric = MatMatMultNumeric_SeqTile;
+#if TILE_DEVICE_AIJ
+  if (pd->device && pd->type == MATPRODUCT_PtAP) PetscCall(TileFormExplicitTranspose(B)); /* pd is C's now */
+#endif
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 

@@ -99,10 +99,13 @@ PetscErrorCode TileFormExplicitTranspose(Mat P)
   if (!devcsr) PetscFunctionReturn(PETSC_SUCCESS);
   /* PETSc's public way to it: one transposed multiply, which forms and keeps it */
   PetscCall(MatCreateVecs(P, &x, &y));
-  PetscCall(VecZeroEntries(y));
-  PetscCall(MatMultTranspose(P, y, x));
-  PetscCall(VecDestroy(&x));
-  PetscCall(VecDestroy(&y));
+  {
+    PetscErrorCode ierr = VecZeroEntries(y);
+    if (!ierr) ierr = MatMultTranspose(P, y, x);
+    PetscCall(VecDestroy(&x));
+    PetscCall(VecDestroy(&y));
+    PetscCall(ierr);
+  }
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 

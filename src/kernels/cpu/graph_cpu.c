@@ -1,6 +1,8 @@
 /* The strength graph of aggregation AMG on the CPU engine
  * (tilerap_csr_graph_i32, tilerap.h): the block collapse, G + G^T and the
- * diagonal scaling as whole-array passes with row-parallel loops, in
+ * diagonal scaling as whole-array passes with row-parallel loops (a
+ * structurally symmetric scalar A, the common case, in one pass that adds
+ * each entry's mirror, with no transpose and no copy of A), in
  * PETSc's order of operations so that the coarsening that reads the graph
  * makes the same aggregates.  PETSc's own AIJ version transposes, adds
  * with a new preallocation and scales through vectors: several passes
@@ -13,20 +15,79 @@
 #include "tile_internal.h"
 
 /* Input checks: row pointers from 0, not decreasing; columns in range and
- * strictly increasing within rows. */
+ * strictly increasing within rows (rows checked in parallel; the first bad
+ * row is reported). */
 static int tr_graph_check(int32_t m, const int32_t *rp, const int32_t *col)
 {
   if (rp[0] != 0) return tilerap_set_error(TILERAP_ERR_INVALID, "graph: row pointers do not start at 0");
+  int32_t bad_rp = INT32_MAX, bad_range = INT32_MAX, bad_order = INT32_MAX;
+#pragma omp parallel for schedule(static) reduction(min : bad_rp) if (m > 16384)
   for (int32_t i = 0; i < m; i++)
-    if (rp[i + 1] < rp[i]) return tilerap_set_error(TILERAP_ERR_INVALID, "graph: row pointers decrease at row %d", i);
-  for (int32_t i = 0; i < m; i++) {
+    if (rp[i + 1] < rp[i] && i < bad_rp) bad_rp = i;
+  if (bad_rp != INT32_MAX) return tilerap_set_error(TILERAP_ERR_INVALID, "graph: row pointers decrease at row %d", bad_rp);
+#pragma omp parallel for schedule(static) reduction(min : bad_range, bad_order) if (m > 16384)
+  for (int32_t i = 0; i < m; i++)
     for (int32_t k = rp[i]; k < rp[i + 1]; k++) {
-      if (col[k] < 0 || col[k] >= m)
-        return tilerap_set_error(TILERAP_ERR_RANGE, "graph: column %d of row %d outside 0..%d", col[k], i, m - 1);
-      if (k > rp[i] && col[k] <= col[k - 1])
-        return tilerap_set_error(TILERAP_ERR_UNSORTED, "graph: columns of row %d not strictly increasing", i);
+      if ((col[k] < 0 || col[k] >= m) && i < bad_range) bad_range = i;
+      if (k > rp[i] && col[k] <= col[k - 1] && i < bad_order) bad_order = i;
+    }
+  if (bad_range != INT32_MAX)
+    return tilerap_set_error(TILERAP_ERR_RANGE, "graph: a column of row %d outside 0..%d", bad_range, m - 1);
+  if (bad_order != INT32_MAX)
+    return tilerap_set_error(TILERAP_ERR_UNSORTED, "graph: columns of row %d not strictly increasing", bad_order);
+  return TILERAP_SUCCESS;
+}
+
+/* position of column j in row i (sorted), -1 if not stored */
+static int64_t tr_find(const int32_t *rp, const int32_t *col, int32_t i, int32_t j)
+{
+  int32_t lo = rp[i], hi = rp[i + 1];
+  while (lo < hi) {
+    const int32_t mid = lo + (hi - lo) / 2;
+    if (col[mid] < j) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo < rp[i + 1] && col[lo] == j ? lo : -1;
+}
+
+/* Position of the mirror (j,i) of entry k = (i,j) in row j, -1 if not
+ * stored.  First guess: the offset from the row's end that k has from its
+ * row's start, where a symmetric stencil's mirror sits; else a search. */
+static int64_t tr_mirror(const int32_t *rp, const int32_t *col, int32_t i, int32_t j, int32_t k)
+{
+  const int32_t g = rp[j + 1] - 1 - (k - rp[i]);
+  if (g >= rp[j] && g < rp[j + 1] && col[g] == i) return g;
+  return tr_find(rp, col, j, i);
+}
+
+/* bs = 1: G has A's structure, and G + G^T is each entry plus its mirror
+ * where every entry's mirror is stored (a structurally symmetric A:
+ * meshes and stencils), in one pass that writes G (its first touch by
+ * all threads); no transpose.  *asym: some mirror is missing (G is then
+ * destroyed and the caller takes the general way). */
+static int tr_graph_mirror(int32_t m, const int32_t *rp, const int32_t *col, const double *val, unsigned flags,
+                           tilerap_csr **G, int *asym)
+{
+  const int absval = (flags & TILERAP_GRAPH_ABS) != 0, sym = (flags & TILERAP_GRAPH_SYMMETRIZE) != 0;
+  int missing = 0;
+  int err = tilerap_csr_create(m, m, rp[m], G);
+  if (err) return err;
+  tilerap_csr *out = *G;
+#pragma omp parallel for schedule(dynamic, 1024) reduction(| : missing) if (m > 16384)
+  for (int32_t i = 0; i < m; i++) {
+    out->rowptr[i + 1] = rp[i + 1];
+    for (int32_t k = rp[i]; k < rp[i + 1]; k++) {
+      const double a = absval ? fabs(val[k]) : val[k];
+      out->colidx[k] = col[k];
+      out->val[k] = a;
+      if (!sym || missing) continue;
+      const int64_t t = tr_mirror(rp, col, i, col[k], k);
+      if (t < 0) missing = 1;
+      else out->val[k] = a + (absval ? fabs(val[t]) : val[t]);
     }
   }
+  *asym = missing;
+  if (missing) tilerap_csr_destroy(G);
   return TILERAP_SUCCESS;
 }
 
@@ -43,13 +104,14 @@ static int64_t tr_collapse_row(int32_t I, int32_t bs, const int32_t *rp, const i
     e[r] = rp[(int64_t)I * bs + r + 1];
   }
   for (;;) {
-    int32_t J = INT32_MAX;
+    int32_t J = INT32_MAX; /* the first block column left in any of the rows */
     for (int32_t r = 0; r < bs; r++)
       if (p[r] < e[r] && col[p[r]] / bs < J) J = col[p[r]] / bs;
     if (J == INT32_MAX) break;
+    const int32_t lim = (J + 1) * bs; /* no row has columns left below J * bs */
     double s = 0;
     for (int32_t r = 0; r < bs; r++)
-      for (; p[r] < e[r] && col[p[r]] / bs == J; p[r]++) s += fabs(val[p[r]]);
+      for (; p[r] < e[r] && col[p[r]] < lim; p[r]++) s += fabs(val[p[r]]);
     if (scol) {
       scol[n] = J;
       sval[n] = s;
@@ -97,6 +159,11 @@ int tr_cpu_csr_graph(int32_t m, int32_t bs, const int32_t *rp, const int32_t *co
   tilerap_csr *out = NULL;
   int err = tr_graph_check(m, rp, col);
   if (err) return err;
+  if (bs == 1) {
+    int asym = 0;
+    if ((err = tr_graph_mirror(m, rp, col, val, flags, &out, &asym))) return err;
+    if (!asym) goto scale;
+  }
 
   /* S: the collapsed (or absolute) matrix, mb x mb, int64 row pointers */
   const int64_t annz = rp[m];
@@ -119,6 +186,16 @@ int tr_cpu_csr_graph(int32_t m, int32_t bs, const int32_t *rp, const int32_t *co
       goto nomem;
 #pragma omp parallel for schedule(dynamic, 256) if (mb > 4096)
     for (int32_t I = 0; I < mb; I++) tr_collapse_row(I, bs, rp, col, val, scol + srp[I], sval + srp[I]);
+  }
+  if (bs > 1) { /* the collapsed S the one-pass way where its structure is symmetric */
+    int32_t *srp32 = malloc(((size_t)mb + 1) * sizeof *srp32);
+    int asym = 0;
+    if (!srp32) goto nomem;
+    for (int32_t I = 0; I <= mb; I++) srp32[I] = (int32_t)srp[I]; /* S has at most A's entries */
+    err = tr_graph_mirror(mb, srp32, scol, sval, flags, &out, &asym);
+    free(srp32);
+    if (err) goto cleanup;
+    if (!asym) goto scale;
   }
   const int64_t snnz = srp[mb];
 
@@ -164,6 +241,7 @@ int tr_cpu_csr_graph(int32_t m, int32_t bs, const int32_t *rp, const int32_t *co
     }
   }
 
+scale:
   if (flags & TILERAP_GRAPH_SCALE) {
     if (!(d = malloc((size_t)(mb ? mb : 1) * sizeof *d))) goto nomem;
 #pragma omp parallel for schedule(static) if (mb > 4096)

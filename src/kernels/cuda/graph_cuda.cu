@@ -61,13 +61,14 @@ static __global__ void k_graph_collapse(int pass, int32_t mb, int32_t bs, const 
   }
   int32_t n = 0, at = pass ? srp[I] : 0;
   for (;;) {
-    int32_t J = INT32_MAX;
+    int32_t J = INT32_MAX; /* the first block column left in any of the rows */
     for (int32_t r = 0; r < bs; r++)
       if (p[r] < e[r] && col[p[r]] / bs < J) J = col[p[r]] / bs;
     if (J == INT32_MAX) break;
+    const int32_t lim = (J + 1) * bs; /* no row has columns left below J * bs */
     double s = 0;
     for (int32_t r = 0; r < bs; r++)
-      for (; p[r] < e[r] && col[p[r]] / bs == J; p[r]++) s += fabs(val[p[r]]);
+      for (; p[r] < e[r] && col[p[r]] < lim; p[r]++) s += fabs(val[p[r]]);
     if (pass) {
       scol[at + n] = J;
       sval[at + n] = s;
@@ -203,6 +204,14 @@ extern "C" int tr_cuda_csr_graph(int32_t m, int32_t bs, const int32_t *rp, const
     err = tilerap_set_error(TILERAP_ERR_INVALID, "graph: row pointers do not start at 0 or decrease");
     goto cleanup;
   }
+  if (h.nnz > 0 && (!col || !val)) {
+    err = tilerap_set_error(TILERAP_ERR_NULL, "graph: NULL columns or values for %d entries", h.nnz);
+    goto cleanup;
+  }
+  if ((flags & TILERAP_GRAPH_SYMMETRIZE) && h.nnz > INT32_MAX / 2) { /* G + G^T may have twice A's entries */
+    err = tilerap_set_error(TILERAP_ERR_OVERFLOW, "graph: %d entries, G + G^T may exceed 32-bit row pointers", h.nnz);
+    goto cleanup;
+  }
   if (h.nnz > 0) {
     k_graph_check_entries<<<tr_blocks(h.nnz, T), T, 0, s>>>(m, h.nnz, rp, col, dbad);
     TR_TRY(tr_cuda_check_launch("graph check"));
@@ -299,6 +308,8 @@ extern "C" int tr_cuda_csr_graph(int32_t m, int32_t bs, const int32_t *rp, const
     if (gnnz) k_graph_scale<<<tr_blocks(gnnz, T), T, 0, s>>>(mb, gnnz, grp, gcol, d, gval);
     TR_TRY(tr_cuda_check_launch("graph scaling"));
   }
+  /* the last passes read the caller's arrays: done before it gets them back */
+  TR_TRY_CU(cudaStreamSynchronize(s), "graph");
   *g_rp = grp;
   *g_col = gcol;
   *g_val = gval;
