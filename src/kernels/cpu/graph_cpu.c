@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "graph_rows.h"
 #include "spgemm_cpu.h"
 #include "tile_internal.h"
 
@@ -91,64 +92,6 @@ static int tr_graph_mirror(int32_t m, const int32_t *rp, const int32_t *col, con
   return TILERAP_SUCCESS;
 }
 
-/* Block row I of the collapse: the bs scalar rows merged by block column,
- * each block's |a| summed row by row, columns ascending within a row.
- * Returns the number of block columns; writes them when scol is given. */
-static int64_t tr_collapse_row(int32_t I, int32_t bs, const int32_t *rp, const int32_t *col, const double *val,
-                               int32_t *scol, double *sval)
-{
-  int32_t p[64], e[64];
-  int64_t n = 0;
-  for (int32_t r = 0; r < bs; r++) {
-    p[r] = rp[(int64_t)I * bs + r];
-    e[r] = rp[(int64_t)I * bs + r + 1];
-  }
-  for (;;) {
-    int32_t J = INT32_MAX; /* the first block column left in any of the rows */
-    for (int32_t r = 0; r < bs; r++)
-      if (p[r] < e[r] && col[p[r]] / bs < J) J = col[p[r]] / bs;
-    if (J == INT32_MAX) break;
-    const int32_t lim = (J + 1) * bs; /* no row has columns left below J * bs */
-    double s = 0;
-    for (int32_t r = 0; r < bs; r++)
-      for (; p[r] < e[r] && col[p[r]] < lim; p[r]++) s += fabs(val[p[r]]);
-    if (scol) {
-      scol[n] = J;
-      sval[n] = s;
-    }
-    n++;
-  }
-  return n;
-}
-
-/* Row i of G + G^T from row i of G (gc, gv: ng entries) and of G^T (tc,
- * tv: nt), both ascending.  Counts, and writes when oc is given. */
-static int64_t tr_merge_row(const int32_t *gc, const double *gv, int64_t ng, const int32_t *tc, const double *tv,
-                            int64_t nt, int32_t *oc, double *ov)
-{
-  int64_t a = 0, b = 0, n = 0;
-  while (a < ng || b < nt) {
-    int32_t c;
-    double v;
-    if (b == nt || (a < ng && gc[a] < tc[b])) {
-      c = gc[a];
-      v = gv[a++];
-    } else if (a == ng || tc[b] < gc[a]) {
-      c = tc[b];
-      v = tv[b++];
-    } else {
-      c = gc[a];
-      v = gv[a++] + tv[b++];
-    }
-    if (oc) {
-      oc[n] = c;
-      ov[n] = v;
-    }
-    n++;
-  }
-  return n;
-}
-
 int tr_cpu_csr_graph(int32_t m, int32_t bs, const int32_t *rp, const int32_t *col, const double *val,
                      unsigned flags, tilerap_csr **G)
 {
@@ -179,13 +122,13 @@ int tr_cpu_csr_graph(int32_t m, int32_t bs, const int32_t *rp, const int32_t *co
   } else {
     srp[0] = 0;
 #pragma omp parallel for schedule(dynamic, 256) if (mb > 4096)
-    for (int32_t I = 0; I < mb; I++) srp[I + 1] = tr_collapse_row(I, bs, rp, col, val, NULL, NULL);
+    for (int32_t I = 0; I < mb; I++) srp[I + 1] = tr_graph_collapse_row(I, bs, rp, col, val, NULL, NULL);
     for (int32_t I = 0; I < mb; I++) srp[I + 1] += srp[I];
     if (!(scol = malloc((size_t)(srp[mb] ? srp[mb] : 1) * sizeof *scol)) ||
         !(sval = malloc((size_t)(srp[mb] ? srp[mb] : 1) * sizeof *sval)))
       goto nomem;
 #pragma omp parallel for schedule(dynamic, 256) if (mb > 4096)
-    for (int32_t I = 0; I < mb; I++) tr_collapse_row(I, bs, rp, col, val, scol + srp[I], sval + srp[I]);
+    for (int32_t I = 0; I < mb; I++) tr_graph_collapse_row(I, bs, rp, col, val, scol + srp[I], sval + srp[I]);
   }
   if (bs > 1) { /* the collapsed S the one-pass way where its structure is symmetric */
     int32_t *srp32 = malloc(((size_t)mb + 1) * sizeof *srp32);
@@ -219,7 +162,7 @@ int tr_cpu_csr_graph(int32_t m, int32_t bs, const int32_t *rp, const int32_t *co
     grp[0] = 0;
 #pragma omp parallel for schedule(dynamic, 1024) if (mb > 4096)
     for (int32_t i = 0; i < mb; i++)
-      grp[i + 1] = tr_merge_row(scol + srp[i], sval + srp[i], srp[i + 1] - srp[i], tcol + trp[i], tval + trp[i],
+      grp[i + 1] = tr_graph_union_row(scol + srp[i], sval + srp[i], srp[i + 1] - srp[i], tcol + trp[i], tval + trp[i],
                                 trp[i + 1] - trp[i], NULL, NULL);
     for (int32_t i = 0; i < mb; i++) grp[i + 1] += grp[i];
     if (grp[mb] > INT32_MAX) {
@@ -230,7 +173,7 @@ int tr_cpu_csr_graph(int32_t m, int32_t bs, const int32_t *rp, const int32_t *co
     memcpy(out->rowptr, grp, ((size_t)mb + 1) * sizeof *grp);
 #pragma omp parallel for schedule(dynamic, 1024) if (mb > 4096)
     for (int32_t i = 0; i < mb; i++)
-      tr_merge_row(scol + srp[i], sval + srp[i], srp[i + 1] - srp[i], tcol + trp[i], tval + trp[i],
+      tr_graph_union_row(scol + srp[i], sval + srp[i], srp[i + 1] - srp[i], tcol + trp[i], tval + trp[i],
                    trp[i + 1] - trp[i], out->colidx + out->rowptr[i], out->val + out->rowptr[i]);
   } else {
     if ((err = tilerap_csr_create(mb, mb, snnz, &out))) goto cleanup;
@@ -249,7 +192,7 @@ scale:
       double g = 0;
       for (int64_t k = out->rowptr[i]; k < out->rowptr[i + 1]; k++)
         if (out->colidx[k] == i) g = out->val[k];
-      d[i] = g != 0 ? sqrt(fabs(1.0 / g)) : 0; /* PETSc: reciprocal (0 kept), then sqrt|.| */
+      d[i] = tr_graph_scaling(g);
     }
 #pragma omp parallel for schedule(static) if (mb > 4096)
     for (int32_t i = 0; i < mb; i++)

@@ -37,7 +37,7 @@ SUFFIXES = .cu
 # The suffix rule has no dependency tracking: every CUDA object depends on
 # every header a .cu file includes, so that a changed struct layout can
 # never leave a stale object behind in an incremental build.
-cuda_headers = src/kernels/cuda/spgemm_cuda.cuh src/kernels/format/csr_fingerprint.h src/kernels/format/tile_structure.h src/kernels/cuda/tile_lowprec.h src/kernels/cuda/tile_mma_fragments.cuh src/kernels/format/tile_internal.h \
+cuda_headers = src/kernels/cuda/spgemm_cuda.cuh src/kernels/format/csr_fingerprint.h src/kernels/format/graph_rows.h src/kernels/format/tile_structure.h src/kernels/cuda/tile_lowprec.h src/kernels/cuda/tile_mma_fragments.cuh src/kernels/format/tile_internal.h \
 	src/kernels/cuda/engine_cuda.h include/tilerap.h $(top_builddir)/tilerap_config.h
 src/kernels/cuda/tile_cuda_memory.lo src/kernels/cuda/tile_cuda_slots.lo src/kernels/cuda/tile_cuda_staging.lo src/kernels/cuda/tile_cuda_transpose.lo src/kernels/cuda/tile_cuda_from_csr.lo \
 src/kernels/cuda/tile_cuda_to_csr.lo src/kernels/cuda/csr_cuda_fingerprint.lo src/kernels/cuda/tile_cuda_structure.lo src/kernels/cuda/ptap_cuda_encounter_order.lo src/kernels/cuda/ptap_cuda_scatter.lo src/kernels/cuda/ptap_cuda_scatter_ap.lo src/kernels/cuda/ptap_cuda_rows.lo src/kernels/cuda/spgemm_cuda_step1_structure.lo src/kernels/cuda/spgemm_cuda_step1_rows.lo src/kernels/cuda/spgemm_cuda_step1_compact.lo src/kernels/cuda/spgemm_cuda_step2_masks.lo \

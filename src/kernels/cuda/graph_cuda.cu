@@ -6,6 +6,7 @@
  * collapse and the union G + G^T go a thread per (block) row, whose cost
  * is the row's length.  G^T comes from a stable radix sort of the entries
  * by column, which keeps each column's rows ascending. */
+#include "graph_rows.h"
 #include "spgemm_cuda.cuh"
 #include <cub/cub.cuh>
 
@@ -46,36 +47,15 @@ static __global__ void k_graph_abs(int64_t nnz, const double *val, int absval, d
   if (k < nnz) out[k] = absval ? fabs(val[k]) : val[k];
 }
 
-/* block row I: the bs rows merged by block column, |a| summed row by row
- * (columns ascending within a row); pass 0 counts into len[I + 1] */
+/* block row I of the collapse (graph_rows.h); pass 0 counts into len[I + 1] */
 static __global__ void k_graph_collapse(int pass, int32_t mb, int32_t bs, const int32_t *__restrict__ rp,
                                         const int32_t *__restrict__ col, const double *__restrict__ val, int32_t *len,
                                         const int32_t *srp, int32_t *scol, double *sval)
 {
   const int64_t I = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
   if (I >= mb) return;
-  int32_t p[64], e[64];
-  for (int32_t r = 0; r < bs; r++) {
-    p[r] = rp[I * bs + r];
-    e[r] = rp[I * bs + r + 1];
-  }
-  int32_t n = 0, at = pass ? srp[I] : 0;
-  for (;;) {
-    int32_t J = INT32_MAX; /* the first block column left in any of the rows */
-    for (int32_t r = 0; r < bs; r++)
-      if (p[r] < e[r] && col[p[r]] / bs < J) J = col[p[r]] / bs;
-    if (J == INT32_MAX) break;
-    const int32_t lim = (J + 1) * bs; /* no row has columns left below J * bs */
-    double s = 0;
-    for (int32_t r = 0; r < bs; r++)
-      for (; p[r] < e[r] && col[p[r]] < lim; p[r]++) s += fabs(val[p[r]]);
-    if (pass) {
-      scol[at + n] = J;
-      sval[at + n] = s;
-    }
-    n++;
-  }
-  if (!pass) len[I + 1] = n;
+  const int64_t n = tr_graph_collapse_row(I, bs, rp, col, val, pass ? scol + srp[I] : NULL, pass ? sval + srp[I] : NULL);
+  if (!pass) len[I + 1] = (int32_t)n;
 }
 
 static __global__ void k_graph_rows_iota(int32_t m, int64_t nnz, const int32_t *rp, int32_t *rowof, int32_t *iota)
@@ -102,7 +82,7 @@ static __global__ void k_graph_gather_t(int64_t nnz, const int32_t *tk, const in
   tval[p] = sval[k];
 }
 
-/* row i of S + S^T (both rows ascending); pass 0 counts into len[i + 1] */
+/* row i of S + S^T (graph_rows.h); pass 0 counts into len[i + 1] */
 static __global__ void k_graph_union(int pass, int32_t m, const int32_t *__restrict__ srp,
                                      const int32_t *__restrict__ scol, const double *__restrict__ sval,
                                      const int32_t *__restrict__ trp, const int32_t *__restrict__ tcol,
@@ -111,27 +91,9 @@ static __global__ void k_graph_union(int pass, int32_t m, const int32_t *__restr
 {
   const int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
   if (i >= m) return;
-  int32_t a = srp[i], ae = srp[i + 1], b = trp[i], be = trp[i + 1], n = 0, at = pass ? grp[i] : 0;
-  while (a < ae || b < be) {
-    int32_t c;
-    double v;
-    if (b == be || (a < ae && scol[a] < tcol[b])) {
-      c = scol[a];
-      v = sval[a++];
-    } else if (a == ae || tcol[b] < scol[a]) {
-      c = tcol[b];
-      v = tval[b++];
-    } else {
-      c = scol[a];
-      v = sval[a++] + tval[b++];
-    }
-    if (pass) {
-      gcol[at + n] = c;
-      gval[at + n] = v;
-    }
-    n++;
-  }
-  if (!pass) len[i + 1] = n;
+  const int64_t n = tr_graph_union_row(scol + srp[i], sval + srp[i], srp[i + 1] - srp[i], tcol + trp[i], tval + trp[i],
+                                       trp[i + 1] - trp[i], pass ? gcol + grp[i] : NULL, pass ? gval + grp[i] : NULL);
+  if (!pass) len[i + 1] = (int32_t)n;
 }
 
 /* D(i) = sqrt(|1 / G(i,i)|), 0 where G(i,i) is 0 or not stored (PETSc:
@@ -148,7 +110,7 @@ static __global__ void k_graph_diag(int32_t m, const int32_t *rp, const int32_t 
     else hi = mid;
   }
   if (lo < rp[i + 1] && col[lo] == i) g = val[lo];
-  d[i] = g != 0 ? sqrt(fabs(1.0 / g)) : 0;
+  d[i] = tr_graph_scaling(g);
 }
 
 static __global__ void k_graph_scale(int32_t m, int64_t nnz, const int32_t *rp, const int32_t *col, const double *d,
