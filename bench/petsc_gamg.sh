@@ -106,6 +106,7 @@ irr_opts() { case $1 in denserow*) echo -pc_gamg_aggressive_coarsening 0 ;; esac
 one() { # case type
   c=$1; t=$2
   x12="$BIN/ex12 -dm_plex_dim 3 -dm_plex_simplex 0 -pc_type gamg -ksp_rtol 1e-10 -ksp_converged_reason -dm_mat_type $t"
+  case $c in *:*) run $c $t "$IRR" -spec $c -mat_type $t -ksp_converged_reason $(irr_opts $c); return ;; esac
   if [ "$GPU" = 1 ]; then
     case $c in
     q1hex40) run $c $t $x12 -dm_plex_box_faces 40,40,40 -petscspace_degree 1 ;;
@@ -113,7 +114,6 @@ one() { # case type
     ex45) run $c $t "$BIN/ex45" -da_grid_x 101 -da_grid_y 101 -da_grid_z 101 -pc_type gamg -ksp_converged_reason -dm_mat_type $t ;;
     ex56) run $c $t "$BIN/ex56" -ne 39 -pc_type gamg -ksp_rtol 1e-8 -ksp_converged_reason -mat_type $t ;;
     resetup) run_resetup $c $t "$POISSON" -dim 3 -n 100 -stencil 7 -resetups 2 -dm_mat_type $t ;;
-    *:*) run $c $t "$IRR" -spec $c -mat_type $t -ksp_converged_reason $(irr_opts $c) ;;
     esac
     return
   fi
@@ -123,7 +123,6 @@ one() { # case type
   q3hex12) run $c $t $x12 -dm_plex_box_faces 12,12,12 -petscspace_degree 3 ;;
   ex45) run $c $t "$BIN/ex45" -da_grid_x 49 -da_grid_y 49 -da_grid_z 49 -pc_type gamg -ksp_converged_reason -dm_mat_type $t ;;
   ex56) run $c $t "$BIN/ex56" -ne 23 -pc_type gamg -ksp_rtol 1e-8 -ksp_converged_reason -mat_type $t ;;
-  *:*) run $c $t "$IRR" -spec $c -mat_type $t -ksp_converged_reason $(irr_opts $c) ;;
   esac
 }
 DEFAULT_CASES="q1hex40 q2hex20 q3hex12 ex45 ex56"

@@ -61,11 +61,12 @@ static int64_t tr_mirror(const int32_t *rp, const int32_t *col, int32_t i, int32
   return tr_find(rp, col, j, i);
 }
 
-/* bs = 1: G has A's structure, and G + G^T is each entry plus its mirror
- * where every entry's mirror is stored (a structurally symmetric A:
- * meshes and stencils), in one pass that writes G (its first touch by
- * all threads); no transpose.  *asym: some mirror is missing (G is then
- * destroyed and the caller takes the general way). */
+/* G from S (A, or its block collapse): S's structure, and G + G^T is each
+ * entry plus its mirror where every entry's mirror is stored (a
+ * structurally symmetric S: meshes, stencils, their block collapses), in
+ * one pass that writes G (its first touch by all threads); no transpose.
+ * Without TILERAP_GRAPH_SYMMETRIZE always.  *asym: some mirror is missing
+ * (G is then destroyed and the caller takes the general way). */
 static int tr_graph_mirror(int32_t m, const int32_t *rp, const int32_t *col, const double *val, unsigned flags,
                            tilerap_csr **G, int *asym)
 {
@@ -96,97 +97,79 @@ int tr_cpu_csr_graph(int32_t m, int32_t bs, const int32_t *rp, const int32_t *co
                      unsigned flags, tilerap_csr **G)
 {
   const int32_t mb = m / bs;
-  int64_t *srp = NULL, *trp = NULL, *cur = NULL;
-  int32_t *scol = NULL, *tcol = NULL;
-  double *sval = NULL, *tval = NULL, *d = NULL;
+  int32_t *srp_own = NULL, *scol_own = NULL;
+  int64_t *trp = NULL, *grp = NULL;
+  int32_t *tcol = NULL;
+  double *sval_own = NULL, *tval = NULL, *d = NULL;
   tilerap_csr *out = NULL;
+  int asym = 0;
   int err = tr_graph_check(m, rp, col);
   if (err) return err;
-  if (bs == 1) {
-    int asym = 0;
-    if ((err = tr_graph_mirror(m, rp, col, val, flags, &out, &asym))) return err;
-    if (!asym) goto scale;
-  }
 
-  /* S: the collapsed (or absolute) matrix, mb x mb, int64 row pointers */
-  const int64_t annz = rp[m];
-  if (!(srp = malloc(((size_t)mb + 1) * sizeof *srp))) goto nomem;
-  if (bs == 1) {
-    for (int32_t i = 0; i <= m; i++) srp[i] = rp[i];
-    if (!(scol = malloc((size_t)(annz ? annz : 1) * sizeof *scol)) ||
-        !(sval = malloc((size_t)(annz ? annz : 1) * sizeof *sval)))
-      goto nomem;
-    if (annz) memcpy(scol, col, (size_t)annz * sizeof *scol);
-#pragma omp parallel for schedule(static) if (annz > 65536)
-    for (int64_t k = 0; k < annz; k++) sval[k] = (flags & TILERAP_GRAPH_ABS) ? fabs(val[k]) : val[k];
-  } else {
-    srp[0] = 0;
+  /* S: A itself for bs = 1 (|.| applied where read), else the block
+   * collapse (32-bit row pointers: it has at most A's entries) */
+  const int32_t *srp = rp, *scol = col;
+  const double *sval = val;
+  if (bs > 1) {
+    if (!(srp_own = malloc(((size_t)mb + 1) * sizeof *srp_own))) goto nomem;
+    srp_own[0] = 0;
 #pragma omp parallel for schedule(dynamic, 256) if (mb > 4096)
-    for (int32_t I = 0; I < mb; I++) srp[I + 1] = tr_graph_collapse_row(I, bs, rp, col, val, NULL, NULL);
-    for (int32_t I = 0; I < mb; I++) srp[I + 1] += srp[I];
-    if (!(scol = malloc((size_t)(srp[mb] ? srp[mb] : 1) * sizeof *scol)) ||
-        !(sval = malloc((size_t)(srp[mb] ? srp[mb] : 1) * sizeof *sval)))
-      goto nomem;
+    for (int32_t I = 0; I < mb; I++) srp_own[I + 1] = (int32_t)tr_graph_collapse_row(I, bs, rp, col, val, NULL, NULL);
+    for (int32_t I = 0; I < mb; I++) srp_own[I + 1] += srp_own[I];
+    const size_t sn = (size_t)srp_own[mb] + 1;
+    if (!(scol_own = malloc(sn * sizeof *scol_own)) || !(sval_own = malloc(sn * sizeof *sval_own))) goto nomem;
 #pragma omp parallel for schedule(dynamic, 256) if (mb > 4096)
-    for (int32_t I = 0; I < mb; I++) tr_graph_collapse_row(I, bs, rp, col, val, scol + srp[I], sval + srp[I]);
+    for (int32_t I = 0; I < mb; I++)
+      tr_graph_collapse_row(I, bs, rp, col, val, scol_own + srp_own[I], sval_own + srp_own[I]);
+    srp = srp_own;
+    scol = scol_own;
+    sval = sval_own;
   }
-  if (bs > 1) { /* the collapsed S the one-pass way where its structure is symmetric */
-    int32_t *srp32 = malloc(((size_t)mb + 1) * sizeof *srp32);
-    int asym = 0;
-    if (!srp32) goto nomem;
-    for (int32_t I = 0; I <= mb; I++) srp32[I] = (int32_t)srp[I]; /* S has at most A's entries */
-    err = tr_graph_mirror(mb, srp32, scol, sval, flags, &out, &asym);
-    free(srp32);
-    if (err) goto cleanup;
-    if (!asym) goto scale;
-  }
+  /* without G + G^T, or with S structurally symmetric: one pass */
+  if ((err = tr_graph_mirror(mb, srp, scol, sval, flags, &out, &asym))) goto cleanup;
+  if (!asym) goto scale;
+
+  /* G + G^T the general way: |S| (bs = 1 with |.|), S^T by a counting sort
+   * in row order (its rows come out ascending), the union per row */
   const int64_t snnz = srp[mb];
-
-  if (flags & TILERAP_GRAPH_SYMMETRIZE) {
-    /* S^T by a counting sort in row order: its rows come out ascending */
-    if (!(trp = calloc((size_t)mb + 1, sizeof *trp)) || !(cur = malloc(((size_t)mb + 1) * sizeof *cur)) ||
-        !(tcol = malloc((size_t)(snnz ? snnz : 1) * sizeof *tcol)) ||
-        !(tval = malloc((size_t)(snnz ? snnz : 1) * sizeof *tval)))
-      goto nomem;
-    for (int64_t k = 0; k < snnz; k++) trp[scol[k] + 1]++;
-    for (int32_t i = 0; i < mb; i++) trp[i + 1] += trp[i];
-    memcpy(cur, trp, ((size_t)mb + 1) * sizeof *cur);
-    for (int32_t i = 0; i < mb; i++)
-      for (int64_t k = srp[i]; k < srp[i + 1]; k++) {
-        const int64_t at = cur[scol[k]]++;
-        tcol[at] = i;
-        tval[at] = sval[k];
-      }
-    /* the union, counted then written */
-    int64_t *grp = cur; /* reused: row lengths, then row pointers */
-    grp[0] = 0;
-#pragma omp parallel for schedule(dynamic, 1024) if (mb > 4096)
-    for (int32_t i = 0; i < mb; i++)
-      grp[i + 1] = tr_graph_union_row(scol + srp[i], sval + srp[i], srp[i + 1] - srp[i], tcol + trp[i], tval + trp[i],
-                                trp[i + 1] - trp[i], NULL, NULL);
-    for (int32_t i = 0; i < mb; i++) grp[i + 1] += grp[i];
-    if (grp[mb] > INT32_MAX) {
-      err = tilerap_set_error(TILERAP_ERR_OVERFLOW, "graph: %lld entries exceed 32-bit row pointers", (long long)grp[mb]);
-      goto cleanup;
-    }
-    if ((err = tilerap_csr_create(mb, mb, grp[mb], &out))) goto cleanup;
-    memcpy(out->rowptr, grp, ((size_t)mb + 1) * sizeof *grp);
-#pragma omp parallel for schedule(dynamic, 1024) if (mb > 4096)
-    for (int32_t i = 0; i < mb; i++)
-      tr_graph_union_row(scol + srp[i], sval + srp[i], srp[i + 1] - srp[i], tcol + trp[i], tval + trp[i],
-                   trp[i + 1] - trp[i], out->colidx + out->rowptr[i], out->val + out->rowptr[i]);
-  } else {
-    if ((err = tilerap_csr_create(mb, mb, snnz, &out))) goto cleanup;
-    memcpy(out->rowptr, srp, ((size_t)mb + 1) * sizeof *srp);
-    if (snnz) {
-      memcpy(out->colidx, scol, (size_t)snnz * sizeof *scol);
-      memcpy(out->val, sval, (size_t)snnz * sizeof *sval);
-    }
+  if (bs == 1 && (flags & TILERAP_GRAPH_ABS)) {
+    if (!(sval_own = malloc(((size_t)snnz + 1) * sizeof *sval_own))) goto nomem;
+#pragma omp parallel for schedule(static) if (snnz > 65536)
+    for (int64_t k = 0; k < snnz; k++) sval_own[k] = fabs(val[k]);
+    sval = sval_own;
   }
+  if (!(trp = calloc((size_t)mb + 1, sizeof *trp)) || !(grp = malloc(((size_t)mb + 1) * sizeof *grp)) ||
+      !(tcol = malloc(((size_t)snnz + 1) * sizeof *tcol)) || !(tval = malloc(((size_t)snnz + 1) * sizeof *tval)))
+    goto nomem;
+  for (int64_t k = 0; k < snnz; k++) trp[scol[k] + 1]++;
+  for (int32_t i = 0; i < mb; i++) trp[i + 1] += trp[i];
+  memcpy(grp, trp, ((size_t)mb + 1) * sizeof *grp); /* cursors first */
+  for (int32_t i = 0; i < mb; i++)
+    for (int64_t k = srp[i]; k < srp[i + 1]; k++) {
+      const int64_t at = grp[scol[k]]++;
+      tcol[at] = i;
+      tval[at] = sval[k];
+    }
+  grp[0] = 0; /* then row lengths, then G's row pointers */
+#pragma omp parallel for schedule(dynamic, 1024) if (mb > 4096)
+  for (int32_t i = 0; i < mb; i++)
+    grp[i + 1] = tr_graph_union_row(scol + srp[i], sval + srp[i], srp[i + 1] - srp[i], tcol + trp[i], tval + trp[i],
+                                    trp[i + 1] - trp[i], NULL, NULL);
+  for (int32_t i = 0; i < mb; i++) grp[i + 1] += grp[i];
+  if (grp[mb] > INT32_MAX) {
+    err = tilerap_set_error(TILERAP_ERR_OVERFLOW, "graph: %lld entries exceed 32-bit row pointers", (long long)grp[mb]);
+    goto cleanup;
+  }
+  if ((err = tilerap_csr_create(mb, mb, grp[mb], &out))) goto cleanup;
+  memcpy(out->rowptr, grp, ((size_t)mb + 1) * sizeof *grp);
+#pragma omp parallel for schedule(dynamic, 1024) if (mb > 4096)
+  for (int32_t i = 0; i < mb; i++)
+    tr_graph_union_row(scol + srp[i], sval + srp[i], srp[i + 1] - srp[i], tcol + trp[i], tval + trp[i],
+                       trp[i + 1] - trp[i], out->colidx + out->rowptr[i], out->val + out->rowptr[i]);
 
 scale:
   if (flags & TILERAP_GRAPH_SCALE) {
-    if (!(d = malloc((size_t)(mb ? mb : 1) * sizeof *d))) goto nomem;
+    if (!(d = malloc(((size_t)mb + 1) * sizeof *d))) goto nomem;
 #pragma omp parallel for schedule(static) if (mb > 4096)
     for (int32_t i = 0; i < mb; i++) {
       double g = 0;
@@ -208,6 +191,6 @@ nomem:
   err = tilerap_set_error(TILERAP_ERR_NOMEM, "graph: out of host memory");
 cleanup:
   tilerap_csr_destroy(&out);
-  free(srp); free(scol); free(sval); free(trp); free(cur); free(tcol); free(tval); free(d);
+  free(srp_own); free(scol_own); free(sval_own); free(trp); free(grp); free(tcol); free(tval); free(d);
   return err;
 }
