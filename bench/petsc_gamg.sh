@@ -24,7 +24,9 @@
 # second re-setup), MatPtAP the Galerkin time, KSPSolve the solve.  A case
 # NAME:N[:ORDER] is a matrix of the irregular set (tilerap_model_irregular)
 # through bench/petsc-gamg-irregular: CG + GAMG on b = A*1, e.g.
-# CASES="mesh3d:150000 powerlaw:100000 random:100000 denserow:250000".  TUTORIALS=DIR takes ex12, ex45 and ex56
+# CASES="mesh3d:150000 powerlaw:100000 random:100000 denserow:250000".
+# GPU=1: ex45-N is ex45 on an N^3 grid (scaling: NP=1 and NP=2 on the
+# 2-GPU machine, one GPU per rank; MPIEXEC names the launcher).  TUTORIALS=DIR takes ex12, ex45 and ex56
 # already built there (e.g. on a machine without compilers), and poisson
 # for "resetup" (default: the build next to LIB).  OMP_NUM_THREADS:
 # the CPU engine's threads (default all cores); PETSc's AIJ runs on one.
@@ -62,11 +64,12 @@ set +e
 
 NP=${NP:-1}
 MPI=; TYPES="aij seqtile"; VEC=; GPUTIME=
-[ "$NP" -gt 1 ] && { MPI="mpiexec --allow-run-as-root -n $NP"; TYPES="aij tile"; }
+[ "$NP" -gt 1 ] && { MPI="${MPIEXEC:-mpiexec} --allow-run-as-root --oversubscribe -n $NP"; TYPES="aij tile"; }
 if [ "$GPU" = 1 ]; then
   TYPES="aijcusparse seqtile"; VEC="-dm_vec_type cuda -vec_type cuda"; GPUTIME=-log_view_gpu_time
-  # one rank needs no GPU-aware MPI (PETSc refuses to start without it otherwise)
-  [ "$NP" -gt 1 ] || VEC="$VEC -use_gpu_aware_mpi 0"
+  # Debian's Open MPI is not CUDA-aware (PETSc refuses to start without this;
+  # drop it with an MPI that is: GPU_AWARE=1)
+  [ "${GPU_AWARE:-0}" = 1 ] || VEC="$VEC -use_gpu_aware_mpi 0"
   [ "$NP" -gt 1 ] && TYPES="aijcusparse tile"
 fi
 # GPU=1: the device's memory in use sampled every 20 ms while a run lasts
@@ -112,6 +115,7 @@ one() { # case type
     q1hex40) run $c $t $x12 -dm_plex_box_faces 40,40,40 -petscspace_degree 1 ;;
     q2hex20) run $c $t $x12 -dm_plex_box_faces 20,20,20 -petscspace_degree 2 ;;
     ex45) run $c $t "$BIN/ex45" -da_grid_x 101 -da_grid_y 101 -da_grid_z 101 -pc_type gamg -ksp_converged_reason -dm_mat_type $t ;;
+    ex45-*) n=${c#ex45-}; run $c $t "$BIN/ex45" -da_grid_x $n -da_grid_y $n -da_grid_z $n -pc_type gamg -ksp_converged_reason -dm_mat_type $t ;;
     ex56) run $c $t "$BIN/ex56" -ne 39 -pc_type gamg -ksp_rtol 1e-8 -ksp_converged_reason -mat_type $t ;;
     resetup) run_resetup $c $t "$POISSON" -dim 3 -n 100 -stencil 7 -resetups 2 -dm_mat_type $t ;;
     esac

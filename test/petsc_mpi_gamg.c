@@ -13,6 +13,17 @@
 #include "tilerap_petsc.h"
 #include "petsc_testutil.h"
 
+/* A PETSc built with CUDA (3.25 on) makes mpitile MPIAIJCUSPARSE
+ * underneath: the reference run is then mpiaijcusparse, both with CUDA
+ * vectors (a device matrix needs them). */
+#if defined(PETSC_HAVE_CUDA) && !PETSC_VERSION_LT(3, 25, 0)
+  #define TEST_DEVICE_TYPES 1
+  #define REF_TYPE          MATMPIAIJCUSPARSE
+#else
+  #define TEST_DEVICE_TYPES 0
+  #define REF_TYPE          MATMPIAIJ
+#endif
+
 #define MAXLEV 16
 
 typedef struct {
@@ -100,6 +111,9 @@ static PetscErrorCode run(PetscInt dim, PetscInt n, MatType type, PetscBool repa
   else PetscCall(DMDACreate3d(PETSC_COMM_WORLD, DM_BOUNDARY_NONE, DM_BOUNDARY_NONE, DM_BOUNDARY_NONE, DMDA_STENCIL_STAR, n, n, n, PETSC_DECIDE, PETSC_DECIDE, PETSC_DECIDE, 1, 1, NULL, NULL, NULL, &da));
   PetscCall(DMSetUp(da));
   PetscCall(DMSetMatType(da, type));
+#if TEST_DEVICE_TYPES
+  PetscCall(DMSetVecType(da, VECCUDA));
+#endif
   PetscCall(DMCreateMatrix(da, &A));
   PetscCall(assemble_poisson(da, dim, 1.0, A));
   PetscCall(DMCreateGlobalVector(da, &x));
@@ -112,11 +126,15 @@ static PetscErrorCode run(PetscInt dim, PetscInt n, MatType type, PetscBool repa
     PetscCall(PCGAMGSetProcEqLim(pc, 200));
   }
   if (reuse) { /* no process reduction: GAMG reuses every level's product (a reduced level it recomputes) */
+    PetscMPIInt size;
     PetscCall(PCGAMGSetProcEqLim(pc, 1));
+    PetscCallMPI(MPI_Comm_size(PETSC_COMM_WORLD, &size));
+    /* on one rank the coarse solve is LU on the MPI matrix, which PETSc's
+     * own LU does not take (3.25); the coarse level is kept there anyway */
 #if PETSC_VERSION_LT(3, 20, 0)
     PetscCall(PCGAMGSetUseParallelCoarseGridSolve(pc, PETSC_TRUE));
 #else
-    PetscCall(PCGAMGSetParallelCoarseGridSolve(pc, PETSC_TRUE));
+    if (size > 1) PetscCall(PCGAMGSetParallelCoarseGridSolve(pc, PETSC_TRUE));
 #endif
   }
   PetscCall(KSPSetFromOptions(ksp));
@@ -139,7 +157,11 @@ static PetscErrorCode run(PetscInt dim, PetscInt n, MatType type, PetscBool repa
 static PetscErrorCode compare_runs(const char *name, Run *t, Run *a)
 {
   PetscBool allsame = PETSC_TRUE;
-  PetscReal maxerr  = 0;
+  PetscReal maxerr  = 0, first = 0;
+  /* bit-for-bit AIJ order only where every step runs on the host; else
+   * (as in test/petsc_gamg.c) the first coarse operator to 1e-12 and the
+   * deeper ones through the Galerkin identity of their own level */
+  PetscBool host = (PetscBool)(!TEST_DEVICE_TYPES && tilerap_engine_resolve(TILERAP_ENGINE_AUTO) == TILERAP_ENGINE_CPU);
 
   PetscFunctionBeginUser;
   PetscCall(tu_ok((PetscBool)(t->nlev == a->nlev && t->nlev > 1), "%s: same number of GAMG levels (%d vs %d)", name, (int)t->nlev, (int)a->nlev));
@@ -149,13 +171,15 @@ static PetscErrorCode compare_runs(const char *name, Run *t, Run *a)
     PetscCall(tu_mpi_compare(t->op[l], a->op[l], &same, &err));
     if (!same) allsame = PETSC_FALSE;
     maxerr = PetscMax(maxerr, err);
+    if (l == t->nlev - 2) first = err;
     tu_diag("%s: level %d: same layout and structure %d, rel. error %.2e", name, (int)l, (int)same, (double)err);
   }
-  PetscCall(tu_ok((PetscBool)(allsame && maxerr <= 1e-12), "%s: every level operator has MPIAIJ's layout and structure, max rel. error %.2e", name, (double)maxerr));
+  if (host) PetscCall(tu_ok((PetscBool)(allsame && maxerr <= 1e-12), "%s: every level operator has %s's layout and structure, max rel. error %.2e", name, REF_TYPE, (double)maxerr));
+  else PetscCall(tu_ok((PetscBool)(allsame && first <= 1e-12), "%s: every level has %s's layout and structure, first coarse level rel. error %.2e (deeper levels %.2e, GAMG's sensitivity)", name, REF_TYPE, (double)first, (double)maxerr));
   PetscCall(tu_ok(t->tile_coarse, "%s: coarse operators are mpiaijtile", name));
   PetscCall(tu_ok((PetscBool)(t->galerkin_same && t->galerkin <= 1e-13), "%s: every coarse operator is P^T A P of its own level (MPIAIJ MatPtAP) to %.2e", name, (double)t->galerkin));
   PetscCall(tu_ok((PetscBool)(t->reason > 0 && a->reason > 0 && t->its == a->its), "%s: both converged, same iterations (%d vs %d)", name, (int)t->its, (int)a->its));
-  PetscCall(tu_ok((PetscBool)(PetscAbsReal(t->rnorm - a->rnorm) <= 1e-8 * a->rnorm), "%s: final residual %.6e vs %.6e", name, (double)t->rnorm, (double)a->rnorm));
+  PetscCall(tu_ok((PetscBool)(PetscAbsReal(t->rnorm - a->rnorm) <= (host ? 1e-8 : 1e-6) * a->rnorm), "%s: final residual %.6e vs %.6e", name, (double)t->rnorm, (double)a->rnorm));
   PetscFunctionReturn(0);
 }
 
@@ -184,10 +208,16 @@ int main(int argc, char **argv)
     char     name[96];
     PetscInt pl0 = 0, pl1 = 0;
     PetscCall(PetscSNPrintf(name, sizeof name, "%dD n=%d%s", (int)cases[c].dim, (int)cases[c].n, cases[c].repart ? " repartition, process_eq_limit 200" : ""));
+#if !defined(PETSC_HAVE_PARMETIS) && !defined(PETSC_HAVE_PTSCOTCH) && !defined(PETSC_HAVE_CHACO) && !defined(PETSC_HAVE_PARTY)
+    if (cases[c].repart && size > 1) { /* GAMG's repartitioning needs a partitioner package on several ranks */
+      tu_diag("%s: skipped, this PETSc has no partitioner package", name);
+      continue;
+    }
+#endif
     PetscCall(tu_event_count("TileRAPPlan", &pl0));
     PetscCall(run(cases[c].dim, cases[c].n, MATMPITILE, cases[c].repart, PETSC_FALSE, &t, NULL, NULL, NULL));
     PetscCall(tu_event_count("TileRAPPlan", &pl1));
-    PetscCall(run(cases[c].dim, cases[c].n, MATMPIAIJ, cases[c].repart, PETSC_FALSE, &a, NULL, NULL, NULL));
+    PetscCall(run(cases[c].dim, cases[c].n, REF_TYPE, cases[c].repart, PETSC_FALSE, &a, NULL, NULL, NULL));
     PetscCall(compare_runs(name, &t, &a));
     PetscCall(tu_ok((PetscBool)(pl1 - pl0 >= t.nlev - 1), "%s: tile plans built on every rank (this rank: %d)", name, (int)(pl1 - pl0)));
     if (cases[c].repart && size > 1) PetscCall(tu_ok((PetscBool)(t.min_active < size && t.min_active == a.min_active), "%s: coarse levels on fewer ranks (down to %d of %d, MPIAIJ %d)", name, (int)t.min_active, (int)size, (int)a.min_active));
@@ -198,7 +228,7 @@ int main(int argc, char **argv)
     Run      t1 = {0}, t2 = {0}, a1 = {0}, a2 = {0};
     PetscInt plans = -1, numerics = -1, d1, d2;
     PetscCall(run(2, 65, MATMPITILE, PETSC_FALSE, PETSC_TRUE, &t1, &t2, &plans, &numerics));
-    PetscCall(run(2, 65, MATMPIAIJ, PETSC_FALSE, PETSC_TRUE, &a1, &a2, &d1, &d2));
+    PetscCall(run(2, 65, REF_TYPE, PETSC_FALSE, PETSC_TRUE, &a1, &a2, &d1, &d2));
     PetscCall(compare_runs("reuse: first setup", &t1, &a1));
     PetscCall(compare_runs("reuse: second setup", &t2, &a2));
     PetscCall(tu_ok((PetscBool)(plans == 0 && numerics >= t2.nlev - 1), "-pc_gamg_reuse_interpolation re-setup: numeric phases only (this rank: plans %d, numeric phases %d, levels %d)", (int)plans, (int)numerics, (int)t2.nlev));

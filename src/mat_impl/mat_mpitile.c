@@ -1,25 +1,38 @@
-/* MATMPITILE: a MATMPIAIJ whose diagonal and off-diagonal blocks are
- * seqtile (seqaijtile) matrices, built the way PETSc's MPI device AIJ types
- * wrap their local blocks: an MPIAIJ is created and converted in place (type
- * name "mpiaijtile", a few ops replaced, functions composed).  Every MPIAIJ
- * entry point that (re)creates the blocks as plain SeqAIJ (preallocation,
- * COO preallocation) is wrapped so that the blocks are converted to seqtile
- * right after, whoever calls it (DMDA, GAMG's prolongator, MatCreateSubMatrix,
- * the product's COO assembly).
+/* MATMPITILE: a MATMPIAIJ -- MATMPIAIJCUSPARSE in a PETSc built with CUDA,
+ * so that MatMult, the smoothers and the solve stay on the device -- whose
+ * diagonal and off-diagonal blocks are seqtile matrices, built the way
+ * PETSc's MPI device AIJ types wrap their local blocks: the base type is
+ * created and converted in place (type name "mpiaijtile", a few ops
+ * replaced, functions composed).  Every entry point of the base that
+ * (re)creates the blocks as plain SeqAIJ(CUSPARSE) (preallocation, COO
+ * preallocation) is wrapped so that the blocks are converted to seqtile
+ * right after, whoever calls it (DMDA, GAMG's prolongator,
+ * MatCreateSubMatrix, the product's COO assembly).
  *
  * Products AB, AtB and PtAP with a tile operand run PETSc's distributed
  * "backend" algorithm (MatProductSymbolic_MPIAIJBACKEND): remote rows of P
  * gathered, local products on the SEQ blocks -- which are seqtile, so they
- * reach the tile engine -- and the result assembled with COO.  The wrappers
- * around its symbolic and numeric phases make sure the blocks' tile copies
- * see every change of the MPI matrix (some MPIAIJ ops call the blocks' ops
- * directly, without raising the blocks' object state), that C is mpitile,
- * and that a reuse with other operands or changed patterns plans again.
- * Any other product (type, operand types, or an algorithm picked through
- * the options) is left to MPIAIJ as it stands. */
+ * reach the tile engine (on the device CSR with CUDA) -- and the result
+ * assembled with COO (on the device with CUDA).  The wrappers around its
+ * symbolic and numeric phases make sure the blocks' tile copies see every
+ * change of the MPI matrix (some MPIAIJ ops call the blocks' ops directly,
+ * without raising the blocks' object state), that C is mpitile, and that a
+ * reuse with other operands or changed patterns plans again.  Any other
+ * product (type, operand types, or an algorithm picked through the
+ * options) is left to the base as it stands. */
 #include "mat_seqtile_impl.h"
 
 PETSC_EXTERN PetscErrorCode MatCreate_MPIAIJ(Mat);
+
+/* The base of the MPI type and of its blocks. */
+#if TILE_DEVICE_AIJ
+PETSC_EXTERN PetscErrorCode MatCreate_MPIAIJCUSPARSE(Mat);
+  #define TILE_MPI_BASE MATMPIAIJCUSPARSE
+  #define TILE_SEQ_BASE MATSEQAIJCUSPARSE
+#else
+  #define TILE_MPI_BASE MATMPIAIJ
+  #define TILE_SEQ_BASE MATSEQAIJ
+#endif
 
 typedef struct {
   PetscObjectState seen; /* MPI object state the blocks were last checked against */
@@ -66,6 +79,8 @@ static const char *const tile_mpi_own_names[] = {
   "MatConvert_mpiaijtile_aij_C",
   "MatConvert_mpiaij_mpiaijtile_C",
   "MatConvert_mpiaij_mpitile_C",
+  "MatConvert_mpiaijtile_mpiaijcusparse_C",
+  "MatConvert_mpiaijtile_aijcusparse_C",
   "MatProductSetFromOptions_mpiaijtile_mpimaij_C",
   "MatProductSetFromOptions_mpiaijtile_mpiaij_C",
   "MatProductSetFromOptions_mpiaij_mpiaijtile_C",
@@ -76,8 +91,20 @@ static const char *const tile_mpi_own_names[] = {
   "MatProductSetFromOptions_mpiaijtile_mpiaijtile_mpiaij_C",
   "MatProductSetFromOptions_mpiaijtile_mpiaij_mpiaijtile_C",
   "MatProductSetFromOptions_mpiaij_mpiaijtile_mpiaijtile_C",
+#if TILE_DEVICE_AIJ
+  /* the same with the device base as the other operand */
+  "MatProductSetFromOptions_mpiaijtile_mpiaijcusparse_C",
+  "MatProductSetFromOptions_mpiaijcusparse_mpiaijtile_C",
+  "MatProductSetFromOptions_mpiaijtile_mpiaijcusparse_mpiaijcusparse_C",
+  "MatProductSetFromOptions_mpiaijcusparse_mpiaijtile_mpiaijcusparse_C",
+  "MatProductSetFromOptions_mpiaijcusparse_mpiaijcusparse_mpiaijtile_C",
+  "MatProductSetFromOptions_mpiaijtile_mpiaijtile_mpiaijcusparse_C",
+  "MatProductSetFromOptions_mpiaijtile_mpiaijcusparse_mpiaijtile_C",
+  "MatProductSetFromOptions_mpiaijcusparse_mpiaijtile_mpiaijtile_C",
+#endif
 };
-#define TILE_MPI_NOWN_PRODUCT 8 /* the last ones: all MatProductSetFromOptions_MPITile */
+/* the last ones: all MatProductSetFromOptions_MPITile */
+#define TILE_MPI_NOWN_PRODUCT (TILE_DEVICE_AIJ ? 16 : 8)
 #define TILE_MPI_NOWN (sizeof(tile_mpi_own_names) / sizeof(tile_mpi_own_names[0]))
 
 /* "..._mpiaij_..." -> "..._mpiaijtile_..." (token delimited by '_'); NULL if absent. */
@@ -168,13 +195,16 @@ PetscErrorCode TileIsMPITile(Mat X, PetscBool *flg)
 static PetscErrorCode TileIsPlainMPIAIJ(Mat X, PetscBool *flg)
 {
   PetscFunctionBegin;
-  PetscCall(PetscObjectTypeCompare((PetscObject)X, MATMPIAIJ, flg));
+  /* the base only: with CUDA, a host MPIAIJ operand and a device tile one
+   * are left to MPIAIJ (C's COO assembly lives in one memory) */
+  PetscCall(PetscObjectTypeCompare((PetscObject)X, TILE_MPI_BASE, flg));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
 /* Converts X's diagonal and off-diagonal blocks, where they exist and are
- * plain SeqAIJ, to seqtile in place (the objects stay the same, so every
- * pointer MPIAIJ keeps to them stays valid). */
+ * plain SeqAIJ(CUSPARSE), to seqtile in place (the objects stay the same,
+ * so every pointer MPIAIJ keeps to them stays valid): on the device base
+ * in a PETSc built with CUDA, as the MPI type's. */
 static PetscErrorCode TileMPIConvertBlocks(Mat X)
 {
   Mat_MPITile    *t = (Mat_MPITile *)X->spptr;
@@ -189,9 +219,9 @@ static PetscErrorCode TileMPIConvertBlocks(Mat X)
     if (!b) continue;
     PetscCall(TileIsSeqTile(b, &istile));
     if (!istile) {
-      PetscCall(PetscObjectTypeCompare((PetscObject)b, MATSEQAIJ, &isaij));
-      PetscCheck(isaij, PetscObjectComm((PetscObject)X), PETSC_ERR_SUP, "%s block of type %s: expected seqaij", k ? "off-diagonal" : "diagonal", ((PetscObject)b)->type_name);
-      PetscCall(TileSeqConvertInPlace(b, PETSC_FALSE)); /* host blocks under host MPIAIJ */
+      PetscCall(TileIsPlainSeqAIJ(b, &isaij));
+      PetscCheck(isaij, PetscObjectComm((PetscObject)X), PETSC_ERR_SUP, "%s block of type %s: expected %s", k ? "off-diagonal" : "diagonal", ((PetscObject)b)->type_name, TILE_SEQ_BASE);
+      PetscCall(TileSeqConvertInPlace(b, (PetscBool)TILE_DEVICE_AIJ));
     }
     if (t) {
       Mat_SeqTile *bt;
@@ -318,6 +348,10 @@ static PetscErrorCode TileMPICompose(Mat B)
   PetscCall(PetscObjectComposeFunction(o, "MatConvert_mpiaijtile_aij_C", MatConvert_MPITile_MPIAIJ));
   PetscCall(PetscObjectComposeFunction(o, "MatConvert_mpiaij_mpiaijtile_C", MatConvert_MPIAIJ_MPITile));
   PetscCall(PetscObjectComposeFunction(o, "MatConvert_mpiaij_mpitile_C", MatConvert_MPIAIJ_MPITile));
+#if TILE_DEVICE_AIJ
+  PetscCall(PetscObjectComposeFunction(o, "MatConvert_mpiaijtile_mpiaijcusparse_C", MatConvert_MPITile_MPIAIJ));
+  PetscCall(PetscObjectComposeFunction(o, "MatConvert_mpiaijtile_aijcusparse_C", MatConvert_MPITile_MPIAIJ));
+#endif
   PetscCall(PetscObjectComposeFunction(o, "MatProductSetFromOptions_mpiaijtile_mpimaij_C", MatProductSetFromOptions_MPITile_Other));
   for (size_t k = TILE_MPI_NOWN - TILE_MPI_NOWN_PRODUCT; k < TILE_MPI_NOWN; k++) PetscCall(PetscObjectComposeFunction(o, tile_mpi_own_names[k], MatProductSetFromOptions_MPITile));
   PetscFunctionReturn(PETSC_SUCCESS);
@@ -348,7 +382,7 @@ static PetscErrorCode TileMPIStrip(Mat B, PetscBool blocks_too)
       PetscBool istile;
       if (!blk[k]) continue;
       PetscCall(TileIsSeqTile(blk[k], &istile));
-      if (istile) PetscCall(MatConvert(blk[k], MATSEQAIJ, MAT_INPLACE_MATRIX, &blk[k]));
+      if (istile) PetscCall(MatConvert(blk[k], TILE_SEQ_BASE, MAT_INPLACE_MATRIX, &blk[k]));
     }
   }
   PetscFunctionReturn(PETSC_SUCCESS);
@@ -372,8 +406,15 @@ PetscErrorCode MatConvert_MPIAIJ_MPITile(Mat A, MatType type, MatReuse reuse, Ma
   PetscFunctionBegin;
   PetscCall(TileConvertBegin(A, reuse, newmat, TileIsMPITile, &B));
   if (!B) PetscFunctionReturn(PETSC_SUCCESS);
+#if TILE_DEVICE_AIJ
+  { /* a host MPIAIJ moves to the device base first */
+    PetscBool ishost;
+    PetscCall(PetscObjectTypeCompare((PetscObject)B, MATMPIAIJ, &ishost));
+    if (ishost) PetscCall(MatConvert(B, MATMPIAIJCUSPARSE, MAT_INPLACE_MATRIX, &B));
+  }
+#endif
   PetscCheck(!B->spptr, PetscObjectComm((PetscObject)B), PETSC_ERR_SUP, "cannot convert a %s that carries implementation data to %s", ((PetscObject)B)->type_name, MATMPITILE);
-  if (!tile_mpiaij_ops.saved) { /* B is a plain MPIAIJ here: remember what we replace */
+  if (!tile_mpiaij_ops.saved) { /* B is a plain MPIAIJ(CUSPARSE) here: remember what we replace */
     tile_mpiaij_ops.destroy               = B->ops->destroy;
     tile_mpiaij_ops.assemblyend           = B->ops->assemblyend;
     tile_mpiaij_ops.setfromoptions        = B->ops->setfromoptions;
@@ -412,14 +453,26 @@ static PetscErrorCode MatConvert_MPITile_MPIAIJ(Mat A, MatType type, MatReuse re
   PetscCall(TileConvertBegin(A, reuse, newmat, NULL, &B));
   if (!B) PetscFunctionReturn(PETSC_SUCCESS);
   PetscCall(TileMPIStrip(B, PETSC_TRUE));
-  PetscCall(PetscObjectChangeTypeName((PetscObject)B, MATMPIAIJ));
+  PetscCall(PetscObjectChangeTypeName((PetscObject)B, TILE_MPI_BASE));
+#if TILE_DEVICE_AIJ
+  { /* the base, then the type asked for ("aij" and "mpiaij" name host MPIAIJ) */
+    PetscBool same;
+    PetscCall(PetscStrcmp(type, TILE_MPI_BASE, &same));
+    if (!same) PetscCall(MatConvert(B, MATMPIAIJ, MAT_INPLACE_MATRIX, &B));
+  }
+#endif
+  *newmat = B;
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
 PetscErrorCode MatCreate_MPITile(Mat B)
 {
   PetscFunctionBegin;
+#if TILE_DEVICE_AIJ
+  PetscCall(MatCreate_MPIAIJCUSPARSE(B));
+#else
   PetscCall(MatCreate_MPIAIJ(B));
+#endif
   PetscCall(MatConvert_MPIAIJ_MPITile(B, MATMPITILE, MAT_INPLACE_MATRIX, &B));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
@@ -554,30 +607,36 @@ static PetscErrorCode TileMPIProductView(Mat C, PetscViewer viewer)
  * are therefore seqtile for the symbolic phase only (in place, no copy):
  * every local product is a tile product, and their numeric phases take
  * the blocks as plain SeqAIJ operands. */
-static PetscErrorCode TileMPIBlocksToTile(Mat X, const tilerap_options *opt, PetscBool conv[2])
+enum { TILE_BLOCK_KEPT, TILE_BLOCK_HOST, TILE_BLOCK_DEVICE }; /* what a block was before */
+
+static PetscErrorCode TileMPIBlocksToTile(Mat X, const tilerap_options *opt, int conv[2])
 {
   Mat             blk[2];
   const PetscInt *garray;
 
   PetscFunctionBegin;
-  conv[0] = conv[1] = PETSC_FALSE;
+  conv[0] = conv[1] = TILE_BLOCK_KEPT;
   PetscCall(MatMPIAIJGetSeqAIJ(X, &blk[0], &blk[1], &garray));
   for (int k = 0; k < 2; k++) {
     PetscBool    isaij;
     Mat          b = blk[k];
     Mat_SeqTile *bt;
+    PetscBool    isdev = PETSC_FALSE;
     if (!b) continue;
     PetscCall(PetscObjectTypeCompare((PetscObject)b, MATSEQAIJ, &isaij));
-    if (!isaij || b->spptr) continue;
-    PetscCall(TileSeqConvertInPlace(b, PETSC_FALSE));
+#if TILE_DEVICE_AIJ
+    PetscCall(PetscObjectTypeCompare((PetscObject)b, MATSEQAIJCUSPARSE, &isdev));
+#endif
+    if (!isdev && (!isaij || b->spptr)) continue;
+    PetscCall(TileSeqConvertInPlace(b, isdev));
     PetscCall(TileGetData(b, &bt));
     bt->opt = *opt;
-    conv[k] = PETSC_TRUE;
+    conv[k] = isdev ? TILE_BLOCK_DEVICE : TILE_BLOCK_HOST;
   }
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-static PetscErrorCode TileMPIBlocksBack(Mat X, const PetscBool conv[2])
+static PetscErrorCode TileMPIBlocksBack(Mat X, const int conv[2])
 {
   Mat             blk[2];
   const PetscInt *garray;
@@ -592,7 +651,7 @@ static PetscErrorCode TileMPIBlocksBack(Mat X, const PetscBool conv[2])
     PetscCall(PetscSNPrintf(name, sizeof name, "MatConvert_%s_seqaij_C", ((PetscObject)b)->type_name));
     PetscCall(PetscObjectQueryFunction((PetscObject)b, name, &back));
     PetscCheck(back, PETSC_COMM_SELF, PETSC_ERR_PLIB, "seqtile block without its conversion back to seqaij");
-    PetscCall((*back)(b, MATSEQAIJ, MAT_INPLACE_MATRIX, &b));
+    PetscCall((*back)(b, conv[k] == TILE_BLOCK_DEVICE ? TILE_SEQ_BASE : MATSEQAIJ, MAT_INPLACE_MATRIX, &b));
   }
   PetscFunctionReturn(PETSC_SUCCESS);
 }
@@ -603,7 +662,8 @@ static PetscErrorCode TileMPIPlan(Mat C, TileMPIProduct *w)
 {
   Mat_Product   *product = C->product;
   Mat            A = product->A, B = product->B;
-  PetscBool      atile, btile, istile, conv[2] = {PETSC_FALSE, PETSC_FALSE};
+  PetscBool      atile, btile, istile;
+  int            conv[2] = {TILE_BLOCK_KEPT, TILE_BLOCK_KEPT};
   PetscErrorCode ierr;
 
   PetscFunctionBegin;
@@ -613,7 +673,20 @@ static PetscErrorCode TileMPIPlan(Mat C, TileMPIProduct *w)
   PetscCall(TileIsMPITile(A, &atile));
   PetscCall(TileIsMPITile(B, &btile));
   if (!atile && btile) PetscCall(TileMPIBlocksToTile(A, &((Mat_MPITile *)B->spptr)->opt, conv));
+#if TILE_DEVICE_AIJ
+  /* The backend gives C its "A"'s type name and keeps C's COO buffers in
+   * device memory only when that name is a device AIJ's: the tile operands
+   * show their base's name while it runs, and C becomes mpitile after. */
+  if (atile) PetscCall(PetscObjectChangeTypeName((PetscObject)A, TILE_MPI_BASE));
+  if (btile && B != A) PetscCall(PetscObjectChangeTypeName((PetscObject)B, TILE_MPI_BASE));
+  TileLocalProductsPush();
+#endif
   ierr = (*w->symbolic)(C);
+#if TILE_DEVICE_AIJ
+  TileLocalProductsPop();
+  if (atile) PetscCall(PetscObjectChangeTypeName((PetscObject)A, MATMPIAIJTILE));
+  if (btile && B != A) PetscCall(PetscObjectChangeTypeName((PetscObject)B, MATMPIAIJTILE));
+#endif
   if (conv[0] || conv[1]) PetscCall(TileMPIBlocksBack(A, conv));
   PetscCall(ierr);
   /* C of the tile type, its blocks seqtile (they are the next level's operands) */
@@ -720,8 +793,18 @@ PetscErrorCode MatProductSetFromOptions_MPITile(Mat C)
   PetscBool                algok, fits;
 
   PetscFunctionBegin;
+  /* PETSc may set a product up twice: the base keeps a symbolic phase it
+   * finds set (its fallback for mixed types does), which must not be ours */
+  C->ops->productsymbolic = NULL;
   /* MAT_FORCE_DIAGONAL_ENTRIES: the backend's C has no room for them (not a fit) */
   PetscCall(TileProductCandidate(C, TileIsMPITile, TileIsPlainMPIAIJ, algs, &algok, &fits));
+#if TILE_DEVICE_AIJ
+  /* With CUDA every implementation of the base (the device backend) makes
+   * the product's pattern only -- MPIAIJCUSPARSE drops the option silently:
+   * refused instead of a C without its diagonal. */
+  PetscCheck(!C->force_diagonals || !(product->type == MATPRODUCT_AB || product->type == MATPRODUCT_AtB || product->type == MATPRODUCT_PtAP), PetscObjectComm((PetscObject)C), PETSC_ERR_SUP,
+             "%s of %s matrices with MAT_FORCE_DIAGONAL_ENTRIES: not supported on the device (convert the operands to %s for it)", MatProductTypes[product->type], MATMPITILE, MATMPIAIJ);
+#endif
   A = product->A;
   B = product->B;
   PetscCheck(tile_mpiaij_ops.productsetfromoptions, PetscObjectComm((PetscObject)C), PETSC_ERR_PLIB, "MPIAIJ product implementation not captured");

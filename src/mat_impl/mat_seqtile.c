@@ -628,7 +628,8 @@ PetscErrorCode MatCreate_SeqTile(Mat B)
 
 #if TILE_DEVICE_AIJ
 /* MATSEQAIJTILEHOST: the host-AIJ tile matrix of a PETSc built with CUDA
- * (MATMPITILE's blocks; MatDuplicate makes copies through this name). */
+ * (a host block made a tile matrix for one product; MatDuplicate makes
+ * copies through this name). */
 PetscErrorCode MatCreate_SeqTileHost(Mat B)
 {
   PetscFunctionBegin;

@@ -50,13 +50,13 @@ PETSC_EXTERN PetscErrorCode MatCreate_SeqAIJ(Mat);
 
 /* A PETSc built with CUDA: MATSEQTILE is a MATSEQAIJCUSPARSE underneath
  * (matrices, MatMult and the solve stay on the device, and the products
- * read and write the device CSR), the way PETSc's own GPU users run.
- * MATMPITILE's blocks keep host AIJ (MATSEQAIJTILEHOST) until the MPI type
- * gets its own device form.  Older CUDA builds of PETSc keep host AIJ
- * (3.25's container and destroy-callback types are used). */
+ * read and write the device CSR), the way PETSc's own GPU users run, and
+ * MATMPITILE is a MATMPIAIJCUSPARSE with such blocks.  MATSEQAIJTILEHOST
+ * is the host-AIJ tile matrix of such a build.  Older CUDA builds of PETSc
+ * keep host AIJ (3.25's container and destroy-callback types are used). */
 #if defined(PETSC_HAVE_CUDA) && !PETSC_VERSION_LT(3, 25, 0)
   #define TILE_DEVICE_AIJ 1
-  #define MATSEQAIJTILEHOST "seqaijtilehost" /* internal: the blocks of MATMPITILE */
+  #define MATSEQAIJTILEHOST "seqaijtilehost" /* internal: a tile matrix on host AIJ */
 PETSC_EXTERN PetscErrorCode MatCreate_SeqAIJCUSPARSE(Mat);
 #else
   #define TILE_DEVICE_AIJ 0
@@ -180,6 +180,10 @@ PetscErrorCode TileDeviceValuesEnd(Mat C, PetscScalar **ca);
  * it, so a tile PtAP forms it in its setup too rather than leaving it to
  * the first solve. */
 PetscErrorCode TileFormExplicitTranspose(Mat P);
+/* Around an MPI product's symbolic phase: no explicit transposes of the
+ * local products' operands. */
+void TileLocalProductsPush(void);
+void TileLocalProductsPop(void);
 /* Orders tilerap's work (legacy default stream) after PETSc's queued
  * device work when PETSc's current stream is one that does not wait. */
 PetscErrorCode TileDeviceJoinPETSc(void);

@@ -23,7 +23,7 @@ PetscErrorCode TileRAPInitializePackage(void)
   PetscCall(MatRegister(MATSEQTILE, MatCreate_SeqTile));
   PetscCall(MatRegister(MATSEQAIJTILE, MatCreate_SeqTile)); /* the objects' own name: MatSetType(B, A's type) */
 #if TILE_DEVICE_AIJ
-  PetscCall(MatRegister(MATSEQAIJTILEHOST, MatCreate_SeqTileHost)); /* MATMPITILE's host blocks */
+  PetscCall(MatRegister(MATSEQAIJTILEHOST, MatCreate_SeqTileHost)); /* host-AIJ tile matrices of a CUDA build */
 #endif
   PetscCall(MatRegister(MATMPITILE, MatCreate_MPITile));
   PetscCall(MatRegister(MATMPIAIJTILE, MatCreate_MPITile)); /* the objects' own name (GAMG, MatCreateSubMatrix, MatDuplicate) */

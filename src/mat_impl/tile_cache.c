@@ -88,13 +88,28 @@ static PetscErrorCode TilePETScStream(PetscDeviceContext *dctx, PetscBool *order
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+/* Depth of MPI product symbolic phases running: their local products take
+ * blocks and merged local matrices, not the user's P (the MPI P's transpose
+ * is left to its first MatMultTranspose, as for MPIAIJCUSPARSE). */
+static int tile_local_products;
+
+void TileLocalProductsPush(void)
+{
+  tile_local_products++;
+}
+
+void TileLocalProductsPop(void)
+{
+  tile_local_products--;
+}
+
 PetscErrorCode TileFormExplicitTranspose(Mat P)
 {
   PetscBool devcsr;
   Vec       x, y;
 
   PetscFunctionBegin;
-  if (!P->form_explicit_transpose) PetscFunctionReturn(PETSC_SUCCESS);
+  if (!P->form_explicit_transpose || tile_local_products > 0) PetscFunctionReturn(PETSC_SUCCESS);
   PetscCall(TileHasDeviceCSR(P, &devcsr));
   if (!devcsr) PetscFunctionReturn(PETSC_SUCCESS);
   /* PETSc's public way to it: one transposed multiply, which forms and keeps it */

@@ -9,6 +9,9 @@
  * TILERAP_COPY_THREADS, TILERAP_TRACE) are process-wide and handed to
  * tilerap_tuning_set, which checks them. */
 #include "mat_seqtile_impl.h"
+#if TILE_DEVICE_AIJ
+  #include <petscdevice.h>
+#endif
 #include "tile_mpi_device.h"
 #include "tuning.h"
 #include <limits.h>
@@ -134,17 +137,30 @@ PetscErrorCode TileDeviceWarmUp(const tilerap_options *opt)
 
 PetscErrorCode TileDeviceSelect(MPI_Comm comm, const tilerap_options *opt)
 {
-  int active, err, before;
+  int active, err, before, requested = tile_device_requested;
 
   PetscFunctionBegin;
   /* -mat_tile_engine cpu is the same on every rank: no collective needed */
   if (opt->engine == TILERAP_ENGINE_CPU) PetscFunctionReturn(PETSC_SUCCESS);
   active = tilerap_engine_resolve(opt->engine) == TILERAP_ENGINE_CUDA;
+#if TILE_DEVICE_AIJ
+  if (active) { /* the matrices live on PETSc's device: the engine works there */
+    PetscDeviceContext dctx;
+    PetscDevice        dev;
+    PetscInt           id;
+    PetscCall(PetscDeviceInitialize(PETSC_DEVICE_CUDA));
+    PetscCall(PetscDeviceContextGetCurrentContext(&dctx));
+    PetscCall(PetscDeviceContextGetDevice(dctx, &dev));
+    PetscCall(PetscDeviceGetDeviceId(dev, &id));
+    PetscCheck(requested < 0 || requested == (int)id, PETSC_COMM_SELF, PETSC_ERR_ARG_INCOMP, "-mat_tile_device %d: PETSc's CUDA device of this rank is %" PetscInt_FMT " (choose it with -device_select)", requested, id);
+    requested = (int)id;
+  }
+#endif
   before = tile_device_chosen;
-  err    = tr_mpi_choose_device(comm, active, tile_device_requested, &tile_device_chosen);
+  err    = tr_mpi_choose_device(comm, active, requested, &tile_device_chosen);
   PetscCheck(!err, PETSC_COMM_SELF, PETSC_ERR_LIB, "tilerap: cannot make the CUDA device of this rank current: %s", tilerap_last_error());
   if (tile_device_chosen != before)
-    PetscCall(PetscInfo(NULL, "tilerap: CUDA device %d of %d for this rank (%s)\n", tile_device_chosen, tilerap_device_count(), tile_device_requested >= 0 ? "-mat_tile_device" : "node-local rank mod device count"));
+    PetscCall(PetscInfo(NULL, "tilerap: CUDA device %d of %d for this rank (%s)\n", tile_device_chosen, tilerap_device_count(), requested >= 0 ? (TILE_DEVICE_AIJ ? "PETSc's device" : "-mat_tile_device") : "node-local rank mod device count"));
   if (active) PetscCall(TileDeviceWarmUp(opt));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
