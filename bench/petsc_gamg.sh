@@ -15,6 +15,9 @@
 #                                         GPU: aijcusparse against seqtile (AIJCUSPARSE
 #                                         underneath), CUDA vectors, -log_view_gpu_time;
 #                                         LIB: tilerap configured --with-petsc=DIR
+#   GPU=1 NP=2 MPIEXEC=mpiexec ... bench/petsc_gamg.sh [REPS]
+#                                         two ranks, one GPU each: aijcusparse
+#                                         (MPIAIJCUSPARSE) against tile (mpitile)
 #
 # Cases (CASES to choose): SNES ex12 (Poisson, hex meshes of PETSc's box
 # generator, Q1, Q2, Q3), KSP ex45 (3-D Laplacian) and KSP ex56 (3-D
