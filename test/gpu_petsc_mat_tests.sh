@@ -39,7 +39,8 @@ W=${TMPDIR:-/tmp}/gpu_petsc_mat_tests.$$
 mkdir -p "$W"
 n=0; fail=0
 ok() { n=$((n + 1)); echo "ok $n - $*"; }
-notok() { n=$((n + 1)); fail=1; echo "not ok $n - $*"; }
+bad() { n=$((n + 1)); fail=1; echo "not ok $n - $*"; }
+. "$(dirname "$0")/mat_tests_judge.sh"
 norm() { sed -e 's/seqaijcusparse/seqaij/g; s/mpiaijcusparse/mpiaij/g; s/seqaijtile/seqaij/g; s/mpiaijtile/mpiaij/g' "$1"; }
 
 # run NAME NP EXPECT EXE "AIJCUSPARSE ARGS" "TILE ARGS" [REFERENCE]
@@ -62,18 +63,7 @@ run() {
     squeeze "$ref" > "$log.ref.norm"; rc_ref=0; what="PETSc's expected output ${ref##*/}"
     squeeze "$log.tile" > "$log.tile.norm"
   fi
-  if [ $rc_ref -eq 0 ] && [ $rc_tile -eq 0 ] && cmp -s "$log.ref.norm" "$log.tile.norm"; then
-    ok "$name ($np rank(s), $targs): same output as $what"
-  else
-    notok "$name ($np rank(s), $targs): exit aijcusparse $rc_ref, tile $rc_tile"
-    diff "$log.ref.norm" "$log.tile.norm" | head -15 | sed 's/^/#   /'
-  fi
-  p=$(awk '$1 == "TileRAPPlan" { print $2 }' "$log.logview" 2>/dev/null | head -1)
-  p=${p:-0}
-  if [ "$expect" = tile ]; then
-    if [ "$p" -gt 0 ]; then ok "$name: the tile engine planned $p product(s)"; else notok "$name: the tile engine did not run (TileRAPPlan $p)"; fi
-  elif [ "$p" -eq 0 ]; then ok "$name: no tile product, as expected (AIJCUSPARSE's)"
-  else notok "$name: expected no tile product, TileRAPPlan $p"; fi
+  judge "$name" "$np" "$targs" "$what" "$rc_ref" "$rc_tile" "$log.ref.norm" "$log.tile.norm" "$log.logview" "$expect" "AIJCUSPARSE's"
 }
 
 run ex250_cuda_np1 1 tile ex250 "-mat_type aijcusparse" "-mat_type tile"

@@ -44,6 +44,7 @@
 # covers the dense-operand, MAIJ, triple-product and reuse cases of these
 # programs directly.
 . ./test/petsc_env.sh || { echo "1..0 # SKIP test/petsc_env.sh missing"; exit 0; }
+. "${srcdir:-.}/test/mat_tests_judge.sh"
 
 EXS=${PETSC_EXAMPLES:-$PETSC_PREFIX/share/petsc/examples/src}
 MT=$EXS/mat/tests
@@ -101,21 +102,7 @@ run() {
     cp "$ref" "$log.aij"; rc_aij=0; what="PETSc's expected output ${ref##*/}"
     grep -ve type -ve "Mat Object" "$log.tile.norm" > "$log.tile.filtered"; mv "$log.tile.filtered" "$log.tile.norm"
   else what="AIJ"; fi
-  if [ $rc_aij -eq 0 ] && [ $rc_tile -eq 0 ] && cmp -s "$log.aij" "$log.tile.norm"; then
-    ok "$name ($np rank(s), $targs): same output as $what"
-  else
-    bad "$name ($np rank(s), $targs): exit AIJ $rc_aij, tile $rc_tile; diff $log.aij $log.tile.norm:"
-    diff "$log.aij" "$log.tile.norm" | head -15 | sed 's/^/#   /'
-  fi
-  p=$(awk '$1 == "TileRAPPlan" { print $2 }' "$log.logview" 2>/dev/null | head -1)
-  p=${p:-0}
-  if [ "$expect" = tile ]; then
-    if [ "$p" -gt 0 ]; then ok "$name: the tile engine planned $p product(s)"; else bad "$name: the tile engine did not run (TileRAPPlan $p)"; fi
-  elif [ "$p" -eq 0 ]; then
-    ok "$name: no tile product, as expected (AIJ implementation)"
-  else
-    bad "$name: expected no tile product, TileRAPPlan $p"
-  fi
+  judge "$name" "$np" "$targs" "$what" "$rc_aij" "$rc_tile" "$log.aij" "$log.tile.norm" "$log.logview" "$expect" "AIJ implementation"
   known=""
 }
 

@@ -78,6 +78,6 @@ test/petsc_env.sh: Makefile
 CLEANFILES += test/tutorials/ex45 test/tutorials/ex50 test/tutorials/*.log
 # PETSc's own src/mat/tests product programs, AIJ against the tile types
 TESTS += test/petsc_mat_tests.sh
-EXTRA_DIST += test/petsc_mat_tests.sh
+EXTRA_DIST += test/petsc_mat_tests.sh test/mat_tests_judge.sh
 CLEANFILES += test/mat_tests/*
 endif
