@@ -129,12 +129,17 @@ static PetscErrorCode run(PetscInt dim, PetscInt n, MatType type, PetscBool repa
     PetscMPIInt size;
     PetscCall(PCGAMGSetProcEqLim(pc, 1));
     PetscCallMPI(MPI_Comm_size(PETSC_COMM_WORLD, &size));
-    /* on one rank the coarse solve is LU on the MPI matrix, which PETSc's
-     * own LU does not take (3.25); the coarse level is kept there anyway */
+    /* on one rank the coarse solve is then LU on the MPI matrix, which
+     * needs an MPI LU package (MUMPS, SuperLU_dist); without one it is
+     * left out there, where the coarse level stays on the rank anyway */
+    PetscBool par_coarse = (PetscBool)(size > 1);
+#if defined(PETSC_HAVE_MUMPS) || defined(PETSC_HAVE_SUPERLU_DIST)
+    par_coarse = PETSC_TRUE;
+#endif
 #if PETSC_VERSION_LT(3, 20, 0)
-    PetscCall(PCGAMGSetUseParallelCoarseGridSolve(pc, PETSC_TRUE));
+    if (par_coarse) PetscCall(PCGAMGSetUseParallelCoarseGridSolve(pc, PETSC_TRUE));
 #else
-    if (size > 1) PetscCall(PCGAMGSetParallelCoarseGridSolve(pc, PETSC_TRUE));
+    if (par_coarse) PetscCall(PCGAMGSetParallelCoarseGridSolve(pc, PETSC_TRUE));
 #endif
   }
   PetscCall(KSPSetFromOptions(ksp));
