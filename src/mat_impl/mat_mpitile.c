@@ -455,10 +455,11 @@ static PetscErrorCode MatConvert_MPITile_MPIAIJ(Mat A, MatType type, MatReuse re
   PetscCall(TileMPIStrip(B, PETSC_TRUE));
   PetscCall(PetscObjectChangeTypeName((PetscObject)B, TILE_MPI_BASE));
 #if TILE_DEVICE_AIJ
-  { /* the base, then the type asked for ("aij" and "mpiaij" name host MPIAIJ) */
-    PetscBool same;
-    PetscCall(PetscStrcmp(type, TILE_MPI_BASE, &same));
-    if (!same) PetscCall(MatConvert(B, MATMPIAIJ, MAT_INPLACE_MATRIX, &B));
+  { /* the base, then host MPIAIJ if that was asked for ("aij", "mpiaij") */
+    PetscBool dev, devroot;
+    PetscCall(PetscStrcmp(type, MATMPIAIJCUSPARSE, &dev));
+    PetscCall(PetscStrcmp(type, MATAIJCUSPARSE, &devroot));
+    if (!dev && !devroot) PetscCall(MatConvert(B, MATMPIAIJ, MAT_INPLACE_MATRIX, &B));
   }
 #endif
   *newmat = B;
@@ -799,11 +800,22 @@ PetscErrorCode MatProductSetFromOptions_MPITile(Mat C)
   /* MAT_FORCE_DIAGONAL_ENTRIES: the backend's C has no room for them (not a fit) */
   PetscCall(TileProductCandidate(C, TileIsMPITile, TileIsPlainMPIAIJ, algs, &algok, &fits));
 #if TILE_DEVICE_AIJ
-  /* With CUDA every implementation of the base (the device backend) makes
-   * the product's pattern only -- MPIAIJCUSPARSE drops the option silently:
-   * refused instead of a C without its diagonal. */
-  PetscCheck(!C->force_diagonals || !(product->type == MATPRODUCT_AB || product->type == MATPRODUCT_AtB || product->type == MATPRODUCT_PtAP), PetscObjectComm((PetscObject)C), PETSC_ERR_SUP,
-             "%s of %s matrices with MAT_FORCE_DIAGONAL_ENTRIES: not supported on the device (convert the operands to %s for it)", MatProductTypes[product->type], MATMPITILE, MATMPIAIJ);
+  if (C->force_diagonals && (product->type == MATPRODUCT_AB || product->type == MATPRODUCT_AtB || product->type == MATPRODUCT_PtAP)) {
+    /* With device operands only, the base's implementation (the device
+     * backend) makes the product's pattern only -- MPIAIJCUSPARSE drops
+     * the option silently: refused instead of a C without its diagonal
+     * (a host MPIAIJ operand sends the product to MPIAIJ, which has it). */
+    PetscBool dev[2];
+    for (int k = 0; k < 2; k++) {
+      Mat       X = k ? product->B : product->A;
+      PetscBool t, p;
+      PetscCall(TileIsMPITile(X, &t));
+      PetscCall(TileIsPlainMPIAIJ(X, &p));
+      dev[k] = (PetscBool)(t || p);
+    }
+    PetscCheck(!dev[0] || !dev[1], PetscObjectComm((PetscObject)C), PETSC_ERR_SUP, "%s of device matrices (%s) with MAT_FORCE_DIAGONAL_ENTRIES: not supported (convert the operands to %s for it)",
+               MatProductTypes[product->type], MATMPITILE, MATMPIAIJ);
+  }
 #endif
   A = product->A;
   B = product->B;
