@@ -430,10 +430,14 @@ PetscErrorCode MatConvert_MPIAIJ_MPITile(Mat A, MatType type, MatReuse reuse, Ma
     PetscCall(TileMPIAliasLookup(B));
     tile_mpiaij_ops.saved = PETSC_TRUE;
   }
-  PetscCall(PetscNew(&t));
-  tilerap_options_default(&t->opt);
-  PetscCall(TileOptionsFromDatabase(B, &t->opt));
-  PetscCall(TileDeviceSelect(PetscObjectComm((PetscObject)B), &t->opt)); /* one GPU per rank */
+  {
+    tilerap_options opt; /* checked before anything is attached */
+    tilerap_options_default(&opt);
+    PetscCall(TileOptionsFromDatabase(B, &opt));
+    PetscCall(TileDeviceSelect(PetscObjectComm((PetscObject)B), &opt)); /* one GPU per rank */
+    PetscCall(PetscNew(&t));
+    t->opt = opt;
+  }
   B->spptr                      = t;
   B->ops->destroy               = MatDestroy_MPITile;
   B->ops->assemblyend           = MatAssemblyEnd_MPITile;
@@ -801,20 +805,16 @@ PetscErrorCode MatProductSetFromOptions_MPITile(Mat C)
   PetscCall(TileProductCandidate(C, TileIsMPITile, TileIsPlainMPIAIJ, algs, &algok, &fits));
 #if TILE_DEVICE_AIJ
   if (C->force_diagonals && (product->type == MATPRODUCT_AB || product->type == MATPRODUCT_AtB || product->type == MATPRODUCT_PtAP)) {
-    /* With device operands only, the base's implementation (the device
-     * backend) makes the product's pattern only -- MPIAIJCUSPARSE drops
-     * the option silently: refused instead of a C without its diagonal
-     * (a host MPIAIJ operand sends the product to MPIAIJ, which has it). */
-    PetscBool dev[2];
-    for (int k = 0; k < 2; k++) {
-      Mat       X = k ? product->B : product->A;
-      PetscBool t, p;
-      PetscCall(TileIsMPITile(X, &t));
-      PetscCall(TileIsPlainMPIAIJ(X, &p));
-      dev[k] = (PetscBool)(t || p);
-    }
-    PetscCheck(!dev[0] || !dev[1], PetscObjectComm((PetscObject)C), PETSC_ERR_SUP, "%s of device matrices (%s) with MAT_FORCE_DIAGONAL_ENTRIES: not supported (convert the operands to %s for it)",
-               MatProductTypes[product->type], MATMPITILE, MATMPIAIJ);
+    /* Two device tile operands of one type go to the base's device
+     * backend, which makes the product's pattern only (MPIAIJCUSPARSE
+     * drops the option silently): refused instead of a C without its
+     * diagonal.  Operands of two types, or bound to the CPU, go to MPIAIJ,
+     * which has it. */
+    PetscBool at, bt;
+    PetscCall(TileIsMPITile(product->A, &at));
+    PetscCall(TileIsMPITile(product->B, &bt));
+    PetscCheck(!(at && bt && !product->A->boundtocpu && !product->B->boundtocpu), PetscObjectComm((PetscObject)C), PETSC_ERR_SUP,
+               "%s of two %s matrices with MAT_FORCE_DIAGONAL_ENTRIES: not supported on the device (convert the operands to %s for it)", MatProductTypes[product->type], MATMPITILE, MATMPIAIJ);
   }
 #endif
   A = product->A;

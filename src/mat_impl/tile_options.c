@@ -144,16 +144,21 @@ PetscErrorCode TileDeviceSelect(MPI_Comm comm, const tilerap_options *opt)
   if (opt->engine == TILERAP_ENGINE_CPU) PetscFunctionReturn(PETSC_SUCCESS);
   active = tilerap_engine_resolve(opt->engine) == TILERAP_ENGINE_CUDA;
 #if TILE_DEVICE_AIJ
-  if (active) { /* the matrices live on PETSc's device: the engine works there */
-    PetscDeviceContext dctx;
-    PetscDevice        dev;
-    PetscInt           id;
-    PetscCall(PetscDeviceInitialize(PETSC_DEVICE_CUDA));
-    PetscCall(PetscDeviceContextGetCurrentContext(&dctx));
-    PetscCall(PetscDeviceContextGetDevice(dctx, &dev));
-    PetscCall(PetscDeviceGetDeviceId(dev, &id));
-    PetscCheck(requested < 0 || requested == (int)id, PETSC_COMM_SELF, PETSC_ERR_ARG_INCOMP, "-mat_tile_device %d: PETSc's CUDA device of this rank is %" PetscInt_FMT " (choose it with -device_select)", requested, id);
-    requested = (int)id;
+  { /* the matrices live on PETSc's device: the engine works there */
+    PetscMPIInt bad = 0, anybad; /* collective: every rank returns the error */
+    PetscInt    id  = -1;
+    if (active) {
+      PetscDeviceContext dctx;
+      PetscDevice        dev;
+      PetscCall(PetscDeviceInitialize(PETSC_DEVICE_CUDA));
+      PetscCall(PetscDeviceContextGetCurrentContext(&dctx));
+      PetscCall(PetscDeviceContextGetDevice(dctx, &dev));
+      PetscCall(PetscDeviceGetDeviceId(dev, &id));
+      bad = requested >= 0 && requested != (int)id;
+    }
+    PetscCallMPI(MPI_Allreduce(&bad, &anybad, 1, MPI_INT, MPI_MAX, comm));
+    PetscCheck(!anybad, comm, PETSC_ERR_ARG_INCOMP, "-mat_tile_device %d differs from PETSc's CUDA device on some rank (this rank's: %" PetscInt_FMT "; choose it with -device_select)", requested, id);
+    if (active) requested = (int)id;
   }
 #endif
   before = tile_device_chosen;
