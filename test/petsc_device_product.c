@@ -15,7 +15,7 @@
 #include "tilerap_device.h"
 #include "petsc_testutil.h"
 
-#if !defined(PETSC_HAVE_CUDA) || PETSC_VERSION_LT(3, 25, 0)
+#if !TU_DEVICE_TYPES
 int main(int argc, char **argv)
 {
   (void)argc;

@@ -84,12 +84,10 @@ static PetscErrorCode collect(KSP ksp, Run *r)
 /* A PETSc built with CUDA (3.25 on) makes seqtile AIJCUSPARSE underneath:
  * the reference run is then aijcusparse with CUDA vectors, whose
  * non-product steps run on the device as seqtile's do. */
-#if defined(PETSC_HAVE_CUDA) && !PETSC_VERSION_LT(3, 25, 0)
-  #define TEST_DEVICE_TYPES 1
-  #define REF_TYPE          MATSEQAIJCUSPARSE
+#if TU_DEVICE_TYPES
+  #define REF_TYPE MATSEQAIJCUSPARSE
 #else
-  #define TEST_DEVICE_TYPES 0
-  #define REF_TYPE          MATSEQAIJ
+  #define REF_TYPE MATSEQAIJ
 #endif
 
 /* Solves, then (if reuse) scales the operator values, re-solves with reused interpolation. */
@@ -105,7 +103,7 @@ static PetscErrorCode run(PetscInt dim, PetscInt n, PetscInt stencil, MatType ty
   else PetscCall(DMDACreate3d(PETSC_COMM_SELF, DM_BOUNDARY_NONE, DM_BOUNDARY_NONE, DM_BOUNDARY_NONE, stencil == 27 ? DMDA_STENCIL_BOX : DMDA_STENCIL_STAR, n, n, n, 1, 1, 1, 1, 1, NULL, NULL, NULL, &da));
   PetscCall(DMSetUp(da));
   PetscCall(DMSetMatType(da, type));
-#if TEST_DEVICE_TYPES
+#if TU_DEVICE_TYPES
   PetscCall(DMSetVecType(da, VECCUDA)); /* seqtile is a device type there, as aijcusparse */
 #endif
   PetscCall(DMCreateMatrix(da, &A));
@@ -142,7 +140,7 @@ static PetscErrorCode run(PetscInt dim, PetscInt n, PetscInt stencil, MatType ty
 static PetscErrorCode compare_runs(const char *name, Run *t, Run *a)
 {
   /* bit-for-bit AIJ order only where every step runs on the host */
-  PetscBool allsame = PETSC_TRUE, cpu = (PetscBool)(!TEST_DEVICE_TYPES && tilerap_engine_resolve(TILERAP_ENGINE_AUTO) == TILERAP_ENGINE_CPU);
+  PetscBool allsame = PETSC_TRUE, cpu = (PetscBool)(!TU_DEVICE_TYPES && tilerap_engine_resolve(TILERAP_ENGINE_AUTO) == TILERAP_ENGINE_CPU);
   PetscReal maxerr = 0, first = 0;
 
   PetscFunctionBeginUser;

@@ -53,7 +53,7 @@ static PetscErrorCode compare(Mat A, Mat Aaij, const char *name)
     for (int c = 0; c < 2; c++)
       for (int f = 0; f < 3; f++) {
         Mat       G, Gref;
-        PetscBool same, istype, set1, sym1, set2, sym2;
+        PetscBool same = PETSC_FALSE, istype, set1, sym1, set2, sym2;
         PetscInt  rbs, cbs, before = 0, after = 0;
         MatType   at, gt;
 

@@ -16,12 +16,10 @@
 /* A PETSc built with CUDA (3.25 on) makes mpitile MPIAIJCUSPARSE
  * underneath: the reference run is then mpiaijcusparse, both with CUDA
  * vectors (a device matrix needs them). */
-#if defined(PETSC_HAVE_CUDA) && !PETSC_VERSION_LT(3, 25, 0)
-  #define TEST_DEVICE_TYPES 1
-  #define REF_TYPE          MATMPIAIJCUSPARSE
+#if TU_DEVICE_TYPES
+  #define REF_TYPE MATMPIAIJCUSPARSE
 #else
-  #define TEST_DEVICE_TYPES 0
-  #define REF_TYPE          MATMPIAIJ
+  #define REF_TYPE MATMPIAIJ
 #endif
 
 #define MAXLEV 16
@@ -111,7 +109,7 @@ static PetscErrorCode run(PetscInt dim, PetscInt n, MatType type, PetscBool repa
   else PetscCall(DMDACreate3d(PETSC_COMM_WORLD, DM_BOUNDARY_NONE, DM_BOUNDARY_NONE, DM_BOUNDARY_NONE, DMDA_STENCIL_STAR, n, n, n, PETSC_DECIDE, PETSC_DECIDE, PETSC_DECIDE, 1, 1, NULL, NULL, NULL, &da));
   PetscCall(DMSetUp(da));
   PetscCall(DMSetMatType(da, type));
-#if TEST_DEVICE_TYPES
+#if TU_DEVICE_TYPES
   PetscCall(DMSetVecType(da, VECCUDA));
 #endif
   PetscCall(DMCreateMatrix(da, &A));
@@ -166,7 +164,7 @@ static PetscErrorCode compare_runs(const char *name, Run *t, Run *a)
   /* bit-for-bit AIJ order only where every step runs on the host; else
    * (as in test/petsc_gamg.c) the first coarse operator to 1e-12 and the
    * deeper ones through the Galerkin identity of their own level */
-  PetscBool host = (PetscBool)(!TEST_DEVICE_TYPES && tilerap_engine_resolve(TILERAP_ENGINE_AUTO) == TILERAP_ENGINE_CPU);
+  PetscBool host = (PetscBool)(!TU_DEVICE_TYPES && tilerap_engine_resolve(TILERAP_ENGINE_AUTO) == TILERAP_ENGINE_CPU);
 
   PetscFunctionBeginUser;
   PetscCall(tu_ok((PetscBool)(t->nlev == a->nlev && t->nlev > 1), "%s: same number of GAMG levels (%d vs %d)", name, (int)t->nlev, (int)a->nlev));

@@ -22,7 +22,7 @@
 /* The plain operand of mixed products: where mpitile is a device type (a
  * PETSc built with CUDA, 3.25 on) the device AIJ, as PETSc's own device
  * types mix (a host MPIAIJ operand sends a product to MPIAIJ there). */
-#if defined(PETSC_HAVE_CUDA) && !PETSC_VERSION_LT(3, 25, 0)
+#if TU_DEVICE_TYPES
   #define PLAIN_MPI MATMPIAIJCUSPARSE
 #else
   #define PLAIN_MPI MATMPIAIJ
@@ -761,7 +761,7 @@ static PetscErrorCode test_mpiaij_way(PetscMPIInt rank, PetscMPIInt size)
       PetscCall(PetscPushErrorHandler(PetscReturnErrorHandler, NULL));
       ierr = MatProductSetFromOptions(X[k]);
       PetscCall(PetscPopErrorHandler());
-#if defined(PETSC_HAVE_CUDA) && !PETSC_VERSION_LT(3, 25, 0)
+#if TU_DEVICE_TYPES
       if (!k) { /* the device type refuses it (MPIAIJCUSPARSE would drop the diagonal) */
         PetscCall(tu_ok(ierr == PETSC_ERR_SUP, "%s (mpitile, mpitile) with MAT_FORCE_DIAGONAL_ENTRIES on the device: refused with PETSC_ERR_SUP (%d)", MatProductTypes[type], (int)ierr));
         continue;
@@ -771,7 +771,7 @@ static PetscErrorCode test_mpiaij_way(PetscMPIInt rank, PetscMPIInt size)
       PetscCall(MatProductSymbolic(X[k]));
       PetscCall(MatProductNumeric(X[k]));
     }
-#if !(defined(PETSC_HAVE_CUDA) && !PETSC_VERSION_LT(3, 25, 0))
+#if !TU_DEVICE_TYPES
     PetscCall(tu_mpi_compare(X[0], X[1], &same, &err));
     PetscCall(tu_ok(same && err <= 1e-12, "%s (mpitile, mpitile) with MAT_FORCE_DIAGONAL_ENTRIES: MPIAIJ's structure (diagonal included) %d, rel. error %.2e", MatProductTypes[type], (int)same, (double)err));
 #else

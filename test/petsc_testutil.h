@@ -7,6 +7,15 @@
 #include <stdio.h>
 #include "tap.h"
 
+/* A PETSc built with CUDA (3.25 on) makes the tile types AIJCUSPARSE
+ * underneath: device types, whose references are PETSc's device AIJ and
+ * which need CUDA vectors. */
+#if defined(PETSC_HAVE_CUDA) && !PETSC_VERSION_LT(3, 25, 0)
+  #define TU_DEVICE_TYPES 1
+#else
+  #define TU_DEVICE_TYPES 0
+#endif
+
 /* MPI datatype of PetscBool: MPIU_BOOL, deprecated since PETSc 3.24 for MPI_C_BOOL */
 #if PETSC_VERSION_GE(3, 24, 0)
   #define TILE_TEST_MPI_BOOL MPI_C_BOOL

@@ -612,36 +612,30 @@ static PetscErrorCode TileMPIProductView(Mat C, PetscViewer viewer)
  * are therefore seqtile for the symbolic phase only (in place, no copy):
  * every local product is a tile product, and their numeric phases take
  * the blocks as plain SeqAIJ operands. */
-enum { TILE_BLOCK_KEPT, TILE_BLOCK_HOST, TILE_BLOCK_DEVICE }; /* what a block was before */
-
-static PetscErrorCode TileMPIBlocksToTile(Mat X, const tilerap_options *opt, int conv[2])
+static PetscErrorCode TileMPIBlocksToTile(Mat X, const tilerap_options *opt, PetscBool conv[2])
 {
   Mat             blk[2];
   const PetscInt *garray;
 
   PetscFunctionBegin;
-  conv[0] = conv[1] = TILE_BLOCK_KEPT;
+  conv[0] = conv[1] = PETSC_FALSE;
   PetscCall(MatMPIAIJGetSeqAIJ(X, &blk[0], &blk[1], &garray));
   for (int k = 0; k < 2; k++) {
-    PetscBool    isaij;
+    PetscBool    isbase;
     Mat          b = blk[k];
     Mat_SeqTile *bt;
-    PetscBool    isdev = PETSC_FALSE;
     if (!b) continue;
-    PetscCall(PetscObjectTypeCompare((PetscObject)b, MATSEQAIJ, &isaij));
-#if TILE_DEVICE_AIJ
-    PetscCall(PetscObjectTypeCompare((PetscObject)b, MATSEQAIJCUSPARSE, &isdev));
-#endif
-    if (!isdev && (!isaij || b->spptr)) continue;
-    PetscCall(TileSeqConvertInPlace(b, isdev));
+    PetscCall(PetscObjectTypeCompare((PetscObject)b, TILE_SEQ_BASE, &isbase));
+    if (!isbase || (!TILE_DEVICE_AIJ && b->spptr)) continue; /* host SeqAIJ carrying other data: not ours */
+    PetscCall(TileSeqConvertInPlace(b, (PetscBool)TILE_DEVICE_AIJ));
     PetscCall(TileGetData(b, &bt));
     bt->opt = *opt;
-    conv[k] = isdev ? TILE_BLOCK_DEVICE : TILE_BLOCK_HOST;
+    conv[k] = PETSC_TRUE;
   }
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-static PetscErrorCode TileMPIBlocksBack(Mat X, const int conv[2])
+static PetscErrorCode TileMPIBlocksBack(Mat X, const PetscBool conv[2])
 {
   Mat             blk[2];
   const PetscInt *garray;
@@ -656,7 +650,7 @@ static PetscErrorCode TileMPIBlocksBack(Mat X, const int conv[2])
     PetscCall(PetscSNPrintf(name, sizeof name, "MatConvert_%s_seqaij_C", ((PetscObject)b)->type_name));
     PetscCall(PetscObjectQueryFunction((PetscObject)b, name, &back));
     PetscCheck(back, PETSC_COMM_SELF, PETSC_ERR_PLIB, "seqtile block without its conversion back to seqaij");
-    PetscCall((*back)(b, conv[k] == TILE_BLOCK_DEVICE ? TILE_SEQ_BASE : MATSEQAIJ, MAT_INPLACE_MATRIX, &b));
+    PetscCall((*back)(b, TILE_SEQ_BASE, MAT_INPLACE_MATRIX, &b));
   }
   PetscFunctionReturn(PETSC_SUCCESS);
 }
@@ -667,8 +661,7 @@ static PetscErrorCode TileMPIPlan(Mat C, TileMPIProduct *w)
 {
   Mat_Product   *product = C->product;
   Mat            A = product->A, B = product->B;
-  PetscBool      atile, btile, istile;
-  int            conv[2] = {TILE_BLOCK_KEPT, TILE_BLOCK_KEPT};
+  PetscBool      atile, btile, istile, conv[2] = {PETSC_FALSE, PETSC_FALSE};
   PetscErrorCode ierr;
 
   PetscFunctionBegin;
