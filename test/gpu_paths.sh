@@ -61,5 +61,10 @@ for t in test_gpu_spgemm test_gpu_ptap test_atb test_irregular; do
   run "TILERAP_PATH=csr" $t
 done
 run "TILERAP_PATH=tiles" test_irregular
+# CSR-path re-runs from a record on every product, and on none
+for t in test_gpu_spgemm test_gpu_ptap test_irregular; do
+  run "TILERAP_PATH=csr TILERAP_CSR_RECORD_MACS=1e300" $t
+done
+run "TILERAP_CSR_RECORD_MACS=0" test_irregular
 echo "1..$n"
 exit $fail

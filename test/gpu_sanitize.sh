@@ -27,6 +27,9 @@ racecheck:test_gpu_spgemm:TILERAP_STEP1_SORT=compact racecheck:test_gpu_ptap:TIL
 memcheck:test_irregular memcheck:test_gpu_ptap:TILERAP_PATH=csr memcheck:test_gpu_spgemm:TILERAP_PATH=csr
 racecheck:test_irregular:TILERAP_PATH=csr synccheck:test_irregular:TILERAP_PATH=csr
 racecheck:test_gpu_ptap:TILERAP_PATH=csr
+memcheck:test_gpu_spgemm:TILERAP_PATH=csr,TILERAP_CSR_RECORD_MACS=1e300
+memcheck:test_gpu_ptap:TILERAP_PATH=csr,TILERAP_CSR_RECORD_MACS=1e300
+synccheck:test_gpu_ptap:TILERAP_PATH=csr,TILERAP_CSR_RECORD_MACS=1e300
 memcheck:test_csr_graph racecheck:test_csr_graph synccheck:test_csr_graph"
 # check-gpu without a GPU would only skip: say so instead
 if "$B/test/test_gpu_errors" 2>/dev/null | grep -q '^1\.\.0 # SKIP'; then

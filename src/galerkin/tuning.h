@@ -39,6 +39,7 @@ typedef enum {
   TR_KNOB_PTAP_GATHER,       /* flag: re-runs gather P^T's values instead of reading P's */
   TR_KNOB_ROWS_GROUP,        /* choice auto|1|8: warps per tile row of the row products */
   TR_KNOB_CSR_MACS_PER_PAIR, /* real: auto takes the CSR path below this many multiply-adds per tile pair */
+  TR_KNOB_CSR_RECORD_MACS,   /* real: CUDA CSR products re-run from a record up to this many multiply-adds per C entry */
   TR_KNOB_CUDA_LOWPREC_REUSE, /* real: tensor-core pairs per converted tile below which a plan keeps fp64 */
   TR_KNOB_CONVERT,           /* choice auto|merge|sort: the device CSR->tile conversion's path */
   TR_KNOB_HYPRE_TEST_REFUSE_RANK,  /* int: that rank refuses every product */

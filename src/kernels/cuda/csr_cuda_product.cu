@@ -53,6 +53,14 @@ struct tr_cuda_csr_product {
   size_t shm_bytes[3];
   int shm_blocks[3];
   int64_t macs;
+  int sorted;                      /* C's rows were filled in column order */
+  /* the record (tr_cuda_csr_product_keep_record): each C entry's products
+   * as value positions, entry p's at rec_a/rec_b[rec_ptr[p] .. rec_ptr[p+1]) */
+  uint32_t *rec_ptr;
+  int32_t *rec_a, *rec_b;
+  void *rec_scan;
+  size_t rec_scan_bytes;
+  int runs;                        /* numeric runs so far (counted to 2) */
 };
 
 struct tr_operand {
@@ -261,8 +269,8 @@ static __device__ __forceinline__ int tr_group_scan(int x, int lane, int *tmp)
 /* The products of A's entries a0..a1-1 with the B rows they reach, dealt
  * out over a warp: per batch of 32 A entries, a scan of their B row
  * lengths; product t goes to lane t mod 32, whose binary search over the
- * scan (shuffles) finds its A entry.  visit(f, a): B entry f times A
- * value a (0 when values is false).  Every lane of the warp calls it. */
+ * scan (shuffles) finds its A entry.  visit(f, a, e): B entry f times A
+ * entry e of value a (0 when values is false).  Every lane of the warp calls it. */
 template <typename F>
 static __device__ __forceinline__ void tr_warp_products(const tr_operand &A, const tr_operand &B, int64_t a0,
                                                         int64_t a1, int lane, bool values, F visit)
@@ -292,7 +300,7 @@ static __device__ __forceinline__ void tr_warp_products(const tr_operand &A, con
       const int64_t obs = __shfl_sync(all, bs, lo), oincl = __shfl_sync(all, incl, lo),
                     olen = __shfl_sync(all, len, lo);
       const double oav = __shfl_sync(all, av, lo);
-      if (t < total) visit(obs + t - (oincl - olen), oav);
+      if (t < total) visit(obs + t - (oincl - olen), oav, eb + lo);
     }
   }
 }
@@ -325,7 +333,7 @@ static __device__ __forceinline__ void tr_block_products(const tr_operand &A, co
       int lo = 0;
       for (int step = G / 2; step; step >>= 1)
         if (incl[lo + step - 1] <= t) lo += step;
-      visit(bs[lo] + t - (lo ? incl[lo - 1] : 0), av[lo]);
+      visit(bs[lo] + t - (lo ? incl[lo - 1] : 0), av[lo], eb + lo);
     }
     __syncthreads(); /* before the next batch overwrites the scan */
   }
@@ -361,7 +369,7 @@ static __global__ void __launch_bounds__(BLOCK)
   {
     int fresh_n = 0;
     const bool values = mode != TR_CSR_COUNT && A.val;
-    auto visit = [&](int64_t f, double av) {
+    auto visit = [&](int64_t f, double av, int64_t) {
       bool fresh;
       const int h = tr_insert<S>(key, B.col[f], &fresh);
       if (mode == TR_CSR_COUNT) fresh_n += fresh;
@@ -372,7 +380,7 @@ static __global__ void __launch_bounds__(BLOCK)
       for (int64_t e = a0 + lane; e < a1; e += G) {
         const int32_t k = A.col[e];
         const double av = values ? tr_val(A, e) : 0.0;
-        for (int64_t f = B.rp[k], b1 = B.rp[k + 1]; f < b1; f++) visit(f, av);
+        for (int64_t f = B.rp[k], b1 = B.rp[k + 1]; f < b1; f++) visit(f, av, e);
       }
     } else if constexpr (G == 32) {
       tr_warp_products(A, B, a0, a1, lane, values, visit);
@@ -497,7 +505,7 @@ static __global__ void __launch_bounds__(TR_DENSE_THREADS)
     long long fresh_n = 0;
     const bool values = mode != TR_CSR_COUNT && A.val;
     tr_block_products<TR_DENSE_THREADS>(A, B, A.rp[i], A.rp[i + 1], threadIdx.x, values, prod.scan, prod.incl,
-                                        prod.bs, prod.av, [&](int64_t f, double av) {
+                                        prod.bs, prod.av, [&](int64_t f, double av, int64_t) {
       const int32_t c = B.col[f];
       if (mode == TR_CSR_COUNT) {
         if (flag[c] != stamp && atomicExch(&flag[c], stamp) != stamp) fresh_n++;
@@ -560,7 +568,7 @@ static __global__ void __launch_bounds__(TR_DENSE_THREADS)
     const int32_t i = rows[slot];
     long long fresh_n = 0;
     tr_block_products<TR_DENSE_THREADS>(A, B, A.rp[i], A.rp[i + 1], threadIdx.x, values, prod.scan, prod.incl,
-                                        prod.bs, prod.av, [&](int64_t f, double av) {
+                                        prod.bs, prod.av, [&](int64_t f, double av, int64_t) {
       const int32_t c = B.col[f];
       if (MODE != TR_CSR_NUMERIC) {
         const uint32_t bit = 1u << (c & 31);
@@ -627,6 +635,137 @@ static int tr_dense_shared_fit(int32_t n, size_t *bytes, int *blocks)
   return TILERAP_SUCCESS;
 }
 
+/* ---------------------------------------------------- recorded re-runs */
+/* A hash or dense-accumulator run costs a table insertion and a shared
+ * fp64 atomic (a compare-and-swap loop) per multiply-add, and beyond that
+ * the per-row table set-up and read-out; where C's entries sum few
+ * products each (unordered meshes, random graphs: one to two), that is
+ * most of the run.  A record lists each C entry's products as the
+ * positions of their two values; a recorded run is then a gather per C
+ * entry: no table, no atomic, and the sum order is fixed, so re-runs give
+ * the same bits.  The record is made by the second numeric run (the first
+ * whose plan is being reused), from C's sorted rows: a count of each
+ * entry's products, a scan, and a placement that counts down from each
+ * entry's end. */
+
+/* the position of column c in C's sorted row i (present) */
+static __device__ __forceinline__ int64_t tr_entry_of(const int64_t *__restrict__ crp, const int32_t *__restrict__ ccol,
+                                                      int32_t i, int32_t c)
+{
+  int64_t lo = crp[i], hi = crp[i + 1] - 1;
+  while (lo < hi) {
+    const int64_t mid = (lo + hi) >> 1;
+    if (ccol[mid] < c) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+/* a warp per row of C.  PLACE 0: ptr[p] counts entry p's products;
+ * PLACE 1 (ptr the inclusive scan of the counts): each product's value
+ * positions go to the end of its entry's range, ptr[p] counting down to
+ * the range's start */
+template <int PLACE>
+static __global__ void k_record(int32_t m, tr_operand A, tr_operand B, const int64_t *__restrict__ crp,
+                                const int32_t *__restrict__ ccol, uint32_t *ptr, int32_t *ra, int32_t *rb)
+{
+  const int64_t i = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) >> 5;
+  if (i >= m) return; /* the whole warp */
+  tr_warp_products(A, B, A.rp[i], A.rp[i + 1], threadIdx.x & 31, false, [&](int64_t f, double, int64_t e) {
+    const int64_t p = tr_entry_of(crp, ccol, (int32_t)i, B.col[f]);
+    if (!PLACE) {
+      atomicAdd(&ptr[p], 1u);
+    } else {
+      const uint32_t q = atomicSub(&ptr[p], 1u) - 1u;
+      ra[q] = (int32_t)(A.vidx ? A.vidx[e] : e);
+      rb[q] = (int32_t)(B.vidx ? B.vidx[f] : f);
+    }
+  });
+}
+
+/* a warp per 32 consecutive C entries: a lane per entry, or, where the 32
+ * hold more than TR_REC_LANE_MEAN products each on average, the warp over
+ * each entry in turn (a hub's entries sum thousands) */
+#define TR_REC_LANE_MEAN 8
+static __global__ void k_recorded(int64_t cnnz, const uint32_t *__restrict__ ptr, const int32_t *__restrict__ ra,
+                                  const int32_t *__restrict__ rb, const double *__restrict__ aval,
+                                  const double *__restrict__ bval, double *cval, const int64_t *__restrict__ cvidx)
+{
+  const int64_t p0 = ((blockIdx.x * (int64_t)blockDim.x + threadIdx.x) >> 5) * 32;
+  const int lane = threadIdx.x & 31;
+  if (p0 >= cnnz) return; /* the whole warp */
+  const int np = (int)(cnnz - p0 < 32 ? cnnz - p0 : 32);
+  if (ptr[p0 + np] - ptr[p0] <= 32u * TR_REC_LANE_MEAN) {
+    if (lane >= np) return;
+    const int64_t p = p0 + lane;
+    double sum = 0.0;
+    for (uint32_t q = ptr[p], q1 = ptr[p + 1]; q < q1; q++) sum += aval[ra[q]] * bval[rb[q]];
+    cval[cvidx ? cvidx[p] : p] = sum;
+    return;
+  }
+  for (int j = 0; j < np; j++) {
+    const int64_t p = p0 + j;
+    double sum = 0.0;
+    for (uint32_t q = ptr[p] + lane, q1 = ptr[p + 1]; q < q1; q += 32) sum += aval[ra[q]] * bval[rb[q]];
+    for (int d = 16; d; d >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, d);
+    if (lane == 0) cval[cvidx ? cvidx[p] : p] = sum;
+  }
+}
+
+/* the record from the operands' views: launches only */
+static int tr_record(tr_cuda_csr_product *P, const tr_operand &A, const tr_operand &B)
+{
+  const cudaStream_t s = P->s;
+  const unsigned grid = tr_blocks((int64_t)P->m * 32, 256);
+  TR_RET_CU(cudaMemsetAsync(P->rec_ptr, 0, (size_t)P->cnnz * sizeof(uint32_t), s), "CSR path record");
+  if (P->m > 0) {
+    k_record<0><<<grid, 256, 0, s>>>(P->m, A, B, P->crp, P->ccol, P->rec_ptr, NULL, NULL);
+    TR_RET(tr_cuda_check_launch("CSR path record"));
+  }
+  size_t bytes = P->rec_scan_bytes;
+  TR_RET_CU(cub::DeviceScan::InclusiveSum(P->rec_scan, bytes, P->rec_ptr, P->rec_ptr, P->cnnz, s), "CSR path record");
+  if (P->m > 0) {
+    k_record<1><<<grid, 256, 0, s>>>(P->m, A, B, P->crp, P->ccol, P->rec_ptr, P->rec_a, P->rec_b);
+    TR_RET(tr_cuda_check_launch("CSR path record"));
+  }
+  return TILERAP_SUCCESS;
+}
+
+static void tr_record_free(tr_cuda_csr_product *P)
+{
+  tr_dfree(P->rec_ptr, P->s); tr_dfree(P->rec_a, P->s); tr_dfree(P->rec_b, P->s); tr_dfree(P->rec_scan, P->s);
+  P->rec_ptr = NULL; P->rec_a = P->rec_b = NULL; P->rec_scan = NULL;
+}
+
+/* Keeps a record for re-runs: its memory now (4 bytes per C entry, 8 per
+ * multiply-add), made by the second numeric run.  Value positions are
+ * 32-bit: operands of 2^31 entries or more, or 2^32 multiply-adds, keep
+ * the table runs (TILERAP_SUCCESS, no record). */
+extern "C" int tr_cuda_csr_product_keep_record(tr_cuda_csr_product *P, int64_t annz, int64_t bnnz, int *kept)
+{
+  *kept = 0;
+  if (P->rec_ptr || P->macs <= 0 || P->macs >= (int64_t)UINT32_MAX || annz >= INT32_MAX || bnnz >= INT32_MAX ||
+      P->cnnz >= INT32_MAX)
+    return TILERAP_SUCCESS;
+  const cudaStream_t s = P->s;
+  const uint32_t total = (uint32_t)P->macs;
+  int err = TILERAP_SUCCESS;
+  TR_TRY(tr_dalloc((void **)&P->rec_ptr, ((size_t)P->cnnz + 1) * sizeof(uint32_t), s, "CSR path record"));
+  TR_TRY(tr_dalloc((void **)&P->rec_a, (size_t)P->macs * sizeof(int32_t), s, "CSR path record"));
+  TR_TRY(tr_dalloc((void **)&P->rec_b, (size_t)P->macs * sizeof(int32_t), s, "CSR path record"));
+  TR_TRY_CU(cub::DeviceScan::InclusiveSum(NULL, P->rec_scan_bytes, P->rec_ptr, P->rec_ptr, P->cnnz, s),
+            "CSR path record");
+  TR_TRY(tr_dalloc(&P->rec_scan, P->rec_scan_bytes ? P->rec_scan_bytes : 1, s, "CSR path record"));
+  /* the end of the last entry's range, which the runs never write */
+  TR_TRY_CU(cudaMemcpyAsync(P->rec_ptr + P->cnnz, &total, sizeof total, cudaMemcpyHostToDevice, s), "CSR path record");
+  TR_TRY_CU(cudaStreamSynchronize(s), "CSR path record");
+  *kept = 1;
+  return TILERAP_SUCCESS;
+cleanup:
+  tr_record_free(P);
+  return err;
+}
+
 /* ------------------------------------------------------------ driver */
 /* COUNT writes each row's count to cnt[row] */
 static int tr_launch(const tr_cuda_csr_product *P, int mode, const tr_operand &A, const tr_operand &B, double *cval,
@@ -668,6 +807,7 @@ extern "C" void tr_cuda_csr_product_destroy(tr_cuda_csr_product *P)
 {
   if (!P) return;
   tr_dfree(P->crp, P->s); tr_dfree(P->ccol, P->s); tr_dfree(P->rows, P->s); tr_dfree(P->dense, P->s);
+  tr_record_free(P);
   free(P);
 }
 
@@ -758,17 +898,21 @@ extern "C" const int32_t *tr_cuda_csr_product_colidx(const tr_cuda_csr_product *
 
 /* C's columns (sorted in each row, or in no order), and its values into
  * cval (NULL: structure only) */
-extern "C" int tr_cuda_csr_product_fill(const tr_cuda_csr_product *P, const double *aval, const int64_t *avidx,
+extern "C" int tr_cuda_csr_product_fill(tr_cuda_csr_product *P, const double *aval, const int64_t *avidx,
                                         const double *bval, const int64_t *bvidx, double *cval, int sorted)
 {
+  P->sorted = sorted;
   tr_operand A = {P->arp, P->acol, cval ? aval : NULL, avidx}, B = {P->brp, P->bcol, bval, bvidx};
   TR_RET(tr_order_after_legacy(P->s)); /* operands made on the legacy stream */
   TR_RET(tr_launch(P, TR_CSR_FILL, A, B, cval, NULL, NULL, sorted));
   return tr_order_legacy_after(P->s);
 }
 
-/* C's values at cval[cvidx[p]] (cvidx NULL: cval[p]); launches only */
-extern "C" int tr_cuda_csr_product_numeric(const tr_cuda_csr_product *P, const double *aval, const int64_t *avidx,
+/* C's values at cval[cvidx[p]] (cvidx NULL: cval[p]); launches only.  With
+ * a record: the second run makes it, and it and every later run gather
+ * from it (the value indirections avidx, bvidx are the plan's: the same
+ * on every run) */
+extern "C" int tr_cuda_csr_product_numeric(tr_cuda_csr_product *P, const double *aval, const int64_t *avidx,
                                            const double *bval, const int64_t *bvidx, double *cval,
                                            const int64_t *cvidx)
 {
@@ -776,6 +920,16 @@ extern "C" int tr_cuda_csr_product_numeric(const tr_cuda_csr_product *P, const d
   /* values moved on the legacy stream (host-resident use) come before,
    * and C's go after: events, no wait on the host */
   TR_RET(tr_order_after_legacy(P->s));
-  TR_RET(tr_launch(P, TR_CSR_NUMERIC, A, B, cval, cvidx));
+  if (P->rec_ptr && P->sorted && P->runs >= 1) {
+    if (P->runs == 1) TR_RET(tr_record(P, A, B));
+    if (P->cnnz > 0) {
+      k_recorded<<<tr_blocks((P->cnnz + 31) / 32 * 32, 256), 256, 0, P->s>>>(P->cnnz, P->rec_ptr, P->rec_a, P->rec_b,
+                                                                         aval, bval, cval, cvidx);
+      TR_RET(tr_cuda_check_launch("CSR path recorded run"));
+    }
+  } else {
+    TR_RET(tr_launch(P, TR_CSR_NUMERIC, A, B, cval, cvidx));
+  }
+  if (P->runs < 2) P->runs++;
   return tr_order_legacy_after(P->s);
 }

@@ -125,10 +125,13 @@ int tr_cuda_csr_product_create(int32_t m, int32_t n, const int64_t *arp, const i
                                int64_t *cnnz, int64_t *macs);
 const int64_t *tr_cuda_csr_product_rowptr(const tr_cuda_csr_product *P);
 const int32_t *tr_cuda_csr_product_colidx(const tr_cuda_csr_product *P);
-int tr_cuda_csr_product_fill(const tr_cuda_csr_product *P, const double *aval, const int64_t *avidx,
+int tr_cuda_csr_product_fill(tr_cuda_csr_product *P, const double *aval, const int64_t *avidx,
                              const double *bval, const int64_t *bvidx, double *cval, int sorted);
-int tr_cuda_csr_product_numeric(const tr_cuda_csr_product *P, const double *aval, const int64_t *avidx,
+int tr_cuda_csr_product_numeric(tr_cuda_csr_product *P, const double *aval, const int64_t *avidx,
                                 const double *bval, const int64_t *bvidx, double *cval, const int64_t *cvidx);
+/* re-runs from a record of each C entry's products (*kept: 1 if kept; it
+ * needs C's rows filled sorted; annz, bnnz: the operands' value counts) */
+int tr_cuda_csr_product_keep_record(tr_cuda_csr_product *P, int64_t annz, int64_t bnnz, int *kept);
 void tr_cuda_csr_product_destroy(tr_cuda_csr_product *P);
 /* C from its own sorted device CSR (no validation: the product made it) */
 int tr_cuda_tile_from_own_csr(int32_t m, int32_t n, const int64_t *rp, const int32_t *colidx, const double *val,
