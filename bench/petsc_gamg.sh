@@ -21,7 +21,14 @@
 #
 # Cases (CASES to choose): SNES ex12 (Poisson, hex meshes of PETSc's box
 # generator, Q1, Q2, Q3), KSP ex45 (3-D Laplacian) and KSP ex56 (3-D
-# elasticity); larger on the GPU, where "resetup" adds this repository's
+# elasticity); not by default, ex12 on tetrahedra (P1, P2, P3: pKtetN, N^3
+# cubes of 6 tets from bench/tet_mesh.py, nodes and elements in random order
+# as from an unstructured mesh generator; PETSc here has no 3-D simplex
+# generator): CASES="p1tet32 p2tet20 p3tet12", GPU=1: "p1tet40 p2tet20"
+# (ex12's own mesh setup and assembly, serial, take most of a run: ~80 s for
+# p1tet40 on one CPU core); the meshes are made once, as tetN.msh in
+# TET_MESH (default OUT; put them there on a machine without python3).
+# Larger on the GPU, where "resetup" adds this repository's
 # examples/poisson (7-point 100^3, GAMG with reused interpolation, two
 # re-setups on new values): rows resetup-0 (first setup) and resetup-2 (the
 # second re-setup), MatPtAP the Galerkin time, KSPSolve the solve.  A case
@@ -109,14 +116,25 @@ run_resetup() { # case type args...: examples/poisson's setup 0 and re-setup 2 (
 # a dense row makes the squared graph of aggressive coarsening dense (with
 # either type: out of device memory at 250 000 rows), so it coarsens plainly
 irr_opts() { case $1 in denserow*) echo -pc_gamg_aggressive_coarsening 0 ;; esac; }
+TET_MESH=${TET_MESH:-$OUT}
+tet() { # N: ex12's options for $TET_MESH/tetN.msh, made if missing
+  m=$TET_MESH/tet$1.msh
+  [ -s "$m" ] || { python3 "$TOP/bench/tet_mesh.py" $1 "$m.tmp" --order random && mv "$m.tmp" "$m"; } >&2
+  echo "-dm_plex_filename $m"
+}
 one() { # case type
   c=$1; t=$2
   x12="$BIN/ex12 -dm_plex_dim 3 -dm_plex_simplex 0 -pc_type gamg -ksp_rtol 1e-10 -ksp_converged_reason -dm_mat_type $t"
+  # a mesh file has its cell type (no -dm_plex_simplex); ex12 of PETSc 3.18
+  # crashes without a "marker" label in the file, so the boundary is marked
+  xtet="$BIN/ex12 -dm_plex_boundary_label marker -pc_type gamg -ksp_rtol 1e-10 -ksp_converged_reason -dm_mat_type $t"
   case $c in *:*) run $c $t "$IRR" -spec $c -mat_type $t -ksp_converged_reason $(irr_opts $c); return ;; esac
   if [ "$GPU" = 1 ]; then
     case $c in
     q1hex40) run $c $t $x12 -dm_plex_box_faces 40,40,40 -petscspace_degree 1 ;;
     q2hex20) run $c $t $x12 -dm_plex_box_faces 20,20,20 -petscspace_degree 2 ;;
+    p1tet40) run $c $t $xtet $(tet 40) -petscspace_degree 1 ;;
+    p2tet20) run $c $t $xtet $(tet 20) -petscspace_degree 2 ;;
     ex45) run $c $t "$BIN/ex45" -da_grid_x 101 -da_grid_y 101 -da_grid_z 101 -pc_type gamg -ksp_converged_reason -dm_mat_type $t ;;
     ex45-*) n=${c#ex45-}; run $c $t "$BIN/ex45" -da_grid_x $n -da_grid_y $n -da_grid_z $n -pc_type gamg -ksp_converged_reason -dm_mat_type $t ;;
     ex56) run $c $t "$BIN/ex56" -ne 39 -pc_type gamg -ksp_rtol 1e-8 -ksp_converged_reason -mat_type $t ;;
@@ -128,6 +146,9 @@ one() { # case type
   q1hex40) run $c $t $x12 -dm_plex_box_faces 40,40,40 -petscspace_degree 1 ;;
   q2hex20) run $c $t $x12 -dm_plex_box_faces 20,20,20 -petscspace_degree 2 ;;
   q3hex12) run $c $t $x12 -dm_plex_box_faces 12,12,12 -petscspace_degree 3 ;;
+  p1tet32) run $c $t $xtet $(tet 32) -petscspace_degree 1 ;;
+  p2tet20) run $c $t $xtet $(tet 20) -petscspace_degree 2 ;;
+  p3tet12) run $c $t $xtet $(tet 12) -petscspace_degree 3 ;;
   ex45) run $c $t "$BIN/ex45" -da_grid_x 49 -da_grid_y 49 -da_grid_z 49 -pc_type gamg -ksp_converged_reason -dm_mat_type $t ;;
   ex56) run $c $t "$BIN/ex56" -ne 23 -pc_type gamg -ksp_rtol 1e-8 -ksp_converged_reason -mat_type $t ;;
   esac
