@@ -45,8 +45,9 @@ static int tr_atb_check(const tilerap_tile_matrix *A, const tilerap_tile_matrix 
   return TILERAP_SUCCESS;
 }
 
-int tilerap_atb_plan_create(const tilerap_tile_matrix *A, const tilerap_tile_matrix *B, const tilerap_options *opt,
-                            tilerap_atb_plan *plan, tilerap_tile_matrix **C)
+/* runs: TR_RUNS_ONCE for the one-shot tilerap_atb, else TR_RUNS_REPEATED */
+static int tr_atb_plan_new(const tilerap_tile_matrix *A, const tilerap_tile_matrix *B, const tilerap_options *opt,
+                           tr_plan_runs runs, tilerap_atb_plan *plan, tilerap_tile_matrix **C)
 {
   static const char who[] = "tilerap_atb_plan_create";
   if (!plan || !C) return tilerap_set_error(TILERAP_ERR_NULL, "%s: NULL output", who);
@@ -61,7 +62,7 @@ int tilerap_atb_plan_create(const tilerap_tile_matrix *A, const tilerap_tile_mat
   if ((err = tr_plan_core_begin(&G->core, opt, A, who, &o)) || (err = tr_plan_core_mirror(&G->core, A, B, &wA, &wB)))
     goto fail;
   if (tr_csr_path_choose(A, B, o.engine))
-    err = tr_csr_path_create(wA, 1, wB, o.engine, o.stream, o.plan_values, &G->csr, &wC, NULL);
+    err = tr_csr_path_create(wA, 1, wB, o.engine, o.stream, o.plan_values, runs, &G->csr, &wC, NULL);
   else if (o.engine == TILERAP_ENGINE_CPU)
     err = tr_cpu_spgemm_plan_create_atb(wA, wB, &o, &G->plan, &wC);
   else if (!(err = tilerap_tile_transpose(wA, &G->At, &G->perm)))
@@ -75,6 +76,12 @@ fail:
   tilerap_tile_destroy(C);
   tilerap_atb_plan_destroy(&G);
   return err;
+}
+
+int tilerap_atb_plan_create(const tilerap_tile_matrix *A, const tilerap_tile_matrix *B, const tilerap_options *opt,
+                            tilerap_atb_plan *plan, tilerap_tile_matrix **C)
+{
+  return tr_atb_plan_new(A, B, opt, TR_RUNS_REPEATED, plan, C);
 }
 
 int tilerap_atb_numeric(tilerap_atb_plan G, const tilerap_tile_matrix *A, const tilerap_tile_matrix *B,
@@ -103,7 +110,7 @@ int tilerap_atb(const tilerap_tile_matrix *A, const tilerap_tile_matrix *B, cons
   tilerap_atb_plan G = NULL;
   tilerap_options o;
   int err = tr_one_shot_options(opt, "tilerap_atb", &o);
-  if (!err) err = tilerap_atb_plan_create(A, B, &o, &G, C);
+  if (!err) err = tr_atb_plan_new(A, B, &o, TR_RUNS_ONCE, &G, C);
   tilerap_atb_plan_destroy(&G);
   return err;
 }

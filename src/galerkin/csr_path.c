@@ -267,25 +267,27 @@ static int tr_b_values(tr_csr_path *X, const tilerap_tile_matrix *B, const doubl
  * and atomics cost more than the products, and the record's memory (8
  * bytes per multiply-add) stays within a few times C's.  *sorted: 1 when
  * kept (the record needs C's rows in column order); without device memory
- * for it, the table runs */
-static int tr_keep_record(tr_csr_path *X, tr_product *p, int64_t macs, int64_t cnnz, int64_t annz, int64_t bnnz,
-                          int *sorted)
+ * for it, the table runs.  Only plans run again keep one (not the one-shot
+ * products') */
+static int tr_keep_record(tr_csr_path *X, tr_plan_runs runs, tr_product *p, int64_t macs, int64_t cnnz, int64_t annz,
+                          int64_t bnnz, int *sorted)
 {
 #ifdef TILERAP_HAVE_CUDA
-  if (p->cuda && cnnz > 0 && (double)macs <= tr_knob(TR_KNOB_CSR_RECORD_MACS) * (double)cnnz) {
+  if (runs == TR_RUNS_REPEATED && p->cuda && cnnz > 0 && (double)macs <= tr_knob(TR_KNOB_CSR_RECORD_MACS) * (double)cnnz) {
     int kept = 0, err = tr_cuda_csr_product_keep_record(p->cuda, annz, bnnz, &kept);
     if (err == TILERAP_ERR_DEVICE_NOMEM) err = TILERAP_SUCCESS;
     if (kept) *sorted = 1;
     return err;
   }
 #endif
-  (void)X; (void)p; (void)macs; (void)cnnz; (void)annz; (void)bnnz; (void)sorted;
+  (void)X; (void)runs; (void)p; (void)macs; (void)cnnz; (void)annz; (void)bnnz; (void)sorted;
   return TILERAP_SUCCESS;
 }
 
 /* A*B (at = 0) or A^T*B (at = 1) on the engine's memory */
 int tr_csr_path_create(const tilerap_tile_matrix *A, int at, const tilerap_tile_matrix *B, tilerap_engine engine,
-                       void *stream, int values, tr_csr_path **out, tilerap_tile_matrix **C, tilerap_spgemm_info *info)
+                       void *stream, int values, tr_plan_runs runs, tr_csr_path **out, tilerap_tile_matrix **C,
+                       tilerap_spgemm_info *info)
 {
   *out = NULL; *C = NULL;
   tr_csr_path *X = tr_path_new(engine, stream);
@@ -295,7 +297,7 @@ int tr_csr_path_create(const tilerap_tile_matrix *A, int at, const tilerap_tile_
   int err, sorted = 1;
   if ((err = tr_view_make(X, A, at, &X->va)) || (err = tr_view_make(X, B, 0, &X->vb)) ||
       (err = tr_product_make(X, m, B->n, X->va.rp, X->va.col, A->nnz, X->vb.rp, X->vb.col, &X->c, &cnnz, &X->macs_c)) ||
-      (err = tr_keep_record(X, &X->c, X->macs_c, cnnz, A->nnz, B->nnz, &sorted)) ||
+      (err = tr_keep_record(X, runs, &X->c, X->macs_c, cnnz, A->nnz, B->nnz, &sorted)) ||
       (err = tr_finish_c(X, A->val, X->va.vidx, B->val, X->vb.vidx, m, B->n, cnnz, values, C)) ||
       (err = tr_keep_b_values(X, B, X->macs_c))) {
     tilerap_tile_destroy(C);
@@ -308,7 +310,7 @@ int tr_csr_path_create(const tilerap_tile_matrix *A, int at, const tilerap_tile_
 }
 
 int tr_csr_path_ptap_create(const tilerap_tile_matrix *A, const tilerap_tile_matrix *P, tilerap_engine engine,
-                            void *stream, int values, tr_csr_path **out, tilerap_tile_matrix **C,
+                            void *stream, int values, tr_plan_runs runs, tr_csr_path **out, tilerap_tile_matrix **C,
                             tilerap_spgemm_info *ap_info, tilerap_spgemm_info *c_info)
 {
   *out = NULL; *C = NULL;
@@ -321,12 +323,12 @@ int tr_csr_path_ptap_create(const tilerap_tile_matrix *A, const tilerap_tile_mat
       (err = tr_view_make(X, P, 1, &X->vt)) ||
       (err = tr_product_make(X, A->m, P->n, X->va.rp, X->va.col, A->nnz, X->vb.rp, X->vb.col, &X->ab, &apnnz,
                              &X->macs_ab)) ||
-      (err = tr_keep_record(X, &X->ab, X->macs_ab, apnnz, A->nnz, P->nnz, &ap_sorted)) ||
+      (err = tr_keep_record(X, runs, &X->ab, X->macs_ab, apnnz, A->nnz, P->nnz, &ap_sorted)) ||
       (err = tr_alloc_engine(X, (size_t)apnnz * sizeof(double), (void **)&X->apval)) ||
       (err = tr_product_fill(&X->ab, A->val, X->va.vidx, P->val, X->vb.vidx, X->apval, ap_sorted)) ||
       (err = tr_product_make(X, P->n, P->n, X->vt.rp, X->vt.col, P->nnz, tr_product_rowptr(&X->ab),
                              tr_product_colidx(&X->ab), &X->c, &cnnz, &X->macs_c)) ||
-      (err = tr_keep_record(X, &X->c, X->macs_c, cnnz, P->nnz, apnnz, &sorted)) ||
+      (err = tr_keep_record(X, runs, &X->c, X->macs_c, cnnz, P->nnz, apnnz, &sorted)) ||
       (err = tr_finish_c(X, P->val, X->vt.vidx, X->apval, NULL, P->n, P->n, cnnz, values, C)) ||
       (err = tr_keep_b_values(X, P, X->macs_ab))) {
     tilerap_tile_destroy(C);

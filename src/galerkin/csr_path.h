@@ -15,10 +15,11 @@ int tr_csr_path_choose(const tilerap_tile_matrix *A, const tilerap_tile_matrix *
 /* C = A*B (at = 0) or A^T*B (at = 1); operands in the engine's memory;
  * values: C's values now, else zeros until the first numeric run */
 int tr_csr_path_create(const tilerap_tile_matrix *A, int at, const tilerap_tile_matrix *B, tilerap_engine engine,
-                       void *stream, int values, tr_csr_path **X, tilerap_tile_matrix **C, tilerap_spgemm_info *info);
+                       void *stream, int values, tr_plan_runs runs, tr_csr_path **X, tilerap_tile_matrix **C,
+                       tilerap_spgemm_info *info);
 /* C = P^T A P */
 int tr_csr_path_ptap_create(const tilerap_tile_matrix *A, const tilerap_tile_matrix *P, tilerap_engine engine,
-                            void *stream, int values, tr_csr_path **X, tilerap_tile_matrix **C,
+                            void *stream, int values, tr_plan_runs runs, tr_csr_path **X, tilerap_tile_matrix **C,
                             tilerap_spgemm_info *ap_info, tilerap_spgemm_info *c_info);
 /* numeric run (structures checked by the caller; B is P for P^T A P); no allocation */
 int tr_csr_path_numeric(tr_csr_path *X, const tilerap_tile_matrix *A, const tilerap_tile_matrix *B,

@@ -188,7 +188,7 @@ static int tr_ptap_plan_new(const tilerap_tile_matrix *A, const tilerap_tile_mat
     goto fail;
   const tilerap_engine engine = o.engine;
   if (tr_csr_path_choose(wA, wP, engine)) {
-    if ((err = tr_csr_path_ptap_create(wA, wP, engine, o.stream, o.plan_values, &G->csr, &wC, &G->info.ap,
+    if ((err = tr_csr_path_ptap_create(wA, wP, engine, o.stream, o.plan_values, runs, &G->csr, &wC, &G->info.ap,
                                        &G->info.ptap)))
       goto fail;
     if (o.plan_values) G->runs = 1;

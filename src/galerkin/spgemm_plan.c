@@ -235,7 +235,7 @@ static int tr_spgemm_plan_new(const tilerap_tile_matrix *A, const tilerap_tile_m
   P->dense_threshold = o.dense_threshold;
   P->info.engine = o.engine;
   if (csr_allowed && tr_csr_path_choose(A, B, o.engine))
-    err = tr_csr_path_create(wA, 0, wB, o.engine, o.stream, o.plan_values, &P->csr, &wC, &P->info);
+    err = tr_csr_path_create(wA, 0, wB, o.engine, o.stream, o.plan_values, runs, &P->csr, &wC, &P->info);
   else if (o.engine == TILERAP_ENGINE_CPU)
     err = tr_plan_cpu(P, wA, wB, o.cpu_kernel, o.plan_values, &wC);
   else {
