@@ -2,7 +2,8 @@
 # Multi-rank runs of the MATMPITILE tests (TAP): test/petsc_mpi_product and
 # test/petsc_mpi_gamg on 1, 2 and 4 ranks; PETSc's own KSP tutorials ex45
 # (3D) and ex50 (2D), unmodified, with -dll_append on 2 and 4 ranks: the
-# same iterations and residual as aij, the tile engine's plans ran; the
+# same iterations and residual as aij, the tile engine's plans ran
+# (-mat_tile_mpi_products tile), or none with the automatic choice; the
 # poisson example with -dm_mat_type mpitile and tile.  Open MPI's mpiexec;
 # as root the OMPI_ALLOW_RUN_AS_ROOT pair is set.
 . ./test/petsc_env.sh || { echo "1..0 # SKIP test/petsc_env.sh missing"; exit 0; }
@@ -60,7 +61,7 @@ if [ -f "$TUT/ex45.c" ] && [ -f "$TUT/ex50.c" ]; then
     $MPIEXEC --oversubscribe -n $np "$WORK/$exe" "$@" -pc_type gamg -ksp_converged_reason -dm_mat_type aij >"$WORK/$name.aij.log" 2>&1
     rc_aij=$?
     $MPIEXEC --oversubscribe -n $np "$WORK/$exe" "$@" -dll_append "$LIB" -dm_mat_type $ttype -pc_type gamg -ksp_converged_reason \
-      -log_view -mat_view ::ascii_info >"$WORK/$name.tile.log" 2>&1
+      -mat_tile_mpi_products tile -log_view -mat_view ::ascii_info >"$WORK/$name.tile.log" 2>&1
     rc_tile=$?
     ia=$(its "$WORK/$name.aij.log"); it=$(its "$WORK/$name.tile.log"); p=$(plans "$WORK/$name.tile.log")
     ra=$(rnorm "$WORK/$name.aij.log"); rt=$(rnorm "$WORK/$name.tile.log")
@@ -76,6 +77,23 @@ if [ -f "$TUT/ex45.c" ] && [ -f "$TUT/ex50.c" ]; then
   tut_case ex45_17 4 tile ex45 -da_grid_x 17 -da_grid_y 17 -da_grid_z 17
   tut_case ex50_65 2 tile ex50 -da_grid_x 65 -da_grid_y 65
   tut_case ex50_65 4 mpitile ex50 -da_grid_x 65 -da_grid_y 65
+  # the automatic choice on two ranks with the CPU engine: MPIAIJ's own
+  # products (no tile plan), the same iterations and residual as aij
+  $MPIEXEC --oversubscribe -n 2 "$WORK/ex45" -da_grid_x 17 -da_grid_y 17 -da_grid_z 17 -pc_type gamg -ksp_converged_reason \
+    -dm_mat_type aij >"$WORK/auto.aij.log" 2>&1
+  rc_aij=$?
+  TILERAP_ENGINE=cpu $MPIEXEC --oversubscribe -n 2 "$WORK/ex45" -da_grid_x 17 -da_grid_y 17 -da_grid_z 17 -pc_type gamg \
+    -ksp_converged_reason -dll_append "$LIB" -dm_mat_type mpitile -log_view -mat_view ::ascii_info >"$WORK/auto.tile.log" 2>&1
+  rc_tile=$?
+  ia=$(its "$WORK/auto.aij.log"); it=$(its "$WORK/auto.tile.log"); p=$(plans "$WORK/auto.tile.log")
+  ra=$(rnorm "$WORK/auto.aij.log"); rt=$(rnorm "$WORK/auto.tile.log")
+  if [ $rc_aij -eq 0 ] && [ $rc_tile -eq 0 ] && [ -n "$ia" ] && [ "$ia" = "$it" ] && { [ -z "$p" ] || [ "$p" = 0 ]; } &&
+     grep -q 'type: mpiaijtile' "$WORK/auto.tile.log" &&
+     awk -v a="$ra" -v t="$rt" 'BEGIN { d = a - t; if (d < 0) d = -d; exit !(t != "" && d <= 1e-8 * (a < 0 ? -a : a) + 1e-300) }'; then
+    tap ok "ex45 np=2 mpitile, CPU engine, -mat_tile_mpi_products auto: MPIAIJ's products (no tile plan), same iterations ($it) and residual as aij"
+  else
+    tap fail "ex45 np=2 mpitile, CPU engine, auto: iterations aij '$ia' vs '$it', plans '$p'" "$WORK/auto.tile.log"
+  fi
 else
   tap ok "PETSc tutorials # SKIP not found in $TUT"
 fi
@@ -85,7 +103,8 @@ if [ -x "$bin/examples/poisson/poisson" ]; then
   for ttype in mpitile tile; do
     $MPIEXEC --oversubscribe -n 2 "$bin/examples/poisson/poisson" -dim 2 -n 65 -resetups 1 -dm_mat_type aij >"$WORK/poisson.aij.log" 2>&1
     rc_aij=$?
-    $MPIEXEC --oversubscribe -n 2 "$bin/examples/poisson/poisson" -dim 2 -n 65 -resetups 1 -dm_mat_type $ttype -log_view >"$log" 2>&1
+    $MPIEXEC --oversubscribe -n 2 "$bin/examples/poisson/poisson" -dim 2 -n 65 -resetups 1 -dm_mat_type $ttype \
+      -mat_tile_mpi_products tile -log_view >"$log" 2>&1
     rc=$?
     ia=$(sed -n 's/^setup \([0-9]\): .*iterations \([0-9]*\),.*/\1:\2/p' "$WORK/poisson.aij.log" | tr '\n' ' ')
     it=$(sed -n 's/^setup \([0-9]\): .*iterations \([0-9]*\),.*/\1:\2/p' "$log" | tr '\n' ' ')

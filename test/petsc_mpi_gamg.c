@@ -206,6 +206,9 @@ int main(int argc, char **argv)
   PetscCall(TileRAPInitializePackage());
   PetscCallMPI(MPI_Comm_size(PETSC_COMM_WORLD, &size));
   PetscCallMPI(MPI_Comm_rank(PETSC_COMM_WORLD, &rank));
+  /* the tile path on any number of ranks (its automatic choice on several
+   * CPU ranks is MPIAIJ's algorithms: petsc_mpi_product checks it) */
+  PetscCall(PetscOptionsSetValue(NULL, "-mat_tile_mpi_products", "tile"));
   for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
     Run      t = {0}, a = {0};
     char     name[96];

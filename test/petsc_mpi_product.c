@@ -14,7 +14,9 @@
  *   - AtB (MatTransposeMatMult) on the tile engine; products with mpidense
  *     or MPIMAIJ operands, R*A*P (ABC), C with MAT_FORCE_DIAGONAL_ENTRIES
  *     and products with an algorithm picked in the options (hypre) the
- *     MPIAIJ way, same values as MPIAIJ.
+ *     MPIAIJ way, same values as MPIAIJ;
+ *   - -mat_tile_mpi_products aij and auto (MPIAIJ's own algorithms on
+ *     several ranks with the CPU engine); every other check runs with tile.
  * Every check is collective: a rank's failure fails the check everywhere. */
 #include "tilerap_petsc.h"
 #include "petsc_testutil.h"
@@ -605,6 +607,57 @@ static PetscErrorCode test_dense(PetscMPIInt rank, PetscMPIInt size)
   PetscFunctionReturn(0);
 }
 
+/* -mat_tile_mpi_products: aij sends (mpitile, mpitile) products to MPIAIJ's
+ * own algorithms (no COO assembly of C: not the backend; its local products
+ * SeqAIJ's: no tile plan; MPIAIJ's values, reuse included); auto does so only on several ranks with the CPU engine
+ * (in a host PETSc), else it is tile.  The other checks of this program run
+ * with tile. */
+static PetscErrorCode test_products_choice(PetscMPIInt rank, PetscMPIInt size)
+{
+  const char *const choice[] = {"aij", "auto"};
+  const PetscInt    K = 120, N = 37;
+  PetscInt          ka = local_size(K, rank, size), nb = local_size(N, size - 1 - rank, size);
+
+  PetscFunctionBeginUser;
+  for (int c = 0; c < 2; c++) {
+    const PetscBool want_tile = (PetscBool)(c == 1 && (TU_DEVICE_TYPES || size == 1 || tilerap_engine_resolve(TILERAP_ENGINE_AUTO) == TILERAP_ENGINE_CUDA));
+    Mat             A, P, Aa, Pa, C, Cref;
+    PetscInt        p0 = 0, p1 = 0, c0 = 0, c1 = 0;
+    PetscReal       err, err2;
+    PetscBool       ok;
+    PetscCall(PetscOptionsSetValue(NULL, "-mat_tile_mpi_products", choice[c]));
+    PetscCall(random_mpi_mat(MATMPITILE, K, K, ka, ka, 5, PETSC_TRUE, 71, &A));
+    PetscCall(random_mpi_mat(MATMPITILE, K, N, ka, nb, 3, PETSC_FALSE, 72, &P));
+    PetscCall(MatConvert(A, MATMPIAIJ, MAT_INITIAL_MATRIX, &Aa));
+    PetscCall(MatConvert(P, MATMPIAIJ, MAT_INITIAL_MATRIX, &Pa));
+    PetscCall(tu_event_count("TileRAPPlan", &p0));
+    PetscCall(tu_event_count("MatSetPreallCOO", &c0));
+    PetscCall(api_product(MATPRODUCT_PtAP, A, P, MAT_INITIAL_MATRIX, &C));
+    PetscCall(tu_event_count("MatSetPreallCOO", &c1));
+    PetscCall(api_product(MATPRODUCT_PtAP, Aa, Pa, MAT_INITIAL_MATRIX, &Cref));
+    PetscCall(value_diff(C, Cref, &err));
+    PetscCall(new_values(A, 1.5));
+    PetscCall(new_values(Aa, 1.5));
+    PetscCall(api_product(MATPRODUCT_PtAP, A, P, MAT_REUSE_MATRIX, &C));
+    PetscCall(api_product(MATPRODUCT_PtAP, Aa, Pa, MAT_REUSE_MATRIX, &Cref));
+    PetscCall(tu_event_count("TileRAPPlan", &p1));
+    PetscCall(value_diff(C, Cref, &err2));
+    /* the tile path is PETSc's backend algorithm, which assembles C by COO */
+    PetscCall(all_ranks((PetscBool)(want_tile ? c1 > c0 : c1 == c0 && p1 == p0), &ok));
+    PetscCall(tu_ok((PetscBool)(ok && err <= 1e-12 && err2 <= 1e-12),
+                    "PtAP (mpitile, mpitile) with -mat_tile_mpi_products %s on %d rank(s): %s (this rank: %d COO assemblies, %d tile plans of local products), rel. difference %.2e, after reuse %.2e",
+                    choice[c], (int)size, want_tile ? "the backend algorithm" : "MPIAIJ's own algorithm", (int)(c1 - c0), (int)(p1 - p0), (double)err, (double)err2));
+    PetscCall(MatDestroy(&C));
+    PetscCall(MatDestroy(&Cref));
+    PetscCall(MatDestroy(&A));
+    PetscCall(MatDestroy(&P));
+    PetscCall(MatDestroy(&Aa));
+    PetscCall(MatDestroy(&Pa));
+  }
+  PetscCall(PetscOptionsSetValue(NULL, "-mat_tile_mpi_products", "tile"));
+  PetscFunctionReturn(0);
+}
+
 /* An algorithm picked in the options database (here hypre's) goes the
  * MPIAIJ way: no tile plan, same values as MPIAIJ, reuse included. */
 static PetscErrorCode test_via_options(PetscMPIInt rank, PetscMPIInt size)
@@ -817,6 +870,9 @@ int main(int argc, char **argv)
   PetscCallMPI(MPI_Comm_rank(PETSC_COMM_WORLD, &rank));
   PetscCallMPI(MPI_Comm_size(PETSC_COMM_WORLD, &size));
   tu_diag("%d rank(s)", (int)size);
+  /* the tile path on any number of ranks and engines (test_products_choice
+   * checks the automatic choice) */
+  PetscCall(PetscOptionsSetValue(NULL, "-mat_tile_mpi_products", "tile"));
   PetscCall(test_type(size));
   for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) PetscCall(run_case(&cases[k], rank, size, PETSC_TRUE));
   PetscCall(run_case(&cases[4], rank, size, PETSC_FALSE));
@@ -833,6 +889,7 @@ int main(int argc, char **argv)
   PetscCall(test_via_options(rank, size));
   PetscCall(test_view_during_product(rank, size));
   PetscCall(test_mpiaij_way(rank, size));
+  PetscCall(test_products_choice(rank, size));
   {
     int rc = rank == 0 ? tap_done() : (tap_failed ? 1 : 0);
     PetscCall(PetscFinalize());

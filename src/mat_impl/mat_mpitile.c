@@ -777,9 +777,77 @@ static PetscErrorCode MatProductSymbolic_MPITile(Mat C)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-/* AB, AtB and PtAP with a tile operand (the other mpitile or plain mpiaij):
- * the MPIAIJ "backend" algorithm, whose local products are the blocks'
- * (seqtile) products.  An algorithm picked through the options database
+/* Whether a product of mpitile operands runs the tile path (-mat_tile_mpi_products
+ * tile) or MPIAIJ's own algorithms (aij).  auto: tile on the device, and on one
+ * rank; on several ranks with the CPU engine, aij: there the backend's gather of
+ * P's remote rows and its COO assembly of C cost more than the CPU engine gains
+ * in the local products (every PCSetUp of BENCHMARKS.md 6a was 1.02-1.39x
+ * MPIAIJ's on two ranks). */
+static PetscErrorCode TileMPIProductsTile(Mat C, PetscBool *tile)
+{
+  static const char *const choices[] = {"auto", "tile", "aij"};
+  Mat_Product             *product = C->product;
+  PetscInt                 v = 0;
+  PetscBool                set, at;
+
+  PetscFunctionBegin;
+  PetscCall(PetscOptionsGetEList(NULL, NULL, "-mat_tile_mpi_products", choices, 3, &v, &set));
+  *tile = (PetscBool)(v != 2);
+#if !TILE_DEVICE_AIJ
+  if (v == 0) {
+    PetscMPIInt        size;
+    const Mat_MPITile *t;
+    PetscCall(TileIsMPITile(product->A, &at));
+    t = (const Mat_MPITile *)(at ? product->A : product->B)->spptr;
+    PetscCallMPI(MPI_Comm_size(PetscObjectComm((PetscObject)C), &size));
+    *tile = (PetscBool)(size == 1 || tilerap_engine_resolve(t->opt.engine) == TILERAP_ENGINE_CUDA);
+  }
+#else
+  (void)product; (void)at;
+#endif
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* The phases of a product run by MPIAIJ's own algorithm: its local products
+ * on the seqtile blocks are SeqAIJ's (TileAIJProductsPush), so that it costs
+ * what MPIAIJ's does.  The numeric phase is the one the symbolic phase set. */
+static PetscErrorCode MatProductNumeric_MPITileAIJ(Mat C)
+{
+  PetscErrorCode (*inner)(Mat) = NULL;
+  PetscErrorCode err;
+
+  PetscFunctionBegin;
+  PetscCall(PetscObjectQueryFunction((PetscObject)C, "TileRAP_AIJNumeric_C", &inner));
+  PetscCheck(inner, PetscObjectComm((PetscObject)C), PETSC_ERR_PLIB, "MPIAIJ numeric phase not captured");
+  TileAIJProductsPush();
+  err = (*inner)(C);
+  TileAIJProductsPop();
+  PetscCall(err);
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+static PetscErrorCode MatProductSymbolic_MPITileAIJ(Mat C)
+{
+  PetscErrorCode (*inner)(Mat) = NULL;
+  PetscErrorCode err;
+
+  PetscFunctionBegin;
+  PetscCall(PetscObjectQueryFunction((PetscObject)C, "TileRAP_AIJSymbolic_C", &inner));
+  PetscCheck(inner, PetscObjectComm((PetscObject)C), PETSC_ERR_PLIB, "MPIAIJ symbolic phase not captured");
+  TileAIJProductsPush();
+  err = (*inner)(C);
+  TileAIJProductsPop();
+  PetscCall(err);
+  if (C->ops->productnumeric && C->ops->productnumeric != MatProductNumeric_MPITileAIJ) {
+    PetscCall(PetscObjectComposeFunction((PetscObject)C, "TileRAP_AIJNumeric_C", C->ops->productnumeric));
+    C->ops->productnumeric = MatProductNumeric_MPITileAIJ;
+  }
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* AB, AtB and PtAP with a tile operand (the other mpitile or plain mpiaij),
+ * where TileMPIProductsTile says so: the MPIAIJ "backend" algorithm, whose
+ * local products are the blocks' (seqtile) products.  An algorithm picked through the options database
  * (-matmatmult_via, -matptap_via, -mattransposematmult_via,
  * -mat_product_algorithm) other than backend, and everything else: the
  * MPIAIJ implementation, untouched. */
@@ -813,6 +881,19 @@ PetscErrorCode MatProductSetFromOptions_MPITile(Mat C)
   A = product->A;
   B = product->B;
   PetscCheck(tile_mpiaij_ops.productsetfromoptions, PetscObjectComm((PetscObject)C), PETSC_ERR_PLIB, "MPIAIJ product implementation not captured");
+  if (algok && fits) {
+    PetscBool tile = PETSC_TRUE;
+    PetscCall(TileMPIProductsTile(C, &tile));
+    if (!tile) {
+      PetscCall(PetscInfo(C, "tilerap: %s with A %s, B %s: MPIAIJ implementation (-mat_tile_mpi_products: the CPU engine on several ranks)\n", MatProductTypes[product->type], ((PetscObject)A)->type_name, ((PetscObject)B)->type_name));
+      PetscCall(tile_mpiaij_ops.productsetfromoptions(C));
+      if (C->ops->productsymbolic) {
+        PetscCall(PetscObjectComposeFunction((PetscObject)C, "TileRAP_AIJSymbolic_C", C->ops->productsymbolic));
+        C->ops->productsymbolic = MatProductSymbolic_MPITileAIJ;
+      }
+      PetscFunctionReturn(PETSC_SUCCESS);
+    }
+  }
   if (algok && fits) {
     PetscBool isbackend = PETSC_FALSE;
     PetscCall(MatProductSetAlgorithm(C, "backend"));

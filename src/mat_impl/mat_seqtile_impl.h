@@ -191,6 +191,12 @@ PetscErrorCode TileDeviceJoinPETSc(void);
  * on a stream that does not wait sees the result. */
 PetscErrorCode TileDeviceJoinTilerap(const void *dev, PetscInt n);
 #endif
+/* Around the phases of an MPI product that runs MPIAIJ's own algorithm
+ * (-mat_tile_mpi_products): the local products it sets up on seqtile
+ * blocks take SeqAIJ's implementation, so that it costs what MPIAIJ's does. */
+void      TileAIJProductsPush(void);
+void      TileAIJProductsPop(void);
+PetscBool TileAIJProductsActive(void);
 /* A seqtile's AIJ structure from row pointers (mat_seqtile_product.c):
  * preallocated exactly, then each row's columns written straight into
  * the column array that preallocation made (*cols, sorted rows) and taken

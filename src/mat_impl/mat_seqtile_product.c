@@ -812,6 +812,7 @@ PetscErrorCode MatProductSetFromOptions_SeqTile(Mat C)
     PetscCall(TileOtherAlgorithmRequested(C, &other));
     algok = (PetscBool)!other;
   }
+  if (TileAIJProductsActive()) fits = PETSC_FALSE; /* inside an MPI product run the MPIAIJ way */
   if (algok && fits) {
     PetscCall(PetscInfo(C, "tilerap: %s with A %s, B %s by the tile engine\n", MatProductTypes[product->type], ((PetscObject)A)->type_name, ((PetscObject)B)->type_name));
     C->ops->productsymbolic = MatProductSymbolic_SeqTile;

@@ -396,3 +396,21 @@ PetscErrorCode TileCacheSyncDevice(Mat X, TileCache *c)
   TileCacheCurrent(X, c, l.st, l.id);
   PetscFunctionReturn(PETSC_SUCCESS);
 }
+
+/* Depth of MPI products running MPIAIJ's own algorithm (TileAIJProductsPush) */
+static int tile_aij_products;
+
+void TileAIJProductsPush(void)
+{
+  tile_aij_products++;
+}
+
+void TileAIJProductsPop(void)
+{
+  tile_aij_products--;
+}
+
+PetscBool TileAIJProductsActive(void)
+{
+  return (PetscBool)(tile_aij_products > 0);
+}
