@@ -811,14 +811,14 @@ static PetscErrorCode TileMPIProductsTile(Mat C, PetscBool *tile)
 /* The phases of a product run by MPIAIJ's own algorithm: its local products
  * on the seqtile blocks are SeqAIJ's (TileAIJProductsPush), so that it costs
  * what MPIAIJ's does.  The numeric phase is the one the symbolic phase set. */
-static PetscErrorCode MatProductNumeric_MPITileAIJ(Mat C)
+static PetscErrorCode TileMPIRunAIJPhase(Mat C, const char *name)
 {
   PetscErrorCode (*inner)(Mat) = NULL;
   PetscErrorCode err;
 
   PetscFunctionBegin;
-  PetscCall(PetscObjectQueryFunction((PetscObject)C, "TileRAP_AIJNumeric_C", &inner));
-  PetscCheck(inner, PetscObjectComm((PetscObject)C), PETSC_ERR_PLIB, "MPIAIJ numeric phase not captured");
+  PetscCall(PetscObjectQueryFunction((PetscObject)C, name, &inner));
+  PetscCheck(inner, PetscObjectComm((PetscObject)C), PETSC_ERR_PLIB, "MPIAIJ product phase %s not captured", name);
   TileAIJProductsPush();
   err = (*inner)(C);
   TileAIJProductsPop();
@@ -826,22 +826,18 @@ static PetscErrorCode MatProductNumeric_MPITileAIJ(Mat C)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+static PetscErrorCode MatProductNumeric_MPITileAIJ(Mat C)
+{
+  PetscFunctionBegin;
+  PetscCall(TileMPIRunAIJPhase(C, "TileRAP_AIJNumeric_C"));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 static PetscErrorCode MatProductSymbolic_MPITileAIJ(Mat C)
 {
-  PetscErrorCode (*inner)(Mat) = NULL;
-  PetscErrorCode err;
-
   PetscFunctionBegin;
-  PetscCall(PetscObjectQueryFunction((PetscObject)C, "TileRAP_AIJSymbolic_C", &inner));
-  PetscCheck(inner, PetscObjectComm((PetscObject)C), PETSC_ERR_PLIB, "MPIAIJ symbolic phase not captured");
-  TileAIJProductsPush();
-  err = (*inner)(C);
-  TileAIJProductsPop();
-  PetscCall(err);
-  if (C->ops->productnumeric && C->ops->productnumeric != MatProductNumeric_MPITileAIJ) {
-    PetscCall(PetscObjectComposeFunction((PetscObject)C, "TileRAP_AIJNumeric_C", C->ops->productnumeric));
-    C->ops->productnumeric = MatProductNumeric_MPITileAIJ;
-  }
+  PetscCall(TileMPIRunAIJPhase(C, "TileRAP_AIJSymbolic_C"));
+  PetscCall(TileWrapNumericPhase(C, MatProductNumeric_MPITileAIJ, "TileRAP_AIJNumeric_C"));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 

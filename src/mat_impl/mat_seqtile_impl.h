@@ -195,6 +195,9 @@ PetscErrorCode TileDeviceJoinTilerap(const void *dev, PetscInt n);
  * (-mat_tile_mpi_products): the local products it sets up on seqtile
  * blocks take SeqAIJ's implementation, so that it costs what MPIAIJ's does. */
 void      TileAIJProductsPush(void);
+/* After a wrapped symbolic phase: the numeric phase it set is composed on C
+ * under name and replaced by wrapper (which runs it from there) */
+PetscErrorCode TileWrapNumericPhase(Mat C, PetscErrorCode (*wrapper)(Mat), const char *name);
 void      TileAIJProductsPop(void);
 PetscBool TileAIJProductsActive(void);
 /* A seqtile's AIJ structure from row pointers (mat_seqtile_product.c):

@@ -785,10 +785,7 @@ static PetscErrorCode TileFallbackSymbolic(Mat C)
 {
   PetscFunctionBegin;
   PetscCall(TileFallbackRun(C, "TileRAP_FallbackSymbolic_C"));
-  if (C->ops->productnumeric && C->ops->productnumeric != TileFallbackNumeric) {
-    PetscCall(PetscObjectComposeFunction((PetscObject)C, "TileRAP_FallbackNumeric_C", C->ops->productnumeric));
-    C->ops->productnumeric = TileFallbackNumeric;
-  }
+  PetscCall(TileWrapNumericPhase(C, TileFallbackNumeric, "TileRAP_FallbackNumeric_C"));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 #endif

@@ -414,3 +414,13 @@ PetscBool TileAIJProductsActive(void)
 {
   return (PetscBool)(tile_aij_products > 0);
 }
+
+PetscErrorCode TileWrapNumericPhase(Mat C, PetscErrorCode (*wrapper)(Mat), const char *name)
+{
+  PetscFunctionBegin;
+  if (C->ops->productnumeric && C->ops->productnumeric != wrapper) {
+    PetscCall(PetscObjectComposeFunction((PetscObject)C, name, C->ops->productnumeric));
+    C->ops->productnumeric = wrapper;
+  }
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
