@@ -106,7 +106,9 @@ run() {
   known=""
 }
 
-T="-mat_type tile"
+# the tile path on several ranks too (its automatic choice there, with the
+# CPU engine, is MPIAIJ's algorithms: test/petsc_mpi_product checks it)
+T="-mat_type tile -mat_tile_mpi_products tile"
 # ex93 (A: -mat_type; B from MatCreateSeqAIJ stays AIJ)
 run ex93_1 1 tile ex93 "" "$T"
 run ex93_2 2 tile ex93 "-matmatmult_via nonscalable" "-matmatmult_via nonscalable $T"

@@ -777,6 +777,19 @@ static PetscErrorCode MatProductSymbolic_MPITile(Mat C)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+/* Whether the options database names the product's algorithm (the user's
+ * choice, which MPIAIJ then takes: -mat_product_algorithm, or the API's
+ * -matmatmult_via, -mattransposematmult_via, -matptap_via) */
+static PetscErrorCode TileMPIAlgorithmGiven(Mat C, PetscBool *given)
+{
+  Mat_Product *product = C->product;
+  const char  *opt     = !product->api_user ? "-mat_product_algorithm" : product->type == MATPRODUCT_AB ? "-matmatmult_via" : product->type == MATPRODUCT_AtB ? "-mattransposematmult_via" : "-matptap_via";
+
+  PetscFunctionBegin;
+  PetscCall(PetscOptionsHasName(((PetscObject)C)->options, ((PetscObject)C)->prefix, opt, given));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 /* Whether a product of mpitile operands runs the tile path (-mat_tile_mpi_products
  * tile) or MPIAIJ's own algorithms (aij).  auto: tile on the device, and on one
  * rank; on several ranks with the CPU engine, aij: there the backend's gather of
@@ -878,8 +891,9 @@ PetscErrorCode MatProductSetFromOptions_MPITile(Mat C)
   B = product->B;
   PetscCheck(tile_mpiaij_ops.productsetfromoptions, PetscObjectComm((PetscObject)C), PETSC_ERR_PLIB, "MPIAIJ product implementation not captured");
   if (algok && fits) {
-    PetscBool tile = PETSC_TRUE;
-    PetscCall(TileMPIProductsTile(C, &tile));
+    PetscBool tile = PETSC_TRUE, given;
+    PetscCall(TileMPIAlgorithmGiven(C, &given));
+    if (!given) PetscCall(TileMPIProductsTile(C, &tile)); /* an algorithm named in the options is the user's */
     if (!tile) {
       PetscCall(PetscInfo(C, "tilerap: %s with A %s, B %s: MPIAIJ implementation (-mat_tile_mpi_products: the CPU engine on several ranks)\n", MatProductTypes[product->type], ((PetscObject)A)->type_name, ((PetscObject)B)->type_name));
       PetscCall(tile_mpiaij_ops.productsetfromoptions(C));
@@ -898,9 +912,8 @@ PetscErrorCode MatProductSetFromOptions_MPITile(Mat C)
     if (!isbackend && C->ops->productsymbolic) {
       /* MPIAIJ's AtB switches to "scalable" for wide B whatever the
        * algorithm set; only the user's own choice is kept */
-      PetscBool   given;
-      const char *opt = !product->api_user ? "-mat_product_algorithm" : product->type == MATPRODUCT_AB ? "-matmatmult_via" : product->type == MATPRODUCT_AtB ? "-mattransposematmult_via" : "-matptap_via";
-      PetscCall(PetscOptionsHasName(((PetscObject)C)->options, ((PetscObject)C)->prefix, opt, &given));
+      PetscBool given;
+      PetscCall(TileMPIAlgorithmGiven(C, &given));
       if (!given) {
         PetscCall(MatProductSetAlgorithm(C, "backend"));
         isbackend = PETSC_TRUE;
