@@ -3,9 +3,9 @@
 # ASCII .msh file: N^3 cubes, each cut into the 6 tetrahedra of Kuhn's split
 # along its main diagonal (the same split in every cube, so faces match: a
 # conforming mesh), one physical volume (tag 1), no boundary elements (SNES
-# ex12 marks the boundary faces: -dm_plex_boundary_label marker).  Why: Debian's PETSc has no
-# tetgen/ctetgen/triangle, so -dm_plex_simplex 1 cannot make a 3-D mesh, and
-# PETSc's datafiles meshes cannot be downloaded here.  --order random
+# ex12 marks the boundary faces: -dm_plex_boundary_label marker).  Why:
+# Debian's PETSc has no tetgen/ctetgen/triangle, so -dm_plex_simplex 1 cannot
+# make a 3-D mesh, and PETSc's datafiles meshes cannot be downloaded here.  --order random
 # numbers the nodes, orders the elements and each element's vertices at
 # random (fixed seed), as an unstructured mesh generator could; --jitter F
 # moves each interior node by up to F times the spacing in each coordinate

@@ -616,8 +616,9 @@ static PetscErrorCode test_dense(PetscMPIInt rank, PetscMPIInt size)
 
 /* -mat_tile_mpi_products: aij sends (mpitile, mpitile) products to MPIAIJ's
  * own algorithms (no COO assembly of C: not the backend; its local products
- * SeqAIJ's: no tile plan; MPIAIJ's values, reuse included); auto does so only on several ranks with the CPU engine
- * (in a host PETSc), else it is tile.  The other checks of this program run
+ * SeqAIJ's: no tile plan; MPIAIJ's values, reuse included); auto does so
+ * only on several ranks with the CPU engine (in a host PETSc), else it is
+ * tile.  The other checks of this program run
  * with tile. */
 static PetscErrorCode test_products_choice(PetscMPIInt rank, PetscMPIInt size)
 {

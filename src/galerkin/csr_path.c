@@ -265,23 +265,24 @@ static int tr_b_values(tr_csr_path *X, const tilerap_tile_matrix *B, const doubl
  * entry: csr_cuda_product.cu) where C's entries sum at most
  * TILERAP_CSR_RECORD_MACS products on average: there the hash runs' tables
  * and atomics cost more than the products, and the record's memory (8
- * bytes per multiply-add) stays within a few times C's.  *sorted: 1 when
- * kept (the record needs C's rows in column order); without device memory
- * for it, the table runs.  Only plans run again keep one (not the one-shot
- * products') */
-static int tr_keep_record(tr_csr_path *X, tr_plan_runs runs, tr_product *p, int64_t macs, int64_t cnnz, int64_t annz,
-                          int64_t bnnz, int *sorted)
+ * bytes per multiply-add) stays within a few times C's.  *kept (may be
+ * NULL): 1 when kept, and then the product's rows must be filled in column
+ * order; without device memory for it, the table runs.  Only plans run
+ * again keep one (not the one-shot products') */
+static int tr_keep_record(tr_plan_runs runs, tr_product *p, int64_t macs, int64_t cnnz, int64_t annz, int64_t bnnz,
+                          int *kept)
 {
+  int k = 0, err = TILERAP_SUCCESS;
 #ifdef TILERAP_HAVE_CUDA
   if (runs == TR_RUNS_REPEATED && p->cuda && cnnz > 0 && (double)macs <= tr_knob(TR_KNOB_CSR_RECORD_MACS) * (double)cnnz) {
-    int kept = 0, err = tr_cuda_csr_product_keep_record(p->cuda, annz, bnnz, &kept);
+    err = tr_cuda_csr_product_keep_record(p->cuda, annz, bnnz, &k);
     if (err == TILERAP_ERR_DEVICE_NOMEM) err = TILERAP_SUCCESS;
-    if (kept) *sorted = 1;
-    return err;
   }
+#else
+  (void)runs; (void)p; (void)macs; (void)cnnz; (void)annz; (void)bnnz;
 #endif
-  (void)X; (void)runs; (void)p; (void)macs; (void)cnnz; (void)annz; (void)bnnz; (void)sorted;
-  return TILERAP_SUCCESS;
+  if (kept) *kept = k;
+  return err;
 }
 
 /* A*B (at = 0) or A^T*B (at = 1) on the engine's memory */
@@ -294,10 +295,10 @@ int tr_csr_path_create(const tilerap_tile_matrix *A, int at, const tilerap_tile_
   if (!X) return TILERAP_ERR_NOMEM;
   const int32_t m = at ? A->n : A->m;
   int64_t cnnz = 0;
-  int err, sorted = 1;
+  int err;
   if ((err = tr_view_make(X, A, at, &X->va)) || (err = tr_view_make(X, B, 0, &X->vb)) ||
       (err = tr_product_make(X, m, B->n, X->va.rp, X->va.col, A->nnz, X->vb.rp, X->vb.col, &X->c, &cnnz, &X->macs_c)) ||
-      (err = tr_keep_record(X, runs, &X->c, X->macs_c, cnnz, A->nnz, B->nnz, &sorted)) ||
+      (err = tr_keep_record(runs, &X->c, X->macs_c, cnnz, A->nnz, B->nnz, NULL)) ||
       (err = tr_finish_c(X, A->val, X->va.vidx, B->val, X->vb.vidx, m, B->n, cnnz, values, C)) ||
       (err = tr_keep_b_values(X, B, X->macs_c))) {
     tilerap_tile_destroy(C);
@@ -318,17 +319,17 @@ int tr_csr_path_ptap_create(const tilerap_tile_matrix *A, const tilerap_tile_mat
   if (!X) return TILERAP_ERR_NOMEM;
   X->galerkin = 1;
   int64_t apnnz = 0, cnnz = 0;
-  int err, ap_sorted = 0, sorted = 1;
+  int err, ap_sorted = 0;
   if ((err = tr_view_make(X, A, 0, &X->va)) || (err = tr_view_make(X, P, 0, &X->vb)) ||
       (err = tr_view_make(X, P, 1, &X->vt)) ||
       (err = tr_product_make(X, A->m, P->n, X->va.rp, X->va.col, A->nnz, X->vb.rp, X->vb.col, &X->ab, &apnnz,
                              &X->macs_ab)) ||
-      (err = tr_keep_record(X, runs, &X->ab, X->macs_ab, apnnz, A->nnz, P->nnz, &ap_sorted)) ||
+      (err = tr_keep_record(runs, &X->ab, X->macs_ab, apnnz, A->nnz, P->nnz, &ap_sorted)) ||
       (err = tr_alloc_engine(X, (size_t)apnnz * sizeof(double), (void **)&X->apval)) ||
       (err = tr_product_fill(&X->ab, A->val, X->va.vidx, P->val, X->vb.vidx, X->apval, ap_sorted)) ||
       (err = tr_product_make(X, P->n, P->n, X->vt.rp, X->vt.col, P->nnz, tr_product_rowptr(&X->ab),
                              tr_product_colidx(&X->ab), &X->c, &cnnz, &X->macs_c)) ||
-      (err = tr_keep_record(X, runs, &X->c, X->macs_c, cnnz, P->nnz, apnnz, &sorted)) ||
+      (err = tr_keep_record(runs, &X->c, X->macs_c, cnnz, P->nnz, apnnz, NULL)) ||
       (err = tr_finish_c(X, P->val, X->vt.vidx, X->apval, NULL, P->n, P->n, cnnz, values, C)) ||
       (err = tr_keep_b_values(X, P, X->macs_ab))) {
     tilerap_tile_destroy(C);

@@ -799,24 +799,22 @@ static PetscErrorCode TileMPIAlgorithmGiven(Mat C, PetscBool *given)
 static PetscErrorCode TileMPIProductsTile(Mat C, PetscBool *tile)
 {
   static const char *const choices[] = {"auto", "tile", "aij"};
-  Mat_Product             *product = C->product;
   PetscInt                 v = 0;
-  PetscBool                set, at;
 
   PetscFunctionBegin;
-  PetscCall(PetscOptionsGetEList(NULL, NULL, "-mat_tile_mpi_products", choices, 3, &v, &set));
+  PetscCall(PetscOptionsGetEList(NULL, NULL, "-mat_tile_mpi_products", choices, 3, &v, NULL));
   *tile = (PetscBool)(v != 2);
 #if !TILE_DEVICE_AIJ
   if (v == 0) {
+    Mat_Product       *product = C->product;
     PetscMPIInt        size;
+    PetscBool          at;
     const Mat_MPITile *t;
     PetscCall(TileIsMPITile(product->A, &at));
     t = (const Mat_MPITile *)(at ? product->A : product->B)->spptr;
     PetscCallMPI(MPI_Comm_size(PetscObjectComm((PetscObject)C), &size));
     *tile = (PetscBool)(size == 1 || tilerap_engine_resolve(t->opt.engine) == TILERAP_ENGINE_CUDA);
   }
-#else
-  (void)product; (void)at;
 #endif
   PetscFunctionReturn(PETSC_SUCCESS);
 }
@@ -850,7 +848,7 @@ static PetscErrorCode MatProductSymbolic_MPITileAIJ(Mat C)
 {
   PetscFunctionBegin;
   PetscCall(TileMPIRunAIJPhase(C, "TileRAP_AIJSymbolic_C"));
-  PetscCall(TileWrapNumericPhase(C, MatProductNumeric_MPITileAIJ, "TileRAP_AIJNumeric_C"));
+  PetscCall(TileWrapProductPhase(C, &C->ops->productnumeric, MatProductNumeric_MPITileAIJ, "TileRAP_AIJNumeric_C"));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -891,29 +889,21 @@ PetscErrorCode MatProductSetFromOptions_MPITile(Mat C)
   B = product->B;
   PetscCheck(tile_mpiaij_ops.productsetfromoptions, PetscObjectComm((PetscObject)C), PETSC_ERR_PLIB, "MPIAIJ product implementation not captured");
   if (algok && fits) {
-    PetscBool tile = PETSC_TRUE, given;
+    PetscBool tile = PETSC_TRUE, given, isbackend = PETSC_FALSE;
     PetscCall(TileMPIAlgorithmGiven(C, &given));
     if (!given) PetscCall(TileMPIProductsTile(C, &tile)); /* an algorithm named in the options is the user's */
     if (!tile) {
       PetscCall(PetscInfo(C, "tilerap: %s with A %s, B %s: MPIAIJ implementation (-mat_tile_mpi_products: the CPU engine on several ranks)\n", MatProductTypes[product->type], ((PetscObject)A)->type_name, ((PetscObject)B)->type_name));
       PetscCall(tile_mpiaij_ops.productsetfromoptions(C));
-      if (C->ops->productsymbolic) {
-        PetscCall(PetscObjectComposeFunction((PetscObject)C, "TileRAP_AIJSymbolic_C", C->ops->productsymbolic));
-        C->ops->productsymbolic = MatProductSymbolic_MPITileAIJ;
-      }
+      PetscCall(TileWrapProductPhase(C, &C->ops->productsymbolic, MatProductSymbolic_MPITileAIJ, "TileRAP_AIJSymbolic_C"));
       PetscFunctionReturn(PETSC_SUCCESS);
     }
-  }
-  if (algok && fits) {
-    PetscBool isbackend = PETSC_FALSE;
     PetscCall(MatProductSetAlgorithm(C, "backend"));
     PetscCall(tile_mpiaij_ops.productsetfromoptions(C)); /* the options may still pick another algorithm */
     if (product->alg) PetscCall(PetscStrcmp(product->alg, "backend", &isbackend));
     if (!isbackend && C->ops->productsymbolic) {
       /* MPIAIJ's AtB switches to "scalable" for wide B whatever the
        * algorithm set; only the user's own choice is kept */
-      PetscBool given;
-      PetscCall(TileMPIAlgorithmGiven(C, &given));
       if (!given) {
         PetscCall(MatProductSetAlgorithm(C, "backend"));
         isbackend = PETSC_TRUE;
@@ -921,8 +911,7 @@ PetscErrorCode MatProductSetFromOptions_MPITile(Mat C)
     }
     if (isbackend && C->ops->productsymbolic) {
       PetscCall(PetscInfo(C, "tilerap: %s with A %s, B %s: MPIAIJ algorithm backend, local products on the tile engine\n", MatProductTypes[product->type], ((PetscObject)A)->type_name, ((PetscObject)B)->type_name));
-      PetscCall(PetscObjectComposeFunction((PetscObject)C, TILE_INNER_SYMBOLIC, C->ops->productsymbolic));
-      C->ops->productsymbolic = MatProductSymbolic_MPITile;
+      PetscCall(TileWrapProductPhase(C, &C->ops->productsymbolic, MatProductSymbolic_MPITile, TILE_INNER_SYMBOLIC));
     } else {
       PetscCall(PetscInfo(C, "tilerap: %s with A %s, B %s: algorithm %s from the options, MPIAIJ implementation\n", MatProductTypes[product->type], ((PetscObject)A)->type_name, ((PetscObject)B)->type_name,
                           product->alg ? product->alg : "none"));

@@ -195,11 +195,13 @@ PetscErrorCode TileDeviceJoinTilerap(const void *dev, PetscInt n);
  * (-mat_tile_mpi_products): the local products it sets up on seqtile
  * blocks take SeqAIJ's implementation, so that it costs what MPIAIJ's does. */
 void      TileAIJProductsPush(void);
-/* After a wrapped symbolic phase: the numeric phase it set is composed on C
- * under name and replaced by wrapper (which runs it from there) */
-PetscErrorCode TileWrapNumericPhase(Mat C, PetscErrorCode (*wrapper)(Mat), const char *name);
 void      TileAIJProductsPop(void);
 PetscBool TileAIJProductsActive(void);
+/* Wraps a product phase of C (*op: C->ops->productsymbolic or
+ * productnumeric): the phase set there is composed on C under name and
+ * replaced by wrapper, which runs it from there (nothing where none is set
+ * or it is wrapper already) */
+PetscErrorCode TileWrapProductPhase(Mat C, PetscErrorCode (**op)(Mat), PetscErrorCode (*wrapper)(Mat), const char *name);
 /* A seqtile's AIJ structure from row pointers (mat_seqtile_product.c):
  * preallocated exactly, then each row's columns written straight into
  * the column array that preallocation made (*cols, sorted rows) and taken

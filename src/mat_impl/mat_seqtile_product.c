@@ -785,7 +785,7 @@ static PetscErrorCode TileFallbackSymbolic(Mat C)
 {
   PetscFunctionBegin;
   PetscCall(TileFallbackRun(C, "TileRAP_FallbackSymbolic_C"));
-  PetscCall(TileWrapNumericPhase(C, TileFallbackNumeric, "TileRAP_FallbackNumeric_C"));
+  PetscCall(TileWrapProductPhase(C, &C->ops->productnumeric, TileFallbackNumeric, "TileRAP_FallbackNumeric_C"));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 #endif
@@ -826,10 +826,8 @@ PetscErrorCode MatProductSetFromOptions_SeqTile(Mat C)
     PetscCheck(t && tile_base_ops[t->device_aij].fallback, PetscObjectComm((PetscObject)C), PETSC_ERR_PLIB, "base product implementation not captured");
     PetscCall(tile_base_ops[t->device_aij].fallback(C));
 #if TILE_DEVICE_AIJ
-    if (C->ops->productsymbolic) { /* SeqAIJ's phases, wrapped to keep host and device copies right */
-      PetscCall(PetscObjectComposeFunction((PetscObject)C, "TileRAP_FallbackSymbolic_C", C->ops->productsymbolic));
-      C->ops->productsymbolic = TileFallbackSymbolic;
-    }
+    /* SeqAIJ's phases, wrapped to keep host and device copies right */
+    PetscCall(TileWrapProductPhase(C, &C->ops->productsymbolic, TileFallbackSymbolic, "TileRAP_FallbackSymbolic_C"));
 #endif
   }
   PetscFunctionReturn(PETSC_SUCCESS);

@@ -415,12 +415,12 @@ PetscBool TileAIJProductsActive(void)
   return (PetscBool)(tile_aij_products > 0);
 }
 
-PetscErrorCode TileWrapNumericPhase(Mat C, PetscErrorCode (*wrapper)(Mat), const char *name)
+PetscErrorCode TileWrapProductPhase(Mat C, PetscErrorCode (**op)(Mat), PetscErrorCode (*wrapper)(Mat), const char *name)
 {
   PetscFunctionBegin;
-  if (C->ops->productnumeric && C->ops->productnumeric != wrapper) {
-    PetscCall(PetscObjectComposeFunction((PetscObject)C, name, C->ops->productnumeric));
-    C->ops->productnumeric = wrapper;
+  if (*op && *op != wrapper) {
+    PetscCall(PetscObjectComposeFunction((PetscObject)C, name, *op));
+    *op = wrapper;
   }
   PetscFunctionReturn(PETSC_SUCCESS);
 }
