@@ -18,7 +18,8 @@
  * (mesh2d:500000, mesh2d:500000:sfc, powerlaw:300000, ...) with
  * graph-aggregation prolongators (BENCH_PROLONGATOR=classical: PMIS +
  * extended interpolation), checked against the Gustavson product.
- * Each row ends with the path the plan took, the operands' mean entries
+ * Each row ends with the path the plan took ("+rec": re-runs from a
+ * record, design.md "Recorded re-runs"), the operands' mean entries
  * per tile (what it chose by) and the first product's peak device memory
  * above A and P, in MB, for tilerap (its pool's high-water mark: plan,
  * temporaries and C) and for cuSPARSE (its workspaces, P^T, AP and C).
@@ -218,11 +219,14 @@ static void run_case(const char *spec, double bw, cusparseHandle_t h)
     for (int i = 0; i < 4; i++) ok &= err[i] <= 1e-12;
     all_ok &= ok;
     const double tl_mb = 1e-6 * (double)(tl_peak - tl_base), cs_mb = 1e-6 * (double)(cs_peak - cs_base);
+    char path[32]; /* "+rec": a product of the plan re-runs from a record */
+    snprintf(path, sizeof path, "%s%s", tilerap_path_name(pinfo.ap.path),
+             pinfo.ap.recorded > 0 || pinfo.ptap.recorded > 0 ? "+rec" : "");
     printf("%s:%-6d %3d %9d %10lld %10lld %10lld  %8.3f %8.3f %8.3f %8.3f %8.4f  %6.1fx %6.1fx %6.1f  %.1e %.1e %.1e %.1e %s"
            "  %s %.2f %.2f  MB %.1f %.1f\n",
            name, n, lvl, A->m, (long long)A->nnz, (long long)P->nnz, (long long)R->nnz, med[0], med[1], med[2], med[3],
            floor_ms, med[2] / med[0], med[3] / med[1], med[1] / floor_ms, err[0], err[1], err[2], err[3],
-           ok ? "ok" : "FAIL", tilerap_path_name(pinfo.ap.path), pinfo.ap.a_fill, pinfo.ap.b_fill, tl_mb, cs_mb);
+           ok ? "ok" : "FAIL", path, pinfo.ap.a_fill, pinfo.ap.b_fill, tl_mb, cs_mb);
     mem_max[0] = fmax(mem_max[0], tl_mb);
     mem_max[1] = fmax(mem_max[1], cs_mb);
     fflush(stdout);

@@ -135,10 +135,12 @@ typedef struct {
   int tc_threshold;      /* CUDA engine: (A tile, B tile) pairs with at least
                             this many scalar multiply-adds (0..4096) are
                             multiplied on tensor cores, the others by CUDA
-                            cores; negative = tensor cores off. Default 256.
+                            cores; negative = tensor cores off. Default 512.
                             Measured on the H100 (BENCHMARKS.md section 5):
-                            256 never slows a model level, speeds up coarse
-                            levels (to 1.4x) and dense-tile products (24-50x).
+                            dense-tile products 25-55x faster than without;
+                            at 256 block and high-order operators' fine
+                            levels (elasticity, 125-point) were 25 % slower
+                            than without, at 512 they are not.
                             The CPU engine ignores it (always fp64). */
   tilerap_precision precision; /* operands of tensor-core pairs; default FP64 */
   tilerap_cpu_kernel cpu_kernel; /* CPU engine's numeric kernel; default AUTO */
@@ -343,10 +345,12 @@ typedef struct {
                              multiplied in fp64 instead: a tile's range or a
                              non-finite value did not fit the format (reading
                              it waits for that run) */
-  int64_t recorded;       /* CPU: scalar products the plan records (RECORDED
-                             kernel, filled by a numeric run: the first if
-                             RECORDED was asked for, the second under AUTO);
-                             0: tile kernel */
+  int64_t recorded;       /* scalar products the plan records.  CPU: the
+                             RECORDED kernel, filled by a numeric run (the
+                             first if RECORDED was asked for, the second under
+                             AUTO).  CUDA CSR path: re-runs from a record made
+                             by the second product (TILERAP_CSR_RECORD_MACS).
+                             0: none */
 } tilerap_spgemm_info;
 TILERAP_EXPORT int tilerap_spgemm_plan_info(tilerap_spgemm_plan plan, tilerap_spgemm_info *info);
 

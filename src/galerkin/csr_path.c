@@ -265,8 +265,9 @@ static int tr_b_values(tr_csr_path *X, const tilerap_tile_matrix *B, const doubl
  * entry: csr_cuda_product.cu) where C's entries sum at most
  * TILERAP_CSR_RECORD_MACS products on average: there the hash runs' tables
  * and atomics cost more than the products, and the record's memory (8
- * bytes per multiply-add) stays within a few times C's.  *kept (may be
- * NULL): 1 when kept, and then the product's rows must be filled in column
+ * bytes per multiply-add) stayed below cuSPARSE's own on every product
+ * measured (BENCHMARKS.md section 9).  *kept: 1 when
+ * kept, and then the product's rows must be filled in column
  * order; without device memory for it, the table runs.  Only plans run
  * again keep one (not the one-shot products') */
 static int tr_keep_record(tr_plan_runs runs, tr_product *p, int64_t macs, int64_t cnnz, int64_t annz, int64_t bnnz,
@@ -281,7 +282,7 @@ static int tr_keep_record(tr_plan_runs runs, tr_product *p, int64_t macs, int64_
 #else
   (void)runs; (void)p; (void)macs; (void)cnnz; (void)annz; (void)bnnz;
 #endif
-  if (kept) *kept = k;
+  *kept = k;
   return err;
 }
 
@@ -295,17 +296,20 @@ int tr_csr_path_create(const tilerap_tile_matrix *A, int at, const tilerap_tile_
   if (!X) return TILERAP_ERR_NOMEM;
   const int32_t m = at ? A->n : A->m;
   int64_t cnnz = 0;
-  int err;
+  int err, c_kept = 0;
   if ((err = tr_view_make(X, A, at, &X->va)) || (err = tr_view_make(X, B, 0, &X->vb)) ||
       (err = tr_product_make(X, m, B->n, X->va.rp, X->va.col, A->nnz, X->vb.rp, X->vb.col, &X->c, &cnnz, &X->macs_c)) ||
-      (err = tr_keep_record(runs, &X->c, X->macs_c, cnnz, A->nnz, B->nnz, NULL)) ||
+      (err = tr_keep_record(runs, &X->c, X->macs_c, cnnz, A->nnz, B->nnz, &c_kept)) ||
       (err = tr_finish_c(X, A->val, X->va.vidx, B->val, X->vb.vidx, m, B->n, cnnz, values, C)) ||
       (err = tr_keep_b_values(X, B, X->macs_c))) {
     tilerap_tile_destroy(C);
     tr_csr_path_destroy(&X);
     return err;
   }
-  if (info) tr_info(X, A, B, *C, X->macs_c, info);
+  if (info) {
+    tr_info(X, A, B, *C, X->macs_c, info);
+    info->recorded = c_kept ? X->macs_c : 0;
+  }
   *out = X;
   return TILERAP_SUCCESS;
 }
@@ -319,7 +323,7 @@ int tr_csr_path_ptap_create(const tilerap_tile_matrix *A, const tilerap_tile_mat
   if (!X) return TILERAP_ERR_NOMEM;
   X->galerkin = 1;
   int64_t apnnz = 0, cnnz = 0;
-  int err, ap_sorted = 0;
+  int err, ap_sorted = 0, c_kept = 0;
   if ((err = tr_view_make(X, A, 0, &X->va)) || (err = tr_view_make(X, P, 0, &X->vb)) ||
       (err = tr_view_make(X, P, 1, &X->vt)) ||
       (err = tr_product_make(X, A->m, P->n, X->va.rp, X->va.col, A->nnz, X->vb.rp, X->vb.col, &X->ab, &apnnz,
@@ -329,7 +333,7 @@ int tr_csr_path_ptap_create(const tilerap_tile_matrix *A, const tilerap_tile_mat
       (err = tr_product_fill(&X->ab, A->val, X->va.vidx, P->val, X->vb.vidx, X->apval, ap_sorted)) ||
       (err = tr_product_make(X, P->n, P->n, X->vt.rp, X->vt.col, P->nnz, tr_product_rowptr(&X->ab),
                              tr_product_colidx(&X->ab), &X->c, &cnnz, &X->macs_c)) ||
-      (err = tr_keep_record(runs, &X->c, X->macs_c, cnnz, P->nnz, apnnz, NULL)) ||
+      (err = tr_keep_record(runs, &X->c, X->macs_c, cnnz, P->nnz, apnnz, &c_kept)) ||
       (err = tr_finish_c(X, P->val, X->vt.vidx, X->apval, NULL, P->n, P->n, cnnz, values, C)) ||
       (err = tr_keep_b_values(X, P, X->macs_ab))) {
     tilerap_tile_destroy(C);
@@ -339,8 +343,12 @@ int tr_csr_path_ptap_create(const tilerap_tile_matrix *A, const tilerap_tile_mat
   if (ap_info) {
     tr_info(X, A, P, NULL, X->macs_ab, ap_info);
     ap_info->c_nnz = apnnz;
+    ap_info->recorded = ap_sorted ? X->macs_ab : 0;
   }
-  if (c_info) tr_info(X, P, NULL, *C, X->macs_c, c_info);
+  if (c_info) {
+    tr_info(X, P, NULL, *C, X->macs_c, c_info);
+    c_info->recorded = c_kept ? X->macs_c : 0;
+  }
   *out = X;
   return TILERAP_SUCCESS;
 }

@@ -11,7 +11,7 @@ void tilerap_options_default(tilerap_options *opt)
   opt->engine = TILERAP_ENGINE_AUTO;
   opt->dense_threshold = 192;
   opt->stream = NULL;
-  opt->tc_threshold = 256; /* measured on the H100: BENCHMARKS.md section 5 */
+  opt->tc_threshold = 512; /* measured on the H100: BENCHMARKS.md section 5 */
   opt->precision = TILERAP_PRECISION_FP64;
   opt->cpu_kernel = TILERAP_CPU_KERNEL_AUTO;
   opt->plan_values = 0;
