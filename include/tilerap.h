@@ -127,6 +127,9 @@ typedef enum {
                                      on a plan's second run, RECORDED on its first */
 } tilerap_cpu_kernel;
 
+/* tilerap_options.tc_threshold: the plan chooses per product (the default) */
+#define TILERAP_TC_AUTO 2147483647
+
 typedef struct {
   tilerap_engine engine; /* AUTO: tuning knob TILERAP_ENGINE=cpu|cuda|auto, then probe */
   int dense_threshold;   /* C tiles with more entries use the dense 16x16
@@ -135,12 +138,17 @@ typedef struct {
   int tc_threshold;      /* CUDA engine: (A tile, B tile) pairs with at least
                             this many scalar multiply-adds (0..4096) are
                             multiplied on tensor cores, the others by CUDA
-                            cores; negative = tensor cores off. Default 512.
-                            Measured on the H100 (BENCHMARKS.md section 5):
-                            dense-tile products 25-55x faster than without;
-                            at 256 block and high-order operators' fine
-                            levels (elasticity, 125-point) were 25 % slower
-                            than without, at 512 they are not.
+                            cores; negative = tensor cores off.  Default
+                            TILERAP_TC_AUTO: each product takes 256 where a
+                            tile pair of its operands carries 150 or more on
+                            average (fill(A) * fill(B) / 16, fill = entries
+                            per tile), else 512.  Measured on the H100
+                            (BENCHMARKS.md section 5): dense-tile products
+                            25-55x faster than without; dense coarse levels
+                            up to 2.6x faster at 256 than at 512; fine levels
+                            of block and high-order operators (elasticity,
+                            125-point) 25 % slower at 256 than without, and
+                            not at 512.
                             The CPU engine ignores it (always fp64). */
   tilerap_precision precision; /* operands of tensor-core pairs; default FP64 */
   tilerap_cpu_kernel cpu_kernel; /* CPU engine's numeric kernel; default AUTO */

@@ -44,8 +44,10 @@
  * the matrix's prefix; -help lists them).  Per matrix:
  *   -mat_tile_engine auto|cpu|cuda    tilerap engine of the products
  *   -mat_tile_dense_threshold N       dense-accumulator threshold of C tiles
- *   -mat_tile_tc_threshold N          CUDA engine: tile pairs with at least N
- *                                     multiply-adds use tensor cores (-1: off)
+ *   -mat_tile_tc_threshold auto|N     CUDA engine: tile pairs with at least N
+ *                                     multiply-adds use tensor cores (-1: off;
+ *                                     auto, the default: 256 or 512 by the
+ *                                     operands' entries per tile)
  *   -mat_tile_precision fp64|tf32|bf16|fp16   operands of those pairs (low ones
  *                       where a plan's pairs reuse each converted tile often:
  *                       -mat_tile_lowprec_reuse, tilerap.h's bound)

@@ -327,6 +327,33 @@ int main(int argc, char **argv)
     ierr = MatSetFromOptions(E);
     PetscCall(PetscPopErrorHandler());
     tap_ok(ierr == PETSC_ERR_ARG_OUTOFRANGE, "-mat_tile_tc_threshold 5000 is rejected with PETSC_ERR_ARG_OUTOFRANGE (%d)", (int)ierr);
+    PetscCall(PetscOptionsSetValue(NULL, "-tc_mat_tile_tc_threshold", "12x"));
+    PetscCall(PetscPushErrorHandler(PetscReturnErrorHandler, NULL));
+    ierr = MatSetFromOptions(E);
+    PetscCall(PetscPopErrorHandler());
+    tap_ok(ierr == PETSC_ERR_ARG_OUTOFRANGE, "-mat_tile_tc_threshold 12x is rejected with PETSC_ERR_ARG_OUTOFRANGE (%d)", (int)ierr);
+    /* auto (the default) after a number, and a negative number (off) */
+    {
+      const char *const val[] = {"AUTO", "-7"}, *const shown[] = {"tensor-core threshold auto (fp64)", "tensor-core threshold -1 (fp64)"};
+      for (int k = 0; k < 2; k++) {
+        PetscCall(PetscOptionsSetValue(NULL, "-tc_mat_tile_tc_threshold", "256"));
+        PetscCall(MatSetFromOptions(E));
+        PetscCall(PetscOptionsSetValue(NULL, "-tc_mat_tile_tc_threshold", val[k]));
+        PetscCall(PetscPushErrorHandler(PetscReturnErrorHandler, NULL));
+        ierr = MatSetFromOptions(E);
+        PetscCall(PetscPopErrorHandler());
+        found = PETSC_FALSE;
+        if (!ierr) {
+          PetscCall(view_info(E, fname));
+          f = fopen(fname, "r");
+          while (f && fgets(line, sizeof line, f))
+            if (strstr(line, shown[k])) found = PETSC_TRUE;
+          if (f) fclose(f);
+          remove(fname);
+        }
+        tap_ok(!ierr && found, "-mat_tile_tc_threshold %s after 256 is read and shown by MatView as '%s' (%d)", val[k], shown[k], (int)ierr);
+      }
+    }
     PetscCall(MatDestroy(&E));
     PetscCall(PetscOptionsClearValue(NULL, "-tc_mat_tile_tc_threshold"));
     PetscCall(PetscOptionsClearValue(NULL, "-tc_mat_tile_precision"));

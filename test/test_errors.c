@@ -50,6 +50,8 @@ int main(void)
   o.dense_threshold = 192;
   o.tc_threshold = 5000;
   EXPECT(tilerap_spgemm_plan_create(T, T, &o, &plan, &C), TILERAP_ERR_INVALID, "tensor-core threshold 5000");
+  o.tc_threshold = TILERAP_TC_AUTO - 1;
+  EXPECT(tilerap_spgemm_plan_create(T, T, &o, &plan, &C), TILERAP_ERR_INVALID, "tensor-core threshold TILERAP_TC_AUTO - 1");
   o.tc_threshold = -1;
   o.precision = (tilerap_precision)7;
   EXPECT(tilerap_spgemm_plan_create(T, T, &o, &plan, &C), TILERAP_ERR_INVALID, "precision 7");

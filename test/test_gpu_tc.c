@@ -125,6 +125,94 @@ out:
   tilerap_tile_destroy(&hA); tilerap_tile_destroy(&hB); tilerap_tile_destroy(&dA); tilerap_tile_destroy(&dB);
 }
 
+/* Pairs (A tile, B tile) of A*B with at least thr scalar multiply-adds,
+ * counted from the tiles' row masks; *all: every pair of an A tile (I,K)
+ * and a B tile (K,J), as the plan counts them (multiply-adds or none) */
+static int64_t count_pairs(const tilerap_tile_matrix *A, const tilerap_tile_matrix *B, int thr, int64_t *all)
+{
+  int64_t n = 0;
+  *all = 0;
+  for (int32_t I = 0; I < A->tile_rows; I++)
+    for (int64_t a = A->tile_ptr[I]; a < A->tile_ptr[I + 1]; a++) {
+      const int32_t K = A->tile_col[a];
+      for (int64_t b = B->tile_ptr[K]; b < B->tile_ptr[K + 1]; b++) {
+        int macs = 0;
+        for (int r = 0; r < 16; r++)
+          for (int k = 0; k < 16; k++)
+            if (A->row_mask[16 * a + r] >> k & 1) macs += __builtin_popcount(B->row_mask[16 * b + k]);
+        (*all)++;
+        if (macs >= thr) n++;
+      }
+    }
+  return n;
+}
+
+/* m x n: tiles present with probability tdens, each full with probability
+ * pfull, else holding `few` entries at random places */
+static tilerap_csr *mixed_tiles(int32_t m, int32_t n, double tdens, double pfull, int few, uint64_t *seed)
+{
+  const int32_t TR = (m + 15) / 16, TC = (n + 15) / 16;
+  unsigned short *mask = calloc((size_t)m * TC + 1, sizeof *mask); /* row i's columns in tile column J */
+  for (int32_t I = 0; I < TR; I++)
+    for (int32_t J = 0; J < TC; J++) {
+      if (ref_rand01(seed) >= tdens) continue;
+      const int full = ref_rand01(seed) < pfull;
+      for (int e = 0; e < (full ? 256 : few); e++) {
+        const int r = full ? e / 16 : (int)(ref_rand01(seed) * 16), c = full ? e % 16 : (int)(ref_rand01(seed) * 16);
+        if (16 * I + r < m && 16 * J + c < n) mask[(int64_t)(16 * I + r) * TC + J] |= (unsigned short)(1u << c);
+      }
+    }
+  int64_t cap = 0;
+  for (int64_t q = 0; q < (int64_t)m * TC; q++) cap += __builtin_popcount(mask[q]);
+  tilerap_csr *A = NULL;
+  tilerap_csr_create(m, n, cap, &A);
+  int64_t q = 0;
+  for (int32_t i = 0; i < m; i++) {
+    A->rowptr[i] = q;
+    for (int32_t j = 0; j < n; j++)
+      if (mask[(int64_t)i * TC + j / 16] >> (j % 16) & 1) {
+        A->colidx[q] = j;
+        A->val[q++] = 2.0 * ref_rand01(seed) - 1.0;
+      }
+  }
+  A->rowptr[m] = q;
+  A->nnz = q;
+  free(mask);
+  return A;
+}
+
+/* TILERAP_TC_AUTO (the default): 256 where a pair of the operands carries
+ * fill(A) fill(B) / 16 >= 150 multiply-adds on average, else 512; the
+ * plan's tensor-core pairs must be the ones counted here for that
+ * threshold (and the products right: check_fp64) */
+static void check_auto(const tilerap_csr *A, const tilerap_csr *B, int want_thr, const char *what)
+{
+  tilerap_tile_matrix *hA = ref_csr_to_tile(A), *hB = ref_csr_to_tile(B);
+  tilerap_tile_matrix *dA = gpu_to_device(hA), *dB = gpu_to_device(hB), *dC = NULL;
+  const double mean = (hA->num_tiles ? (double)hA->nnz / (double)hA->num_tiles : 0) *
+                      (hB->num_tiles ? (double)hB->nnz / (double)hB->num_tiles : 0) / 16.0;
+  int64_t all = 0, n256 = count_pairs(hA, hB, 256, &all), n512 = count_pairs(hA, hB, 512, &all);
+  tilerap_options o;
+  tilerap_options_default(&o);
+  o.engine = TILERAP_ENGINE_CUDA;
+  tilerap_spgemm_plan p = NULL;
+  int err = tilerap_spgemm_plan_create(dA, dB, &o, &p, &dC);
+  tilerap_spgemm_info info;
+  memset(&info, 0, sizeof info);
+  if (!err) tilerap_spgemm_plan_info(p, &info);
+  const int64_t want = want_thr == 256 ? n256 : n512;
+  tap_ok(!err && o.tc_threshold == TILERAP_TC_AUTO && (mean >= 150) == (want_thr == 256) && n256 != n512 &&
+             info.pairs == all && info.tc_pairs == want,
+         "%s: default (auto) tensor-core threshold %d: mean pair %.0f, tensor-core pairs %lld (at 256: %lld, at 512: "
+         "%lld, of %lld) %s",
+         what, want_thr, mean, (long long)info.tc_pairs, (long long)n256, (long long)n512, (long long)all,
+         err ? tilerap_last_error() : "");
+  check_fp64(A, B, 192, TILERAP_TC_AUTO, what);
+  tilerap_spgemm_plan_destroy(&p);
+  tilerap_tile_destroy(&dC); tilerap_tile_destroy(&hA); tilerap_tile_destroy(&hB);
+  tilerap_tile_destroy(&dA); tilerap_tile_destroy(&dB);
+}
+
 /* -------------------------------------------------- low-precision emulation */
 static int emu_bits(tilerap_precision p) { return p == TILERAP_PRECISION_BF16 ? 8 : 11; }
 static int emu_emin(tilerap_precision p) { return p == TILERAP_PRECISION_FP16 ? -14 : -126; }
@@ -498,6 +586,19 @@ int main(int argc, char **argv)
     tilerap_csr *A = ref_random(129, 200, 0.2, 3, &seed), *B = ref_random(200, 77, 0.6, 0, &seed);
     check_fp64(A, B, 24, 0, "random mixed densities");
     check_fp64(A, B, 24, 200, "random mixed densities");
+    tilerap_csr_destroy(&A); tilerap_csr_destroy(&B);
+  }
+  {
+    /* tiles a quarter full (pairs of about 256 multiply-adds, either side:
+     * mean pair above 150), and sparse tiles with a few full ones in A
+     * against B tiles of 20 entries (pairs of about 300 multiply-adds,
+     * mean pair below 150) */
+    tilerap_csr *A = blockdense(160, 160, 0.6, 0.25, 0, &seed), *B = blockdense(160, 96, 0.6, 0.25, 0, &seed);
+    check_auto(A, B, 256, "auto, dense pairs");
+    tilerap_csr_destroy(&A); tilerap_csr_destroy(&B);
+    A = mixed_tiles(320, 320, 0.5, 0.15, 2, &seed);
+    B = mixed_tiles(320, 240, 0.5, 0.0, 20, &seed);
+    check_auto(A, B, 512, "auto, sparse pairs with some of 256..511 multiply-adds");
     tilerap_csr_destroy(&A); tilerap_csr_destroy(&B);
   }
   check_ptap(TILERAP_P3D27, quick ? 12 : 24, 0);

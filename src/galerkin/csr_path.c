@@ -69,6 +69,21 @@ int tr_csr_path_choose(const tilerap_tile_matrix *A, const tilerap_tile_matrix *
   return tr_tile_fill(A) * tr_tile_fill(B) / 16.0 < tr_knob(TR_KNOB_CSR_MACS_PER_PAIR);
 }
 
+/* TILERAP_TC_AUTO: the tensor-core threshold of a product of A and B.  On
+ * the H100, pairs of 256-511 multiply-adds ran faster on tensor cores in
+ * products whose pairs are dense on average (classical coarse levels, a
+ * pair of fill(A) * fill(B) / 16 = 260 and more: up to 2.6x faster than
+ * with 512), and slower in products of sparser pairs (elasticity's and a
+ * 125-point stencil's fine levels, 60-100: 25 % slower than without tensor
+ * cores), where the hit kernel's shared accumulator takes them as well;
+ * 512 was never slower than no tensor cores (BENCHMARKS.md section 5). */
+#define TR_TC_DENSE_PAIR 150.0
+int tr_tc_threshold_resolve(int tc_threshold, const tilerap_tile_matrix *A, const tilerap_tile_matrix *B)
+{
+  if (tc_threshold != TILERAP_TC_AUTO) return tc_threshold;
+  return tr_tile_fill(A) * tr_tile_fill(B) / 16.0 >= TR_TC_DENSE_PAIR ? 256 : 512;
+}
+
 static void tr_free_engine(tilerap_engine e, void *p)
 {
   if (!p) return;

@@ -12,6 +12,10 @@ double tr_tile_fill(const tilerap_tile_matrix *T);
  * path (TILERAP_PATH, else the fills against TILERAP_CSR_MACS_PER_PAIR;
  * the CPU engine also where B's tiles are sparse) */
 int tr_csr_path_choose(const tilerap_tile_matrix *A, const tilerap_tile_matrix *B, tilerap_engine engine);
+/* the tensor-core threshold a tile product of A and B runs with: the
+ * options' own, or for TILERAP_TC_AUTO the plan's choice by the operands'
+ * tile fill */
+int tr_tc_threshold_resolve(int tc_threshold, const tilerap_tile_matrix *A, const tilerap_tile_matrix *B);
 /* C = A*B (at = 0) or A^T*B (at = 1); operands in the engine's memory;
  * values: C's values now, else zeros until the first numeric run */
 int tr_csr_path_create(const tilerap_tile_matrix *A, int at, const tilerap_tile_matrix *B, tilerap_engine engine,

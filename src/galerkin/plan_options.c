@@ -11,7 +11,7 @@ void tilerap_options_default(tilerap_options *opt)
   opt->engine = TILERAP_ENGINE_AUTO;
   opt->dense_threshold = 192;
   opt->stream = NULL;
-  opt->tc_threshold = 512; /* measured on the H100: BENCHMARKS.md section 5 */
+  opt->tc_threshold = TILERAP_TC_AUTO; /* tr_tc_threshold_resolve */
   opt->precision = TILERAP_PRECISION_FP64;
   opt->cpu_kernel = TILERAP_CPU_KERNEL_AUTO;
   opt->plan_values = 0;
@@ -156,8 +156,8 @@ int tr_options_check(const tilerap_options *o, const char *who)
     return tilerap_set_error(TILERAP_ERR_INVALID, "%s: unknown engine %d (auto 0, cpu 1, cuda 2)", who, (int)o->engine);
   if (o->dense_threshold < 0 || o->dense_threshold > 256)
     return tilerap_set_error(TILERAP_ERR_INVALID, "%s: dense_threshold %d outside [0,256]", who, o->dense_threshold);
-  if (o->tc_threshold > 4096)
-    return tilerap_set_error(TILERAP_ERR_INVALID, "%s: tc_threshold %d above 4096 (negative: tensor cores off)", who,
+  if (o->tc_threshold > 4096 && o->tc_threshold != TILERAP_TC_AUTO)
+    return tilerap_set_error(TILERAP_ERR_INVALID, "%s: tc_threshold %d above 4096 (negative: tensor cores off; TILERAP_TC_AUTO: the plan's choice)", who,
                              o->tc_threshold);
   if ((unsigned)o->precision > (unsigned)TILERAP_PRECISION_FP16)
     return tilerap_set_error(TILERAP_ERR_INVALID, "%s: unknown precision %d (fp64 0, tf32 1, bf16 2, fp16 3)", who,

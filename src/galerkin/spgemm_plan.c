@@ -240,6 +240,7 @@ static int tr_spgemm_plan_new(const tilerap_tile_matrix *A, const tilerap_tile_m
     err = tr_plan_cpu(P, wA, wB, o.cpu_kernel, o.plan_values, &wC);
   else {
 #ifdef TILERAP_HAVE_CUDA
+    o.tc_threshold = tr_tc_threshold_resolve(o.tc_threshold, wA, wB);
     if (!(err = tr_cuda_spgemm_plan(wA, wB, &o, runs, &P->cuda, &wC, &P->info)) && o.plan_values)
       err = tr_cuda_spgemm_numeric(P->cuda, wA, wB, wC);
 #else

@@ -146,12 +146,14 @@ static PetscErrorCode MatView_SeqTile(Mat A, PetscViewer viewer)
   {
     const tilerap_tile_matrix *T;
     tilerap_engine             e = tilerap_engine_resolve(t->opt.engine);
+    char                       tc[32];
 
     PetscCall(TileCacheSync(A, &t->cache));
     T = t->cache.T;
-    PetscCall(PetscViewerASCIIPrintf(viewer, "tilerap: %" PetscInt64_FMT " tiles of 16x16 (%d x %d tile grid), %" PetscInt64_FMT " entries, %.2f mean entries per tile, AIJ arrays on the %s, engine %s (requested %s), dense threshold %d, tensor-core threshold %d (%s), CPU kernel %s\n",
+    PetscCall(TileTcThresholdName(t->opt.tc_threshold, tc, sizeof tc));
+    PetscCall(PetscViewerASCIIPrintf(viewer, "tilerap: %" PetscInt64_FMT " tiles of 16x16 (%d x %d tile grid), %" PetscInt64_FMT " entries, %.2f mean entries per tile, AIJ arrays on the %s, engine %s (requested %s), dense threshold %d, tensor-core threshold %s (%s), CPU kernel %s\n",
                                      (PetscInt64)T->num_tiles, T->tile_rows, T->tile_cols, (PetscInt64)T->nnz, T->num_tiles ? (double)T->nnz / (double)T->num_tiles : 0.0,
-                                     t->device_aij ? "device (AIJCUSPARSE)" : "host", tilerap_engine_name(e), tilerap_engine_name(t->opt.engine), t->opt.dense_threshold, t->opt.tc_threshold, tilerap_precision_name(t->opt.precision), tilerap_cpu_kernel_name(t->opt.cpu_kernel)));
+                                     t->device_aij ? "device (AIJCUSPARSE)" : "host", tilerap_engine_name(e), tilerap_engine_name(t->opt.engine), t->opt.dense_threshold, tc, tilerap_precision_name(t->opt.precision), tilerap_cpu_kernel_name(t->opt.cpu_kernel)));
   }
   PetscFunctionReturn(PETSC_SUCCESS);
 }

@@ -131,6 +131,8 @@ PetscErrorCode TileCacheMarkInSync(Mat X, TileCache *c, PetscBool by_product_num
 /* tile_options.c: the -mat_tile_ options and the CUDA device of the process */
 /* The options read when a tile matrix is created (-help lists them in any program). */
 PetscErrorCode TileOptionsFromDatabase(Mat, tilerap_options *);
+/* tc_threshold as -mat_tile_tc_threshold and MatView spell it: auto or a number */
+PetscErrorCode TileTcThresholdName(int tc_threshold, char *buf, size_t len);
 /* MatSetFromOptions of a tile type: the base type's own (base, may be NULL),
  * then the -mat_tile_ options as a section "TileRAP matrix (type) options"
  * into *opt. */

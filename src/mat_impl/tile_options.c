@@ -21,12 +21,21 @@
 #define TILE_NTUNING 6
 typedef struct {
   char      engine[16], precision[16];
-  PetscInt  thr, tc, device;
+  PetscInt  thr, device;
+  char      tc[32]; /* -mat_tile_tc_threshold: auto or a number */
   char      cpu_kernel[16];
   PetscBool engine_set, thr_set, tc_set, precision_set, device_set, cpu_kernel_set;
   char      tuning[TILE_NTUNING][32];
   PetscBool tuning_set[TILE_NTUNING];
 } TileOptionValues;
+
+PetscErrorCode TileTcThresholdName(int tc_threshold, char *buf, size_t len)
+{
+  PetscFunctionBegin;
+  if (tc_threshold == TILERAP_TC_AUTO) PetscCall(PetscStrncpy(buf, "auto", len));
+  else PetscCall(PetscSNPrintf(buf, len, "%d", tc_threshold < 0 ? -1 : tc_threshold));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
 
 static PetscErrorCode TileCheckEngine(MPI_Comm comm, tilerap_engine e)
 {
@@ -59,8 +68,11 @@ static PetscErrorCode TileOptionsRead(TileOptionItems PetscOptionsObject, const 
   PetscCall(PetscOptionsString("-mat_tile_engine", "tilerap engine of the matrix products: auto, cpu, cuda", "MatSeqTile", tilerap_engine_name(opt->engine), v->engine, sizeof v->engine, &v->engine_set));
   v->thr = opt->dense_threshold;
   PetscCall(PetscOptionsInt("-mat_tile_dense_threshold", "C tiles with more entries use the dense accumulator (0..256)", "MatSeqTile", v->thr, &v->thr, &v->thr_set));
-  v->tc = opt->tc_threshold;
-  PetscCall(PetscOptionsInt("-mat_tile_tc_threshold", "CUDA engine: tile pairs with at least this many multiply-adds (0..4096) use tensor cores; negative: off", "MatSeqTile", v->tc, &v->tc, &v->tc_set));
+  {
+    char now[32];
+    PetscCall(TileTcThresholdName(opt->tc_threshold, now, sizeof now));
+    PetscCall(PetscOptionsString("-mat_tile_tc_threshold", "CUDA engine: tile pairs with at least this many multiply-adds (0..4096) use tensor cores; negative: off; auto: 256 or 512 by the operands' entries per tile", "MatSeqTile", now, v->tc, sizeof v->tc, &v->tc_set));
+  }
   PetscCall(PetscOptionsString("-mat_tile_precision", "operands of tensor-core tile products: fp64, tf32, bf16, fp16", "MatSeqTile", tilerap_precision_name(opt->precision), v->precision, sizeof v->precision, &v->precision_set));
   PetscCall(PetscOptionsString("-mat_tile_cpu_kernel", "CPU engine's numeric kernel: auto, tiles, recorded (records every product on a re-run: faster re-runs, 4 bytes per multiply-add)", "MatSeqTile", tilerap_cpu_kernel_name(opt->cpu_kernel), v->cpu_kernel, sizeof v->cpu_kernel, &v->cpu_kernel_set));
   v->device = -1;
@@ -96,8 +108,15 @@ static PetscErrorCode TileOptionsApply(MPI_Comm comm, tilerap_options *opt, cons
     opt->dense_threshold = (int)v->thr;
   }
   if (v->tc_set) {
-    PetscCheck(v->tc <= TILERAP_TILE * TILERAP_TILE * TILERAP_TILE, comm, PETSC_ERR_ARG_OUTOFRANGE, "-mat_tile_tc_threshold %" PetscInt_FMT ": expected at most 4096 (negative: off)", v->tc);
-    opt->tc_threshold = v->tc < 0 ? -1 : (int)v->tc;
+    PetscBool is_auto;
+    PetscCall(PetscStrcasecmp(v->tc, "auto", &is_auto));
+    if (is_auto) opt->tc_threshold = TILERAP_TC_AUTO;
+    else {
+      char *end = NULL;
+      long  n   = strtol(v->tc, &end, 10);
+      PetscCheck(v->tc[0] && end && !*end && n <= TILERAP_TILE * TILERAP_TILE * TILERAP_TILE, comm, PETSC_ERR_ARG_OUTOFRANGE, "-mat_tile_tc_threshold %s: expected auto or a number of at most 4096 (negative: off)", v->tc);
+      opt->tc_threshold = n < 0 ? -1 : (int)n;
+    }
   }
   if (v->precision_set) {
     tilerap_precision p;
