@@ -45,6 +45,45 @@ static tilerap_options tc_opts(tilerap_engine e, int dense_thr, int tc_thr, tile
 /* m x n with tiles present with probability tdens, each present tile
  * holding an entry with probability fill; values in [-1,1) times
  * 2^(uniform integer in [-spread, spread]) */
+/* An m x n CSR of at most cap entries: (i, j) kept where keep() says so,
+ * its value from value(); both draw from seed in that order */
+typedef struct {
+  const char *on;               /* blockdense: tiles present */
+  const unsigned short *mask;   /* mixed_tiles: row i's columns in tile column J */
+  int32_t TC;
+  double fill;
+  int spread;
+} gen_ctx;
+static int keep_blockdense(const gen_ctx *g, int32_t i, int32_t j, uint64_t *seed)
+{
+  return g->on[(int64_t)(i / 16) * g->TC + j / 16] && ref_rand01(seed) < g->fill;
+}
+static int keep_mask(const gen_ctx *g, int32_t i, int32_t j, uint64_t *seed)
+{
+  (void)seed;
+  return g->mask[(int64_t)i * g->TC + j / 16] >> (j % 16) & 1;
+}
+static tilerap_csr *csr_generate(int32_t m, int32_t n, int64_t cap, const gen_ctx *g,
+                                 int (*keep)(const gen_ctx *, int32_t, int32_t, uint64_t *), uint64_t *seed)
+{
+  tilerap_csr *A = NULL;
+  tilerap_csr_create(m, n, cap, &A);
+  int64_t q = 0;
+  for (int32_t i = 0; i < m; i++) {
+    A->rowptr[i] = q;
+    for (int32_t j = 0; j < n; j++)
+      if (keep(g, i, j, seed)) {
+        A->colidx[q] = j;
+        double v = 2.0 * ref_rand01(seed) - 1.0;
+        if (g->spread) v = ldexp(v, (int)(ref_rand01(seed) * (2 * g->spread + 1)) - g->spread);
+        A->val[q++] = v;
+      }
+  }
+  A->rowptr[m] = q;
+  A->nnz = q;
+  return A;
+}
+
 static tilerap_csr *blockdense(int32_t m, int32_t n, double tdens, double fill, int spread, uint64_t *seed)
 {
   int32_t TR = (m + 15) / 16, TC = (n + 15) / 16;
@@ -53,21 +92,8 @@ static tilerap_csr *blockdense(int32_t m, int32_t n, double tdens, double fill, 
   int64_t cap = 0;
   for (int32_t I = 0; I < TR; I++)
     for (int32_t J = 0; J < TC; J++) cap += on[(int64_t)I * TC + J] ? 256 : 0;
-  tilerap_csr *A = NULL;
-  tilerap_csr_create(m, n, cap, &A);
-  int64_t q = 0;
-  for (int32_t i = 0; i < m; i++) {
-    A->rowptr[i] = q;
-    for (int32_t j = 0; j < n; j++)
-      if (on[(int64_t)(i / 16) * TC + j / 16] && ref_rand01(seed) < fill) {
-        A->colidx[q] = j;
-        double v = 2.0 * ref_rand01(seed) - 1.0;
-        if (spread) v = ldexp(v, (int)(ref_rand01(seed) * (2 * spread + 1)) - spread);
-        A->val[q++] = v;
-      }
-  }
-  A->rowptr[m] = q;
-  A->nnz = q;
+  const gen_ctx g = {on, NULL, TC, fill, spread};
+  tilerap_csr *A = csr_generate(m, n, cap, &g, keep_blockdense, seed);
   free(on);
   return A;
 }
@@ -164,19 +190,8 @@ static tilerap_csr *mixed_tiles(int32_t m, int32_t n, double tdens, double pfull
     }
   int64_t cap = 0;
   for (int64_t q = 0; q < (int64_t)m * TC; q++) cap += __builtin_popcount(mask[q]);
-  tilerap_csr *A = NULL;
-  tilerap_csr_create(m, n, cap, &A);
-  int64_t q = 0;
-  for (int32_t i = 0; i < m; i++) {
-    A->rowptr[i] = q;
-    for (int32_t j = 0; j < n; j++)
-      if (mask[(int64_t)i * TC + j / 16] >> (j % 16) & 1) {
-        A->colidx[q] = j;
-        A->val[q++] = 2.0 * ref_rand01(seed) - 1.0;
-      }
-  }
-  A->rowptr[m] = q;
-  A->nnz = q;
+  const gen_ctx g = {NULL, mask, TC, 0.0, 0};
+  tilerap_csr *A = csr_generate(m, n, cap, &g, keep_mask, seed);
   free(mask);
   return A;
 }
