@@ -8,6 +8,10 @@ BENCHMARKS.md tabulates them:
     bench/spread.py --hypre run1/hypre.log run2/hypre.log run3/hypre.log   (hypre-device-bench)
     bench/spread.py --resetup run1/r.log run2/r.log run3/r.log            (hypre-resetup-bench)
     bench/spread.py --lowprec run1/l.log run2/l.log run3/l.log            (bench/lowprec.sh)
+    bench/spread.py --tc run1/tc.log run2/tc.log run3/tc.log [--fills bench.log]
+                    (galerkin-bench-gpu --tc: each level's re-run without tensor
+                    cores and at each threshold; --fills: a galerkin-bench-gpu log
+                    of the same cases, for the mean pair fill(A) fill(P) / 16)
 
 Ratios are reference / tilerap of the medians (above 1: tilerap faster);
 the first call's spread is over the runs, the later calls' over runs and
@@ -197,6 +201,41 @@ def lowprec(files):
                                                              " / ".join(fb), "ok" if all(r[2] for r in rs) else "FAIL"))
 
 
+def tc(files):
+    fills = {}
+    if "--fills" in files:
+        i = files.index("--fills")
+        for line in open(files[i + 1]):
+            p = line.split()
+            # case lvl n nnzA nnzP nnzC (5 times) (speed-ups, num/floor) (4 errors) check path fill(A) fill(P) MB ...
+            if len(p) > 22 and p[1].isdigit() and p[18] in ("ok", "FAIL"):
+                name = p[0].replace("/sfc", "") + ":sfc" if "/sfc" in p[0] else p[0]
+                fills[(name, p[1])] = float(p[20]) * float(p[21]) / 16.0
+        files = files[:i] + files[i + 2:]
+    rows, thr = {}, None
+    for f in files:
+        for line in open(f):
+            if line.startswith("# case") and "tc=" in line:
+                thr = line.split("tc=")[1].split()[0].split(",")
+                continue
+            p = line.split()
+            if line.startswith("#") or len(p) < 8 or not p[1].isdigit():
+                continue
+            try:
+                v = [float(p[6])] + [float(x.split("(")[0]) for x in p[7:7 + len(thr)]]
+            except (ValueError, TypeError):
+                continue
+            rows.setdefault((p[0], p[1]), []).append(v)
+    print("| case | lvl | fill(A)·fill(P)/16 | off | " + " | ".join(thr) + " |")
+    print("|---|---:|---:|---|" + "---|" * len(thr))
+    for (name, lvl), rs in rows.items():
+        col = list(zip(*rs))
+        off = statistics.median(col[0])
+        mp = "%.0f" % fills[(name, lvl)] if (name, lvl) in fills else "—"
+        cells = ["%.3f (%.2f×)" % (statistics.median(c), off / statistics.median(c)) for c in col[1:]]
+        print("| %s | %s | %s | %.3f–%.3f | %s |" % (name, lvl, mp, min(col[0]), max(col[0]), " | ".join(cells)))
+
+
 if __name__ == "__main__":
     args = sys.argv[1:]
     if not args:
@@ -209,5 +248,7 @@ if __name__ == "__main__":
         resetup(args[1:])
     elif args[0] == "--lowprec":
         lowprec(args[1:])
+    elif args[0] == "--tc":
+        tc(args[1:])
     else:
         galerkin(args)
