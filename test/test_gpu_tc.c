@@ -153,12 +153,14 @@ out:
 
 /* Pairs (A tile, B tile) of A*B with at least thr scalar multiply-adds,
  * counted from the tiles' row masks; *all: every pair of an A tile (I,K)
- * and a B tile (K,J), as the plan counts them (multiply-adds or none) */
+ * and a B tile (K,J) whose C tile (I,J) gets an entry, as the plan counts
+ * them (a pair without multiply-adds counts when its C tile is kept; a C
+ * tile whose pairs all lack them is not stored, nor are its pairs) */
 static int64_t count_pairs(const tilerap_tile_matrix *A, const tilerap_tile_matrix *B, int thr, int64_t *all)
 {
-  int64_t n = 0;
+  int64_t n = 0, *np = calloc((size_t)B->tile_cols + 1, sizeof *np), *nm = calloc((size_t)B->tile_cols + 1, sizeof *nm);
   *all = 0;
-  for (int32_t I = 0; I < A->tile_rows; I++)
+  for (int32_t I = 0; I < A->tile_rows; I++) {
     for (int64_t a = A->tile_ptr[I]; a < A->tile_ptr[I + 1]; a++) {
       const int32_t K = A->tile_col[a];
       for (int64_t b = B->tile_ptr[K]; b < B->tile_ptr[K + 1]; b++) {
@@ -166,10 +168,17 @@ static int64_t count_pairs(const tilerap_tile_matrix *A, const tilerap_tile_matr
         for (int r = 0; r < 16; r++)
           for (int k = 0; k < 16; k++)
             if (A->row_mask[16 * a + r] >> k & 1) macs += __builtin_popcount(B->row_mask[16 * b + k]);
-        (*all)++;
+        np[B->tile_col[b]]++;
+        nm[B->tile_col[b]] += macs;
         if (macs >= thr) n++;
       }
     }
+    for (int32_t J = 0; J < B->tile_cols; J++) {
+      if (nm[J] > 0) *all += np[J];
+      np[J] = nm[J] = 0;
+    }
+  }
+  free(np); free(nm);
   return n;
 }
 

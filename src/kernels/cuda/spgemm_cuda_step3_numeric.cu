@@ -11,7 +11,8 @@
  * loading the record, x = A(r,k) and B's row k, and adding the products
  * into the chunk's shared-memory accumulator with shared fp64 atomics
  * (sums are exact up to rounding order: results match the CPU engine to
- * rounding, not bitwise).  Accumulators keep step 2's choice: tiles with
+ * rounding, not bitwise); in chunks with many hits per slot a warp first
+ * sums its lanes' products that go to the same slot (tr_run_add).  Accumulators keep step 2's choice: tiles with
  * at most dense_threshold entries are accumulated compressed (slot of
  * (r,c) = row start + popcount of the row mask below c), as C stores
  * them, so a chunk without dense tiles is written back by one contiguous
@@ -34,19 +35,53 @@
 #include "spgemm_cuda.cuh"
 #include "tile_mma_fragments.cuh"
 
-static __device__ __forceinline__ void tr_apply(double *acc, const tr_hit &e, double x, double b0,
-                                                const double *__restrict__ bval)
+/* The hit's first product goes to the caller (its slot in *slot), the
+ * others of its B row straight into the accumulator. */
+static __device__ __forceinline__ double tr_apply_rest(double *acc, const tr_hit &e, double x, double b0,
+                                                       const double *__restrict__ bval, int *slot)
 {
   unsigned bm = e.masks & 0xffffu;
   const unsigned cm = e.masks >> 16;
   int c = __ffs(bm) - 1; /* every hit has a non-empty B row */
   bm &= bm - 1;
-  atomicAdd(&acc[e.loc + __popc(cm & ((1u << c) - 1u))], x * b0);
+  *slot = (int)e.loc + __popc(cm & ((1u << c) - 1u));
   for (uint32_t i = 1; bm; i++) {
     c = __ffs(bm) - 1;
     bm &= bm - 1;
     atomicAdd(&acc[e.loc + __popc(cm & ((1u << c) - 1u))], x * bval[e.b + i]);
   }
+  return x * b0;
+}
+
+/* Chunks with at least this many hits per accumulator slot sum runs of
+ * equal slots in a warp before their atomics (tr_run_add).  Where hits
+ * rarely share a slot the scan only costs: with it in every chunk, the
+ * fine levels of 2-D grids ran 2-6 % slower; behind this bound they are
+ * unchanged and the contended products keep their gain (design.md,
+ * "Contended accumulators"). */
+#define TR_RUN_HITS_PER_SLOT 8
+
+/* v into acc[slot] (slot < 0: nothing), summed first over each run of
+ * consecutive lanes with the same slot, one atomic per run.  A warp's 32
+ * consecutive hits are consecutive A entries of a pair, mostly of one
+ * row, and where B's rows hold one entry (P's rows of one aggregate, a
+ * single coarse column) they meet the same C entry: the shared-memory
+ * atomics on that address would serialise. */
+static __device__ __forceinline__ void tr_run_add(double *acc, int slot, double v, int lane)
+{
+  const unsigned full = 0xffffffffu;
+  const int prev = __shfl_up_sync(full, slot, 1);
+  const unsigned heads = __ballot_sync(full, lane == 0 || prev != slot);
+  if (heads != full) { /* warp-uniform: some run is longer than one lane */
+    const int head = 31 - __clz(heads & (full >> (31 - lane))); /* this lane's run starts there */
+#pragma unroll
+    for (int d = 1; d < 32; d <<= 1) {
+      const double y = __shfl_up_sync(full, v, d);
+      if (lane - d >= head) v += y;
+    }
+    if (lane != 31 && !(heads >> (lane + 1) & 1u)) return; /* not the run's last lane */
+  }
+  if (slot >= 0) atomicAdd(&acc[slot], v);
 }
 
 /* ------------------------------------------------------- tensor cores */
@@ -245,17 +280,42 @@ static __global__ void __launch_bounds__(TR_NUMERIC_THREADS, PREC < 0 ? 6 : 3)
   for (int i = threadIdx.x; i < nacc; i += T) acc[i] = 0.0;
   __syncthreads();
   if (PREC >= 0 && ch.tc1 > ch.tc0) tr_tc_chunk<(PREC < 0 ? 0 : PREC)>(acc, ch, tcs, A, B, cmask, crow_ptr, lp);
-  /* two hits per thread and round: both load chains in flight together */
-  int64_t h = ch.hit0 + threadIdx.x;
-  for (; h + T < ch.hit1; h += 2 * T) {
-    const tr_hit e0 = hits[h], e1 = hits[h + T];
-    const double x0 = aval[e0.a], x1 = aval[e1.a], b0 = bval[e0.b], b1 = bval[e1.b];
-    tr_apply(acc, e0, x0, b0, bval);
-    tr_apply(acc, e1, x1, b1, bval);
-  }
-  if (h < ch.hit1) {
-    const tr_hit e0 = hits[h];
-    tr_apply(acc, e0, aval[e0.a], bval[e0.b], bval);
+  if (ch.hit1 - ch.hit0 >= (int64_t)TR_RUN_HITS_PER_SLOT * nacc) {
+    /* many hits per C entry: a warp takes 32 consecutive hits per round,
+     * two rounds at once (both load chains in flight); the trip count is
+     * the warp's, as tr_run_add needs */
+    const int lane = threadIdx.x & 31;
+    for (int64_t h = ch.hit0 + threadIdx.x - lane; h < ch.hit1; h += 2 * T) {
+      const int64_t h0 = h + lane, h1 = h + T + lane;
+      const bool on0 = h0 < ch.hit1, on1 = h1 < ch.hit1;
+      tr_hit e0 = {0, 0, 1u, 0}, e1 = {0, 0, 1u, 0};
+      if (on0) e0 = hits[h0];
+      if (on1) e1 = hits[h1];
+      double x0 = 0.0, b0 = 0.0, x1 = 0.0, b1 = 0.0, v0 = 0.0, v1 = 0.0;
+      if (on0) { x0 = aval[e0.a]; b0 = bval[e0.b]; }
+      if (on1) { x1 = aval[e1.a]; b1 = bval[e1.b]; }
+      int s0 = -1, s1 = -1;
+      if (on0) v0 = tr_apply_rest(acc, e0, x0, b0, bval, &s0);
+      if (on1) v1 = tr_apply_rest(acc, e1, x1, b1, bval, &s1);
+      tr_run_add(acc, s0, v0, lane);
+      tr_run_add(acc, s1, v1, lane);
+    }
+  } else { /* two hits per thread and round: both load chains in flight together */
+    int64_t h = ch.hit0 + threadIdx.x;
+    int s0, s1;
+    for (; h + T < ch.hit1; h += 2 * T) {
+      const tr_hit e0 = hits[h], e1 = hits[h + T];
+      const double x0 = aval[e0.a], x1 = aval[e1.a], b0 = bval[e0.b], b1 = bval[e1.b];
+      const double v0 = tr_apply_rest(acc, e0, x0, b0, bval, &s0);
+      atomicAdd(&acc[s0], v0);
+      const double v1 = tr_apply_rest(acc, e1, x1, b1, bval, &s1);
+      atomicAdd(&acc[s1], v1);
+    }
+    if (h < ch.hit1) {
+      const tr_hit e0 = hits[h];
+      const double v0 = tr_apply_rest(acc, e0, aval[e0.a], bval[e0.b], bval, &s0);
+      atomicAdd(&acc[s0], v0);
+    }
   }
   __syncthreads();
   if (!ch.dense) { /* compressed slots in C's own order */
