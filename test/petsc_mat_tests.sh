@@ -60,6 +60,7 @@ n=0
 fail=0
 ok() { n=$((n + 1)); echo "ok $n - $*"; }
 notok() { n=$((n + 1)); fail=1; echo "not ok $n - $*"; }
+skip() { n=$((n + 1)); echo "ok $n # SKIP $*"; }
 # a failure of a case listed with a reason (known MPI-side defects of
 # mat_mpitile.c, reported, under repair elsewhere) is a TAP TODO: shown as
 # XFAIL in the summary; a pass is an ordinary pass
@@ -91,16 +92,20 @@ run() {
   [ -x "$WORK/$exe" ] || { notok "$name: $exe not built"; return; }
   log=$WORK/$name
   rm -f "$log.logview"
+  # -options_left no: a debug PETSc lists unused options at exit (the tile
+  # types' options on a type that does not read them), which is not output
   # shellcheck disable=SC2086
-  timeout 120 $MPIEXEC -n "$np" "$WORK/$exe" $aargs > "$log.aij" 2>&1
+  timeout 120 $MPIEXEC -n "$np" "$WORK/$exe" $aargs -options_left no > "$log.aij" 2>&1
   rc_aij=$?
   # shellcheck disable=SC2086
-  timeout 120 $MPIEXEC -n "$np" "$WORK/$exe" $targs -dll_append "$LIB" -log_view ":$log.logview" > "$log.tile" 2>&1
+  timeout 120 $MPIEXEC -n "$np" "$WORK/$exe" $targs -options_left no -dll_append "$LIB" -log_view ":$log.logview" > "$log.tile" 2>&1
   rc_tile=$?
   norm "$log.tile" > "$log.tile.norm"
-  if [ -n "$ref" ]; then # with the file's own filter (its /*TEST*/ block)
-    cp "$ref" "$log.aij"; rc_aij=0; what="PETSc's expected output ${ref##*/}"
-    grep -ve type -ve "Mat Object" "$log.tile.norm" > "$log.tile.filtered"; mv "$log.tile.filtered" "$log.tile.norm"
+  if [ -n "$ref" ]; then # with the file's own filter (its /*TEST*/ block), and
+    # blanks compared as PETSc's harness does (petscdiff: MatView's padding differs between releases)
+    sq() { sed -e 's/[[:space:]][[:space:]]*/ /g; s/^ //; s/ $//' "$1"; }
+    sq "$ref" > "$log.aij"; rc_aij=0; what="PETSc's expected output ${ref##*/}"
+    grep -ve type -ve "Mat Object" "$log.tile.norm" > "$log.tile.filtered"; sq "$log.tile.filtered" > "$log.tile.norm"; rm -f "$log.tile.filtered"
   else what="AIJ"; fi
   judge "$name" "$np" "$targs" "$what" "$rc_aij" "$rc_tile" "$log.aij" "$log.tile.norm" "$log.logview" "$expect" "AIJ implementation"
   known=""
@@ -119,7 +124,9 @@ run ex93_heap 1 tile ex93 "-matmatmult_via heap" "-matmatmult_via heap $T"
 run ex93_llcondensed 1 tile ex93 "-matmatmult_via llcondensed" "-matmatmult_via llcondensed $T"
 run ex93_scalable 1 tile ex93 "-matmatmult_via scalable" "-matmatmult_via scalable $T"
 run ex93_scalable_fast 1 tile ex93 "-matmatmult_via scalable_fast" "-matmatmult_via scalable_fast $T"
+if grep -q "define PETSC_HAVE_HYPRE 1" "$PETSC_PREFIX/include/petscconf.h" 2>/dev/null; then
 run ex93_hypre 2 aij ex93 "-matmatmult_via hypre -matptap_via hypre -test_hypre" "-matmatmult_via hypre -matptap_via hypre -test_hypre $T"
+else skip "ex93_hypre: this PETSc has no hypre"; fi
 # ex70 (A converted to -A_mat_type)
 for l in 0 1; do
   run ex70_1_local$l 1 aij ex70 "-local $l -testshellops" "-local $l -testshellops -A_mat_type seqtile"

@@ -234,7 +234,9 @@ PetscErrorCode TileStructureEnd(Mat C, PetscInt *cols, int64_t nz, const double 
   PetscScalar *ca;
 
   PetscFunctionBegin;
-  PetscCall(MatSeqAIJSetColumnIndices(C, cols)); /* in place: sets the row lengths */
+  /* in place: sets the row lengths (an empty C has no column array: a
+   * debug PETSc refuses the NULL, and every row length is 0 already) */
+  if (nz > 0) PetscCall(MatSeqAIJSetColumnIndices(C, cols));
   PetscCall(MatSeqAIJGetArrayWrite(C, &ca));
   int terr = TILERAP_SUCCESS;
   if (!vals) { /* by all threads: a fresh array's first-touch faults dominate the zeroing */
