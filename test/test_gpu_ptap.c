@@ -278,6 +278,10 @@ static void check_random_set(int quick, uint64_t *seed)
   check_random(40, 1100, 0.5, 0.5, 0, seed, "wide P: rows of over 64 tiles");
   check_random(60, 5000, 0.3, 0.01, 0, seed, "P of 5000 columns: rows of many tiles far apart");
   check_far_columns(7000, seed);
+  /* many products per C entry: the hit kernel sums runs of lanes with the
+   * same slot before its atomics (chunks of >= 8 hits a slot) */
+  check_random(1000, 1, 0.2, 1.0, 0, seed, "one coarse column: every product of A's rows into one C entry");
+  check_random(1200, 3, 0.15, 0.6, 7, seed, "three coarse columns, empty rows: runs of one slot and of mixed slots");
   if (!quick) check_random(4200, 300, 0.05, 0.01, 0, seed, "long tile rows of A: several windows a warp");
 }
 
