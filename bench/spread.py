@@ -8,6 +8,10 @@ BENCHMARKS.md tabulates them:
     bench/spread.py --hypre run1/hypre.log run2/hypre.log run3/hypre.log   (hypre-device-bench)
     bench/spread.py --resetup run1/r.log run2/r.log run3/r.log            (hypre-resetup-bench)
     bench/spread.py --lowprec run1/l.log run2/l.log run3/l.log            (bench/lowprec.sh)
+    bench/spread.py --levels old1.log old2.log --vs new1.log new2.log
+                    (galerkin-bench-gpu logs of two libraries, e.g. alternated in
+                    one call: each level's first time and re-run, the minimum
+                    over each side's logs, and new / old)
     bench/spread.py --tc run1/tc.log run2/tc.log run3/tc.log [--fills bench.log]
                     (galerkin-bench-gpu --tc: each level's re-run without tensor
                     cores and at each threshold; --fills: a galerkin-bench-gpu log
@@ -236,6 +240,38 @@ def tc(files):
         print("| %s | %s | %s | %.3f–%.3f | %s |" % (name, lvl, mp, min(col[0]), max(col[0]), " | ".join(cells)))
 
 
+def levels(args):
+    """per level of galerkin-bench-gpu logs: old (before --vs) against new"""
+    if "--vs" not in args:
+        sys.exit("--levels OLD.log ... --vs NEW.log ...")
+    i = args.index("--vs")
+    sides = (args[:i], args[i + 1:])
+    best = [{}, {}]
+    order = []
+    for s, files in enumerate(sides):
+        for f in files:
+            for line in open(f):
+                w = line.split()
+                if len(w) < 12 or line.startswith("#") or not w[1].isdigit():
+                    continue
+                key = (w[0], int(w[1]))
+                if key not in order:
+                    order.append(key)
+                first, num, cs = float(w[6]), float(w[7]), float(w[9])
+                path = w[-6] if len(w) >= 6 and w[-3] == "MB" else ""
+                b = best[s].get(key)
+                best[s][key] = (first, num, cs, path) if b is None else (min(b[0], first), min(b[1], num),
+                                                                         min(b[2], cs), path)
+    print("| case | level | path | first old | first new | re-run old | re-run new | new / old | cuSPARSE re-run |")
+    print("|---|---:|---|---:|---:|---:|---:|---:|---:|")
+    for key in order:
+        if key not in best[0] or key not in best[1]:
+            continue
+        o, n = best[0][key], best[1][key]
+        print("| %s | %d | %s | %.3f | %.3f | %.3f | %.3f | %.3f | %.3f |" % (key[0], key[1], n[3], o[0], n[0], o[1], n[1],
+                                                                            n[1] / o[1] if o[1] else 0, min(o[2], n[2])))
+
+
 if __name__ == "__main__":
     args = sys.argv[1:]
     if not args:
@@ -250,5 +286,7 @@ if __name__ == "__main__":
         lowprec(args[1:])
     elif args[0] == "--tc":
         tc(args[1:])
+    elif args[0] == "--levels":
+        levels(args[1:])
     else:
         galerkin(args)
