@@ -161,13 +161,9 @@ static PetscErrorCode compare_runs(const char *name, Run *t, Run *a)
 {
   PetscBool allsame = PETSC_TRUE;
   PetscReal maxerr  = 0, first = 0;
-  /* the first coarse operator to 1e-12 (its operands are AIJ's), the
-   * deeper ones through the Galerkin identity of their own level: their
-   * prolongators come from operators that differ from AIJ's in rounding,
-   * which GAMG's coarsening amplifies (2 ranks, 3-D: 7e-17 at the first
-   * coarse level, 1e-14 at the coarsest with PETSc 3.18, 1.2e-12 with a
-   * debug PETSc 3.25).  On the host that growth is bounded by 1e-10; with
-   * device steps (as in test/petsc_gamg.c) it is only reported. */
+  /* bit-for-bit AIJ order only where every step runs on the host; else
+   * (as in test/petsc_gamg.c) the first coarse operator to 1e-12 and the
+   * deeper ones through the Galerkin identity of their own level */
   PetscBool host = (PetscBool)(!TU_DEVICE_TYPES && tilerap_engine_resolve(TILERAP_ENGINE_AUTO) == TILERAP_ENGINE_CPU);
 
   PetscFunctionBeginUser;
@@ -181,7 +177,7 @@ static PetscErrorCode compare_runs(const char *name, Run *t, Run *a)
     if (l == t->nlev - 2) first = err;
     tu_diag("%s: level %d: same layout and structure %d, rel. error %.2e", name, (int)l, (int)same, (double)err);
   }
-  if (host) PetscCall(tu_ok((PetscBool)(allsame && first <= 1e-12 && maxerr <= 1e-10), "%s: every level operator has %s's layout and structure, first coarse level rel. error %.2e, deeper levels %.2e", name, REF_TYPE, (double)first, (double)maxerr));
+  if (host) PetscCall(tu_ok((PetscBool)(allsame && maxerr <= 1e-12), "%s: every level operator has %s's layout and structure, max rel. error %.2e", name, REF_TYPE, (double)maxerr));
   else PetscCall(tu_ok((PetscBool)(allsame && first <= 1e-12), "%s: every level has %s's layout and structure, first coarse level rel. error %.2e (deeper levels %.2e, GAMG's sensitivity)", name, REF_TYPE, (double)first, (double)maxerr));
   PetscCall(tu_ok(t->tile_coarse, "%s: coarse operators are mpiaijtile", name));
   PetscCall(tu_ok((PetscBool)(t->galerkin_same && t->galerkin <= 1e-13), "%s: every coarse operator is P^T A P of its own level (MPIAIJ MatPtAP) to %.2e", name, (double)t->galerkin));
