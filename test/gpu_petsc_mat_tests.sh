@@ -59,7 +59,6 @@ run() {
   norm "$log.ref" > "$log.ref.norm"; norm "$log.tile" > "$log.tile.norm"
   what=aijcusparse
   if [ -n "$ref" ]; then
-    squeeze() { grep -ve type -ve "Mat Object" "$1" | sed 's/  */ /g; s/^ //; s/ $//'; }
     squeeze "$ref" > "$log.ref.norm"; rc_ref=0; what="PETSc's expected output ${ref##*/}"
     squeeze "$log.tile" > "$log.tile.norm"
   fi

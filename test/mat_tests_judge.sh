@@ -3,6 +3,7 @@
 # ok and bad, TAP lines).
 #   judge NAME NP TARGS REFNAME RC_REF RC_TILE REF_OUT TILE_OUT LOGVIEW EXPECT BASE
 # The pair agrees when both exited 0 and REF_OUT and TILE_OUT are equal;
+# against PETSc's expected output file both go through squeeze first.
 # EXPECT tile: -log_view (LOGVIEW) shows at least one tile plan, aij: none
 # (BASE names who did the products then).
 judge() {
@@ -24,3 +25,8 @@ judge() {
     bad "$j_name: expected no tile product, TileRAPPlan $j_p"
   fi
 }
+
+# A run's output as PETSc's harness compares it with an expected file: the
+# test's own filter (lines naming types dropped) and blanks squeezed
+# (petscdiff ignores them; MatView's padding differs between releases).
+squeeze() { grep -ve type -ve "Mat Object" "$1" | sed -e 's/[[:space:]][[:space:]]*/ /g; s/^ //; s/ $//'; }
