@@ -12,8 +12,8 @@
  * into the chunk's shared-memory accumulator with shared fp64 atomics
  * (sums are exact up to rounding order: results match the CPU engine to
  * rounding, not bitwise); in chunks with many hits per slot a warp first
- * sums its lanes' products that go to the same slot (tr_run_add).  Accumulators keep step 2's choice: tiles with
- * at most dense_threshold entries are accumulated compressed (slot of
+ * sums its lanes' products that go to the same slot (tr_run_add).
+ * Accumulators keep step 2's choice: tiles with at most dense_threshold entries are accumulated compressed (slot of
  * (r,c) = row start + popcount of the row mask below c), as C stores
  * them, so a chunk without dense tiles is written back by one contiguous
  * copy; dense tiles use a 16x16 block read back through C's idx.
@@ -51,6 +51,15 @@ static __device__ __forceinline__ double tr_apply_rest(double *acc, const tr_hit
     atomicAdd(&acc[e.loc + __popc(cm & ((1u << c) - 1u))], x * bval[e.b + i]);
   }
   return x * b0;
+}
+
+/* every product of the hit straight into the accumulator */
+static __device__ __forceinline__ void tr_apply(double *acc, const tr_hit &e, double x, double b0,
+                                                const double *__restrict__ bval)
+{
+  int slot;
+  const double v = tr_apply_rest(acc, e, x, b0, bval, &slot);
+  atomicAdd(&acc[slot], v);
 }
 
 /* Chunks with at least this many hits per accumulator slot sum runs of
@@ -302,19 +311,15 @@ static __global__ void __launch_bounds__(TR_NUMERIC_THREADS, PREC < 0 ? 6 : 3)
     }
   } else { /* two hits per thread and round: both load chains in flight together */
     int64_t h = ch.hit0 + threadIdx.x;
-    int s0, s1;
     for (; h + T < ch.hit1; h += 2 * T) {
       const tr_hit e0 = hits[h], e1 = hits[h + T];
       const double x0 = aval[e0.a], x1 = aval[e1.a], b0 = bval[e0.b], b1 = bval[e1.b];
-      const double v0 = tr_apply_rest(acc, e0, x0, b0, bval, &s0);
-      atomicAdd(&acc[s0], v0);
-      const double v1 = tr_apply_rest(acc, e1, x1, b1, bval, &s1);
-      atomicAdd(&acc[s1], v1);
+      tr_apply(acc, e0, x0, b0, bval);
+      tr_apply(acc, e1, x1, b1, bval);
     }
     if (h < ch.hit1) {
       const tr_hit e0 = hits[h];
-      const double v0 = tr_apply_rest(acc, e0, aval[e0.a], bval[e0.b], bval, &s0);
-      atomicAdd(&acc[s0], v0);
+      tr_apply(acc, e0, aval[e0.a], bval[e0.b], bval);
     }
   }
   __syncthreads();
