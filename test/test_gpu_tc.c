@@ -625,6 +625,21 @@ int main(int argc, char **argv)
     check_auto(A, B, 512, "auto, sparse pairs with some of 256..511 multiply-adds");
     tilerap_csr_destroy(&A); tilerap_csr_destroy(&B);
   }
+  {
+    /* a large product with a few tensor-core pairs among many hit-only
+     * chunks: about 2.5 M pairs give a few thousand chunks, more than two
+     * waves of the tensor-core kernel on 132 SMs, so the plan runs its
+     * chunks with tensor-core pairs and the others by separate kernels
+     * (spgemm_cuda_step3_numeric.cu) */
+    tilerap_csr *A = mixed_tiles(16000, 16000, 0.05, 0.01, 3, &seed), *B = mixed_tiles(16000, 15990, 0.05, 0.01, 3, &seed);
+    tilerap_tile_matrix *hA = ref_csr_to_tile(A), *hB = ref_csr_to_tile(B);
+    int64_t all = 0, ntc = count_pairs(hA, hB, 512, &all);
+    tap_ok(ntc > 0 && ntc * 1000 < all && all > 2000000, "split chunks: %lld tensor-core pairs of %lld", (long long)ntc,
+           (long long)all);
+    tilerap_tile_destroy(&hA); tilerap_tile_destroy(&hB);
+    check_fp64(A, B, 192, 512, "split chunks: few tensor-core pairs among many sparse ones");
+    tilerap_csr_destroy(&A); tilerap_csr_destroy(&B);
+  }
   check_ptap(TILERAP_P3D27, quick ? 12 : 24, 0);
   if (!quick) check_ptap(TILERAP_P3D27, 24, 128);
 

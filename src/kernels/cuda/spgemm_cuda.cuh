@@ -215,6 +215,14 @@ struct tr_cuda_spgemm {
   tr_tc *tcs;        /* [ntc] grouped by chunk, tile */
   tr_chunk *chunks;  /* [nchunks] */
   uint16_t *acc_loc; /* [c_tiles] slot of each tile inside its chunk */
+  /* Plans with a few tensor-core pairs among many chunks (step 2 says
+   * which): copies of the chunks that hold such pairs ([min(ntc,
+   * nchunks)]) and of the others ([nchunks]), each list's tail empty
+   * chunks.  The numeric run launches the tensor-core kernel on the first
+   * and the hits-only kernel on the second: the first kernel's register
+   * cap halves its occupancy, which the hits-only chunks need.  NULL: one
+   * kernel takes every chunk. */
+  tr_chunk *chunks_tc, *chunks_hits;
   /* Hits are made on a plan's second numeric run (spgemm_cuda_step3_pairs.cu
    * says why); until then the numeric phase walks the pair lists, which
    * the plan keeps from steps 1-2 (two groups, below; one-shot plans keep

@@ -478,6 +478,63 @@ static __global__ void k_chunks(int64_t ntiles, const tr_scan *ks, int dense_thr
   if (u < ntiles && ks[u + 1].nnz - x.nnz > dense_threshold) ch[j].dense = 1; /* same value from every writer */
 }
 
+#define TR_SPLIT_WAVES 2
+
+/* Chunk j copied to the list of its kind (count[0]: with tensor-core
+ * pairs, count[1]: without), a warp's chunks of one kind kept in order. */
+static __global__ void k_split_chunks(int64_t nchunks, const tr_chunk *__restrict__ ch, tr_chunk *tc, tr_chunk *hits,
+                                      unsigned *count)
+{
+  const int64_t j = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+  const int lane = threadIdx.x & 31;
+  const bool on = j < nchunks;
+  tr_chunk c;
+  if (on) c = ch[j];
+  const bool is_tc = on && c.tc1 > c.tc0;
+  const unsigned mt = __ballot_sync(0xffffffffu, is_tc), mh = __ballot_sync(0xffffffffu, on && !is_tc);
+  unsigned bt = 0, bh = 0;
+  if (lane == 0) {
+    if (mt) bt = atomicAdd(&count[0], __popc(mt));
+    if (mh) bh = atomicAdd(&count[1], __popc(mh));
+  }
+  bt = __shfl_sync(0xffffffffu, bt, 0);
+  bh = __shfl_sync(0xffffffffu, bh, 0);
+  const unsigned below = (1u << lane) - 1u;
+  if (is_tc) tc[bt + __popc(mt & below)] = c;
+  else if (on) hits[bh + __popc(mh & below)] = c;
+}
+
+/* the lists' tails (past their counts) as empty chunks */
+static __global__ void k_split_tails(int64_t ntcc, int64_t nchunks, tr_chunk *tc, tr_chunk *hits,
+                                     const unsigned *__restrict__ count)
+{
+  const tr_chunk empty = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+  for (int64_t j = count[0] + blockIdx.x * (int64_t)blockDim.x + threadIdx.x; j < ntcc; j += (int64_t)gridDim.x * blockDim.x)
+    tc[j] = empty;
+  for (int64_t j = count[1] + blockIdx.x * (int64_t)blockDim.x + threadIdx.x; j < nchunks; j += (int64_t)gridDim.x * blockDim.x)
+    hits[j] = empty;
+}
+
+/* tc (ntcc entries), hits (nchunks): the chunks with and without
+ * tensor-core pairs (a chunk with such a pair holds one at least, so
+ * ntcc = min(pairs, chunks) bounds the first); the rest of each list
+ * empty chunks, which the numeric kernel leaves at once.  The order of
+ * chunks inside a list only schedules them: each chunk's sum is its own. */
+static int tr_split_chunks(const tr_chunk *ch, int64_t nchunks, int64_t ntcc, tr_tmp *tmp, tr_chunk *tc,
+                           tr_chunk *hits)
+{
+  cudaStream_t s = tmp->s;
+  unsigned *count = NULL;
+  int err;
+  if ((err = tr_tmp_alloc(tmp, (void **)&count, 2 * sizeof(unsigned), "chunk split"))) return err;
+  TR_RET_CU(cudaMemsetAsync(count, 0, 2 * sizeof(unsigned), s), "chunk split");
+  k_split_chunks<<<tr_blocks(nchunks, 256), 256, 0, s>>>(nchunks, ch, tc, hits, count);
+  if ((err = tr_cuda_check_launch("chunk split"))) return err;
+  const int64_t span = ntcc > nchunks ? ntcc : nchunks;
+  k_split_tails<<<tr_blocks(span < 65536 ? span : 65536, 256), 256, 0, s>>>(ntcc, nchunks, tc, hits, count);
+  return tr_cuda_check_launch("chunk split tails");
+}
+
 /* Hit records of every pair of a kept tile: one 16-lane group per pair,
  * lane r walking row r of the pair's A tile; records ordered by pair, row,
  * entry (the order of the candidate's pairs, as counted in k_masks).
@@ -748,11 +805,24 @@ int tr_cuda_step2_masks(const tilerap_tile_matrix *A, const tilerap_tile_matrix 
       const int i_tcs = tr_group_add(pg, (size_t)ntc * sizeof(tr_tc));
       const int i_ch = tr_group_add(pg, (size_t)nchunks * sizeof(tr_chunk));
       const int i_al = tr_group_add(pg, (size_t)ntiles * sizeof(uint16_t));
+      /* the chunk lists of plans with tensor-core pairs (numeric kernels
+       * by kind of chunk) where the chunks fill more than
+       * TR_SPLIT_WAVES waves of the tensor-core kernel (below that its
+       * occupancy costs nothing and a second launch would) and the pairs
+       * are at most half the work: dense coarse levels, whose chunks
+       * nearly all hold such pairs, ran 7-16 % slower split (H100) */
+      const int split = ntc > 0 && nchunks > (int64_t)TR_SPLIT_WAVES * 3 * tr_cuda_sm_count() &&
+                        2 * TR_TC_WORK * ntc <= work;
+      const int64_t ntcc = ntc < nchunks ? ntc : nchunks; /* chunks with tensor-core pairs, at most */
+      const int i_ctc = split ? tr_group_add(pg, (size_t)ntcc * sizeof(tr_chunk)) : -1;
+      const int i_chit = split ? tr_group_add(pg, (size_t)nchunks * sizeof(tr_chunk)) : -1;
       TR_TRY(tr_group_alloc(pg, NULL, s, "plan hits"));
       plan->hits = (tr_hit *)tr_group_at(pg, i_hits);
       plan->tcs = (tr_tc *)tr_group_at(pg, i_tcs);
       plan->chunks = (tr_chunk *)tr_group_at(pg, i_ch);
       plan->acc_loc = (uint16_t *)tr_group_at(pg, i_al);
+      plan->chunks_tc = i_ctc >= 0 ? (tr_chunk *)tr_group_at(pg, i_ctc) : NULL;
+      plan->chunks_hits = i_chit >= 0 ? (tr_chunk *)tr_group_at(pg, i_chit) : NULL;
     }
     /* low-precision operands: their tiles numbered before the pairs are written */
     if (!no_hits && ntiles > 0 && ntc > 0)
@@ -767,6 +837,9 @@ int tr_cuda_step2_masks(const tilerap_tile_matrix *A, const tilerap_tile_matrix 
     if (nw > 0) {
       k_chunks<<<tr_blocks(ntiles + 1, 256), 256, 0, s>>>(ntiles, ks, plan->dense_threshold, W, plan->chunks);
       TR_TRY(tr_cuda_check_launch("step 2 chunks"));
+      if (plan->chunks_tc)
+        TR_TRY(tr_split_chunks(plan->chunks, nchunks, ntc < nchunks ? ntc : nchunks, tmp, plan->chunks_tc,
+                               plan->chunks_hits));
     }
     plan->np = np;
     plan->ncap = ncap;
