@@ -121,11 +121,18 @@ static __global__ void k_row_bound(int32_t m, int64_t annz, const int64_t *__res
  *   2    32   32    c <= 21, ub > 64
  *   3    32   128   c <= 85
  *   4    32   512   c <= 341
- *   5    256  2048  c <= 1365
- *   6    a block over a dense accumulator (global memory) */
+ *   5    256  2048  c <= 1365, or ub > TR_BIN_HEAVY
+ *   6    a block over a dense accumulator (global memory)
+ * A row of more than TR_BIN_HEAVY products takes a block's group whatever
+ * its length: left to one warp, the few such rows of a coarse Pᵀ·AP (rows
+ * of 300 entries summing 10⁵ products) set the kernel's length while the
+ * GPU idled (classical 2-D mesh, level 3: one launch of 43 blocks, 1 ms at
+ * 2 % of the SMs busy). */
+#define TR_BIN_HEAVY 8192
 static __device__ __forceinline__ int tr_bin_of(unsigned long long c, unsigned long long ub)
 {
   if (c == 0) return 0;
+  if (c <= 341 && ub > TR_BIN_HEAVY) return 5;
   if (c <= 21) return ub <= 64 ? 1 : 2;
   if (c <= 85) return 3;
   if (c <= 341) return 4;
