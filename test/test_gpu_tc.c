@@ -627,7 +627,7 @@ int main(int argc, char **argv)
   }
   {
     /* a large product with a few tensor-core pairs among many hit-only
-     * chunks: about 2.5 M pairs give a few thousand chunks, more than two
+     * chunks: about 2.1 M pairs give about 4000 chunks, more than two
      * waves of the tensor-core kernel on 132 SMs, so the plan runs its
      * chunks with tensor-core pairs and the others by separate kernels
      * (spgemm_cuda_step3_numeric.cu) */

@@ -210,7 +210,7 @@ struct tr_cuda_spgemm {
   } lp;
   int64_t c_tiles, c_nnz, nhits, nchunks, ntc;
   int chunk_work;    /* hits + slots per chunk: TR_CHUNK_MIN .. TR_CHUNK_WORK */
-  tr_group arrays;   /* the four arrays below */
+  tr_group arrays;   /* the arrays below, to acc_loc, and the two chunk lists */
   tr_hit *hits;      /* [nhits] grouped by chunk, tile, pair */
   tr_tc *tcs;        /* [ntc] grouped by chunk, tile */
   tr_chunk *chunks;  /* [nchunks] */
