@@ -10,8 +10,9 @@
  *       against hypre's;
  *   (b) BoomerAMG-PCG (hypre's GPU defaults, tol 1e-8, b = 1), setup and
  *       solve, the same three ways (with the hook, hypre's other SpGEMMs on
- *       cuSPARSE, as hypre's CUDA builds run them by default): time, the Galerkin products' part of
- *       the setup and that of hypre's other products (hypre_ParCSRMatMat,
+ *       cuSPARSE, as hypre's CUDA builds run them by default): time, the
+ *       Galerkin products' part of the setup and that of hypre's other
+ *       products (hypre_ParCSRMatMat,
  *       hypre_ParCSRTMatMatKT, observed by the hook), iterations, levels,
  *       operator complexity.
  *

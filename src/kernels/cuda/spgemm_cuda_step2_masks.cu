@@ -798,6 +798,7 @@ int tr_cuda_step2_masks(const tilerap_tile_matrix *A, const tilerap_tile_matrix 
     const int no_hits = plan->structure_only || (plan->pairs_walk && plan->one_shot);
 
     TR_TRY(tr_cuda_tile_new(A->m, B->n, ntiles, nnz, s, &C));
+    const int64_t ntcc = ntc < nchunks ? ntc : nchunks; /* chunks with tensor-core pairs, at most */
     if (!no_hits && nhits + ntc + nchunks > 0) { /* the plan's arrays */
       tr_group *pg = &plan->arrays;
       memset(pg, 0, sizeof *pg);
@@ -813,7 +814,6 @@ int tr_cuda_step2_masks(const tilerap_tile_matrix *A, const tilerap_tile_matrix 
        * nearly all hold such pairs, ran 7-16 % slower split (H100) */
       const int split = ntc > 0 && nchunks > (int64_t)TR_SPLIT_WAVES * 3 * tr_cuda_sm_count() &&
                         2 * TR_TC_WORK * ntc <= work;
-      const int64_t ntcc = ntc < nchunks ? ntc : nchunks; /* chunks with tensor-core pairs, at most */
       const int i_ctc = split ? tr_group_add(pg, (size_t)ntcc * sizeof(tr_chunk)) : -1;
       const int i_chit = split ? tr_group_add(pg, (size_t)nchunks * sizeof(tr_chunk)) : -1;
       TR_TRY(tr_group_alloc(pg, NULL, s, "plan hits"));
@@ -838,8 +838,7 @@ int tr_cuda_step2_masks(const tilerap_tile_matrix *A, const tilerap_tile_matrix 
       k_chunks<<<tr_blocks(ntiles + 1, 256), 256, 0, s>>>(ntiles, ks, plan->dense_threshold, W, plan->chunks);
       TR_TRY(tr_cuda_check_launch("step 2 chunks"));
       if (plan->chunks_tc)
-        TR_TRY(tr_split_chunks(plan->chunks, nchunks, ntc < nchunks ? ntc : nchunks, tmp, plan->chunks_tc,
-                               plan->chunks_hits));
+        TR_TRY(tr_split_chunks(plan->chunks, nchunks, ntcc, tmp, plan->chunks_tc, plan->chunks_hits));
     }
     plan->np = np;
     plan->ncap = ncap;

@@ -13,7 +13,8 @@
  * (sums are exact up to rounding order: results match the CPU engine to
  * rounding, not bitwise); in chunks with many hits per slot a warp first
  * sums its lanes' products that go to the same slot (tr_run_add).
- * Accumulators keep step 2's choice: tiles with at most dense_threshold entries are accumulated compressed (slot of
+ * Accumulators keep step 2's choice: tiles with at most dense_threshold
+ * entries are accumulated compressed (slot of
  * (r,c) = row start + popcount of the row mask below c), as C stores
  * them, so a chunk without dense tiles is written back by one contiguous
  * copy; dense tiles use a 16x16 block read back through C's idx.
