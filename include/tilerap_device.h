@@ -122,6 +122,70 @@ TILERAP_EXPORT int tilerap_csr_graph_device_i32(int32_t m, int32_t bs, const int
                                                 const double *val, unsigned flags, int32_t **g_rowptr,
                                                 int32_t **g_colidx, double **g_val, int64_t *g_nnz);
 
+/* ------------------------------------------------------------------ */
+/* Products of device CSR matrices (CUDA engine, no tile form)          */
+/* ------------------------------------------------------------------ */
+/* For callers whose matrices are device CSR with 32-bit indices (hypre's
+ * device ParCSR blocks, PETSc's AIJCUSPARSE): the CSR path's row-wise
+ * products straight on the caller's device arrays, C written into arrays
+ * the caller allocates (its own allocator, its own layout).  A product
+ * made once costs less this way than through the tile plans, whose
+ * conversions each way are a third of such a product (BENCHMARKS.md 3b).
+ * Rows of A and B may come in any column order (hypre keeps the diagonal
+ * first); a column repeated within a row counts as the sum of its
+ * entries.  Work on the legacy default stream; each call returns when its
+ * work is complete. */
+typedef struct {
+  int32_t m, n;          /* shape                                          */
+  const int32_t *rowptr; /* m + 1 device row pointers, rowptr[0] = 0      */
+  const int32_t *colidx; /* rowptr[m] device column indices in [0, n)      */
+  const double *val;     /* rowptr[m] device values, or NULL (C's values 0) */
+} tilerap_csr_device_i32;
+typedef struct tilerap_csr_device_product_s *tilerap_csr_device_product;
+/* tilerap_csr_device_product_fill_i32 flags */
+#define TILERAP_CSR_DIAG_FIRST 1u /* C square, each row's diagonal entry first, the rest ascending (hypre's layout) */
+
+/* The symbolic product of C = A*B, A^T*B or B^T*A*B (tilerap_csr_kind of
+ * tilerap.h; P^T A P with B = P, A square): checks the operands (row
+ * pointers, column ranges: TILERAP_ERR_INVALID / TILERAP_ERR_RANGE naming
+ * the row), builds what the product needs and gives C's entry count.  The
+ * operands' arrays, structure and values, must stay as they are until
+ * tilerap_csr_device_product_fill has run: a P^T A P product computes A P
+ * here.  Without CUDA or a GPU: TILERAP_ERR_ENGINE. */
+TILERAP_EXPORT int tilerap_csr_device_product_create_i32(tilerap_csr_kind kind, const tilerap_csr_device_i32 *A,
+                                                         const tilerap_csr_device_i32 *B,
+                                                         tilerap_csr_device_product *X, int64_t *c_nnz);
+/* C into the caller's device arrays: c_rowptr[C.m + 1], c_colidx and
+ * c_val[c_nnz] (c_val NULL: structure only); rows sorted, or in hypre's
+ * layout with flags TILERAP_CSR_DIAG_FIRST (C not square:
+ * TILERAP_ERR_SIZE; a row without a diagonal entry: TILERAP_ERR_STRUCTURE
+ * naming it; both before any output is written, and the product may then
+ * be filled again without the flag).  A and B must be the operands given
+ * to create (same arrays and shapes, else TILERAP_ERR_STRUCTURE).  Once
+ * per product (TILERAP_ERR_INVALID after). */
+TILERAP_EXPORT int tilerap_csr_device_product_fill_i32(tilerap_csr_device_product X, const tilerap_csr_device_i32 *A,
+                                                       const tilerap_csr_device_i32 *B, unsigned flags,
+                                                       int32_t *c_rowptr, int32_t *c_colidx, double *c_val);
+/* The transposed operand the product made (A^T for A^T*B, B^T for
+ * B^T*A*B; TILERAP_ERR_INVALID for A*B) with the operand's values:
+ * rowptr[rows + 1], colidx and val[its entries], each row ascending (what
+ * hypre keeps as a ParCSR matrix's stored transpose). */
+TILERAP_EXPORT int tilerap_csr_device_product_transpose_i32(tilerap_csr_device_product X, int32_t *rowptr,
+                                                            int32_t *colidx, double *val);
+/* C's shape, entries, 2 * the multiply-adds, and the longest row of A (any may be NULL) */
+TILERAP_EXPORT int tilerap_csr_device_product_info(tilerap_csr_device_product X, int32_t *c_m, int32_t *c_n,
+                                                   int64_t *c_nnz, int64_t *flops, int64_t *a_longest_row);
+TILERAP_EXPORT void tilerap_csr_device_product_destroy(tilerap_csr_device_product *X);
+/* The path a product made once of these device operands takes: CSR (the
+ * calls above) or TILES (tilerap_tile_from_csr_device, the tile plans and
+ * back), by TILERAP_PATH, and with "auto" (the default) CSR unless a row
+ * of A holds more than 32768 entries: the CSR path's hash rows take a row
+ * of C on one thread block, the tile path spreads it over its tiles.  One
+ * read of A's row pointers (waits for the device). */
+TILERAP_EXPORT int tilerap_csr_device_path_i32(tilerap_csr_kind kind, const tilerap_csr_device_i32 *A,
+                                               const tilerap_csr_device_i32 *B, tilerap_path *path,
+                                               int64_t *a_longest_row);
+
 #ifdef __cplusplus
 }
 #endif

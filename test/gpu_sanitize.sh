@@ -14,6 +14,7 @@ san=$(command -v compute-sanitizer 2>/dev/null)
 runs="memcheck:test_gpu_spgemm memcheck:test_gpu_ptap memcheck:test_gpu_tc racecheck:test_gpu_spgemm
 racecheck:test_gpu_ptap racecheck:test_gpu_tc synccheck:test_gpu_spgemm synccheck:test_gpu_ptap synccheck:test_gpu_tc
 memcheck:test_misuse synccheck:test_misuse
+memcheck:test_gpu_csr_device racecheck:test_gpu_csr_device synccheck:test_gpu_csr_device
 memcheck:test_gpu_convert:TILERAP_CONVERT=sort racecheck:test_gpu_convert:TILERAP_CONVERT=sort
 memcheck:test_gpu_convert:TILERAP_CONVERT=merge
 memcheck:test_gpu_spgemm:TILERAP_MASKS_LANES=8 memcheck:test_gpu_ptap:TILERAP_PTAP=first

@@ -101,6 +101,22 @@ static hypre_CSRMatrix *new_device_csr(HYPRE_Int m, HYPRE_Int n, HYPRE_Int nnz)
   return M;
 }
 
+/* A sorted device CSR with rows whose diagonal entry is missing in
+ * hypre's layout: the diagonal added as an explicit zero, then moved
+ * first (hypre's own helpers do this rare case). */
+static hypre_CSRMatrix *diag_first_missing(hypre_CSRMatrix *M)
+{
+  if (hypre_CSRMatrixCheckForMissingDiagonal(M)) {
+    hypre_CSRMatrix *zero = hypre_CSRMatrixIdentityDevice(hypre_CSRMatrixNumRows(M), 0.0);
+    hypre_CSRMatrix *sum = hypre_CSRMatrixAddDevice(1.0, M, 1.0, zero);
+    hypre_CSRMatrixDestroy(zero);
+    hypre_CSRMatrixDestroy(M);
+    M = sum;
+  }
+  hypre_CSRMatrixMoveDiagFirstDevice(M);
+  return M;
+}
+
 /* C's tiles as hypre's device CSR; diag_first: diagonal first, the rest
  * ascending, a missing diagonal added as an explicit zero (hypre's own
  * helpers do that rare case).  NULL on failure (noted). */
@@ -117,16 +133,7 @@ static hypre_CSRMatrix *tiles_to_hypre(const tilerap_tile_matrix *T, int diag_fi
   if (diag_first && T->nnz > 0) err = tilerap_tile_to_csr_device_diag_first_i32(T, i, j, a, TILERAP_MEM_DEVICE);
   if (err == TILERAP_ERR_STRUCTURE) {
     err = tilerap_tile_to_csr_device_i32(T, i, j, a, TILERAP_MEM_DEVICE);
-    if (!err && diag_first) {
-      if (hypre_CSRMatrixCheckForMissingDiagonal(M)) {
-        hypre_CSRMatrix *zero = hypre_CSRMatrixIdentityDevice(T->m, 0.0);
-        hypre_CSRMatrix *sum = hypre_CSRMatrixAddDevice(1.0, M, 1.0, zero);
-        hypre_CSRMatrixDestroy(zero);
-        hypre_CSRMatrixDestroy(M);
-        M = sum;
-      }
-      hypre_CSRMatrixMoveDiagFirstDevice(M);
-    }
+    if (!err && diag_first) M = diag_first_missing(M);
   }
   if (err) {
     fail(err, "C to hypre's device CSR");
@@ -170,6 +177,77 @@ static void report(const char *what, const tr_clock *c, const tilerap_tile_matri
           path, fills);
 }
 
+static tilerap_csr_device_i32 csr_operand(hypre_CSRMatrix *M)
+{
+  tilerap_csr_device_i32 v = {(int32_t)hypre_CSRMatrixNumRows(M), (int32_t)hypre_CSRMatrixNumCols(M),
+                              (const int32_t *)hypre_CSRMatrixI(M), (const int32_t *)hypre_CSRMatrixJ(M),
+                              hypre_CSRMatrixData(M)};
+  return v;
+}
+
+/* C = P^T A P on the CSR path, straight from hypre's device arrays into
+ * new ones from hypre's allocator; *PdT: P's transpose as the product made
+ * it (values and all), when asked for.  0, or an error (noted). */
+static int csr_route_ptap(hypre_CSRMatrix *Ad, hypre_CSRMatrix *Pd, int diag_first, hypre_CSRMatrix **C_diag,
+                          hypre_CSRMatrix **PdT)
+{
+  const tilerap_csr_device_i32 a = csr_operand(Ad), p = csr_operand(Pd);
+  tilerap_csr_device_product X = NULL;
+  int64_t cnnz = 0;
+  hypre_CSRMatrix *M = NULL, *T = NULL;
+  int err = tilerap_csr_device_product_create_i32(TILERAP_CSR_PTAP, &a, &p, &X, &cnnz);
+  if (!err) {
+    M = new_device_csr(p.n, p.n, (HYPRE_Int)cnnz);
+    int32_t *i = (int32_t *)hypre_CSRMatrixI(M), *j = (int32_t *)hypre_CSRMatrixJ(M);
+    err = tilerap_csr_device_product_fill_i32(X, &a, &p, diag_first ? TILERAP_CSR_DIAG_FIRST : 0, i, j,
+                                              hypre_CSRMatrixData(M));
+    if (err == TILERAP_ERR_STRUCTURE && diag_first) {
+      err = tilerap_csr_device_product_fill_i32(X, &a, &p, 0, i, j, hypre_CSRMatrixData(M));
+      if (!err) M = diag_first_missing(M);
+    }
+  }
+  if (!err && PdT) {
+    T = new_device_csr(p.n, p.m, hypre_CSRMatrixNumNonzeros(Pd));
+    err = tilerap_csr_device_product_transpose_i32(X, (int32_t *)hypre_CSRMatrixI(T), (int32_t *)hypre_CSRMatrixJ(T),
+                                                   hypre_CSRMatrixData(T));
+  }
+  tilerap_csr_device_product_destroy(&X);
+  if (err) {
+    hypre_CSRMatrixDestroy(M);
+    hypre_CSRMatrixDestroy(T);
+    return fail(err, "device CSR Galerkin product");
+  }
+  *C_diag = M;
+  if (PdT) *PdT = T;
+  return 0;
+}
+
+/* One rank, R = P, the CSR path: C and, when hypre keeps one, P's
+ * transpose from the same product (hypre's own RAPKT makes it too). */
+static int rapkt_csr_route(hypre_ParCSRMatrix *R, hypre_ParCSRMatrix *A, hypre_ParCSRMatrix *P, HYPRE_Int keep_transpose,
+                           HYPRE_Int has_diagonal, int64_t a_longest, tr_clock *c, hypre_ParCSRMatrix **C_out)
+{
+  hypre_CSRMatrix *Ad = hypre_ParCSRMatrixDiag(A), *Pd = hypre_ParCSRMatrixDiag(P), *C_diag = NULL, *PdT = NULL;
+  const int want_t = keep_transpose && !hypre_ParCSRMatrixDiagT(R);
+  clock_mark(c, TR_PH_IN);
+  int rc = csr_route_ptap(Ad, Pd, has_diagonal != 0, &C_diag, want_t ? &PdT : NULL);
+  clock_mark(c, TR_PH_ENGINE);
+  if (rc) return rc;
+  *C_out = one_rank_parcsr(R, A, P, C_diag);
+  if (want_t) hypre_ParCSRMatrixDiagT(R) = PdT;
+  hypre_SyncDevice(); /* C complete before hypre reads it from the host side */
+  clock_mark(c, TR_PH_OUT);
+  if (tr_hypre_verbose() >= 2)
+    fprintf(stderr,
+            "tilerap_hypre: P^T A P on device memory: %d x %d (A %lld entries, P %lld, C %lld): engine %.4f s "
+            "(transpose kept from it), to hypre %.4f s; path device csr (longest row of A %lld)\n",
+            (int)hypre_CSRMatrixNumRows(C_diag), (int)hypre_CSRMatrixNumCols(C_diag),
+            (long long)hypre_CSRMatrixNumNonzeros(Ad), (long long)hypre_CSRMatrixNumNonzeros(Pd),
+            (long long)hypre_CSRMatrixNumNonzeros(C_diag), c->ph[TR_PH_ENGINE], c->ph[TR_PH_OUT],
+            (long long)a_longest);
+  return 0;
+}
+
 int tr_hypre_device_rapkt(hypre_ParCSRMatrix *R, hypre_ParCSRMatrix *A, hypre_ParCSRMatrix *P,
                           HYPRE_Int keep_transpose, HYPRE_Int has_diagonal, hypre_ParCSRMatrix **C_out)
 {
@@ -190,6 +268,14 @@ int tr_hypre_device_rapkt(hypre_ParCSRMatrix *R, hypre_ParCSRMatrix *A, hypre_Pa
   tr_clock c;
   clock_start(&c);
   const int galerkin = R == P;
+  if (galerkin) {
+    const tilerap_csr_device_i32 a = csr_operand(Ad), p = csr_operand(Pd);
+    tilerap_path route = TILERAP_PATH_TILES;
+    int64_t longest = 0;
+    int err = tilerap_csr_device_path_i32(TILERAP_CSR_PTAP, &a, &p, &route, &longest);
+    if (err) return fail(err, "device Galerkin product");
+    if (route == TILERAP_PATH_CSR) return rapkt_csr_route(R, A, P, keep_transpose, has_diagonal, longest, &c, C_out);
+  }
   tilerap_options opt;
   tilerap_options_default(&opt);
   tilerap_tile_matrix *tA = NULL, *tP = NULL, *tR = NULL, *tRt = NULL, *tAP = NULL, *tC = NULL;

@@ -27,6 +27,7 @@ cuda_sources = \
 	src/kernels/cuda/spgemm_cuda_plan.cu \
 	src/kernels/cuda/csr_cuda_view.cu \
 	src/kernels/cuda/csr_cuda_product.cu \
+	src/kernels/cuda/csr_cuda_device_operands.cu \
 	src/kernels/cuda/graph_cuda.cu
 libtilerap_la_SOURCES += $(cuda_sources)
 libtilerap_la_LIBADD += $(CUDA_LIBS)
@@ -42,14 +43,16 @@ cuda_headers = src/kernels/cuda/spgemm_cuda.cuh src/kernels/format/csr_fingerpri
 src/kernels/cuda/tile_cuda_memory.lo src/kernels/cuda/tile_cuda_slots.lo src/kernels/cuda/tile_cuda_staging.lo src/kernels/cuda/tile_cuda_transpose.lo src/kernels/cuda/tile_cuda_from_csr.lo \
 src/kernels/cuda/tile_cuda_to_csr.lo src/kernels/cuda/csr_cuda_fingerprint.lo src/kernels/cuda/tile_cuda_structure.lo src/kernels/cuda/ptap_cuda_encounter_order.lo src/kernels/cuda/ptap_cuda_scatter.lo src/kernels/cuda/ptap_cuda_scatter_ap.lo src/kernels/cuda/ptap_cuda_rows.lo src/kernels/cuda/spgemm_cuda_step1_structure.lo src/kernels/cuda/spgemm_cuda_step1_rows.lo src/kernels/cuda/spgemm_cuda_step1_compact.lo src/kernels/cuda/spgemm_cuda_step2_masks.lo \
 src/kernels/cuda/spgemm_cuda_step3_numeric.lo src/kernels/cuda/spgemm_cuda_step3_pairs.lo src/kernels/cuda/spgemm_cuda_lowprec.lo src/kernels/cuda/spgemm_cuda_plan.lo \
-src/kernels/cuda/csr_cuda_view.lo src/kernels/cuda/csr_cuda_product.lo src/kernels/cuda/graph_cuda.lo: $(cuda_headers)
+src/kernels/cuda/csr_cuda_view.lo src/kernels/cuda/csr_cuda_product.lo src/kernels/cuda/csr_cuda_device_operands.lo \
+src/kernels/cuda/graph_cuda.lo: $(cuda_headers)
 
 # GPU tests: the CUDA engine against the CPU engine and the Gustavson
 # reference.  Part of `make check` (they skip without a GPU).  `make
 # check-gpu`, on a GPU machine: the whole suite (the core, PETSc and hypre
 # tests take the CUDA engine there), then compute-sanitizer's memcheck,
 # racecheck and synccheck on the quick GPU sets (test/gpu_sanitize.sh).
-gpu_tests = test/test_gpu_spgemm test/test_gpu_ptap test/test_gpu_errors test/test_gpu_convert test/test_gpu_tc test/test_gpu_order
+gpu_tests = test/test_gpu_spgemm test/test_gpu_ptap test/test_gpu_errors test/test_gpu_convert test/test_gpu_tc test/test_gpu_order \
+	test/test_gpu_csr_device
 check_PROGRAMS += $(gpu_tests)
 TESTS += $(gpu_tests)
 test_test_gpu_spgemm_SOURCES = test/test_gpu_spgemm.c test/test_gpu_common.h
@@ -67,6 +70,8 @@ test_test_gpu_order_SOURCES = test/test_gpu_order.c test/test_gpu_common.h
 test_test_gpu_order_LDADD = $(test_ldadd)
 test_test_gpu_tc_SOURCES = test/test_gpu_tc.c test/test_gpu_common.h
 test_test_gpu_tc_LDADD = $(test_ldadd)
+test_test_gpu_csr_device_SOURCES = test/test_gpu_csr_device.c test/test_gpu_common.h
+test_test_gpu_csr_device_LDADD = $(test_ldadd)
 check-gpu:
 	$(MAKE) $(AM_MAKEFLAGS) check
 	@$(SHELL) $(srcdir)/test/gpu_sanitize.sh $(builddir) >test/gpu_sanitize.log; rc=$$?; cat test/gpu_sanitize.log; \

@@ -1,0 +1,238 @@
+/* Products of device CSR operands with 32-bit indices (tilerap_device.h):
+ * the CSR path's products (csr_cuda_product.cu) on the caller's arrays,
+ * C into the caller's arrays.  No tile form, so neither the conversion of
+ * the operands nor C's way back, and none of the tile copies' memory.
+ *
+ * A*B: one product over A and B as they are.  A^T*B: over a transposed
+ * view of A (columns and each entry's position in A's values).  P^T A P:
+ * A P first (its structure and values kept here), then P^T (A P) over the
+ * transposed view of P, whose values the caller may take as P's stored
+ * transpose (hypre keeps one for its restriction). */
+#include "tile_internal.h"
+#include "tilerap_device.h"
+#include "tuning.h"
+#ifdef TILERAP_HAVE_CUDA
+#include "engine_cuda.h"
+#endif
+#include <stdlib.h>
+#include <string.h>
+
+struct tilerap_csr_device_product_s {
+  tilerap_csr_kind kind;
+  int filled;
+  tilerap_csr_device_i32 a, b;    /* the operands given to create */
+  int32_t cm, cn;
+  int64_t annz, bnnz, cnnz, macs, a_longest;
+#ifdef TILERAP_HAVE_CUDA
+  int64_t *arp, *brp;             /* 64-bit row pointers */
+  int64_t *trp, *tvidx;           /* transposed operand: A^T or P^T */
+  int32_t *tcol;
+  int32_t tm;                     /* its rows */
+  int64_t tnnz;
+  tr_cuda_csr_product *ap, *c;    /* P^T A P: A P and P^T (A P); else c */
+  double *apval;
+#endif
+};
+
+static int tr_check_operand(const char *name, const tilerap_csr_device_i32 *X)
+{
+  if (!X) return tilerap_set_error(TILERAP_ERR_NULL, "%s is NULL", name);
+  if (X->m < 0 || X->n < 0) return tilerap_set_error(TILERAP_ERR_SIZE, "%s is %d x %d", name, X->m, X->n);
+  if (!X->rowptr) return tilerap_set_error(TILERAP_ERR_NULL, "%s's row pointers are NULL", name);
+  return TILERAP_SUCCESS;
+}
+
+static int tr_check_shapes(tilerap_csr_kind kind, const tilerap_csr_device_i32 *A, const tilerap_csr_device_i32 *B)
+{
+  switch (kind) {
+  case TILERAP_CSR_AB:
+    if (A->n != B->m) return tilerap_set_error(TILERAP_ERR_SIZE, "A*B: A is %d x %d, B %d x %d", A->m, A->n, B->m, B->n);
+    return TILERAP_SUCCESS;
+  case TILERAP_CSR_ATB:
+    if (A->m != B->m) return tilerap_set_error(TILERAP_ERR_SIZE, "A^T*B: A is %d x %d, B %d x %d", A->m, A->n, B->m, B->n);
+    return TILERAP_SUCCESS;
+  case TILERAP_CSR_PTAP:
+    if (A->m != A->n || A->n != B->m)
+      return tilerap_set_error(TILERAP_ERR_SIZE, "P^T*A*P: A is %d x %d, P %d x %d", A->m, A->n, B->m, B->n);
+    return TILERAP_SUCCESS;
+  }
+  return tilerap_set_error(TILERAP_ERR_INVALID, "unknown product kind %d", (int)kind);
+}
+
+void tilerap_csr_device_product_destroy(tilerap_csr_device_product *px)
+{
+  if (!px || !*px) return;
+#ifdef TILERAP_HAVE_CUDA
+  tilerap_csr_device_product X = *px;
+  tr_cuda_csr_product_destroy(X->ap);
+  tr_cuda_csr_product_destroy(X->c);
+  tr_cuda_free(X->arp); tr_cuda_free(X->brp);
+  tr_cuda_free(X->trp); tr_cuda_free(X->tcol); tr_cuda_free(X->tvidx);
+  tr_cuda_free(X->apval);
+#endif
+  free(*px);
+  *px = NULL;
+}
+
+int tilerap_csr_device_product_create_i32(tilerap_csr_kind kind, const tilerap_csr_device_i32 *A,
+                                          const tilerap_csr_device_i32 *B, tilerap_csr_device_product *out,
+                                          int64_t *c_nnz)
+{
+  int err;
+  if (!out) return tilerap_set_error(TILERAP_ERR_NULL, "tilerap_csr_device_product_create_i32: no product to return");
+  *out = NULL;
+  if ((err = tr_check_operand("A", A)) || (err = tr_check_operand("B", B)) || (err = tr_check_shapes(kind, A, B)))
+    return err;
+  const int32_t cm = kind == TILERAP_CSR_AB ? A->m : kind == TILERAP_CSR_ATB ? A->n : B->n, cn = B->n;
+#ifndef TILERAP_HAVE_CUDA
+  (void)c_nnz; (void)cm;
+  return tilerap_set_error(TILERAP_ERR_ENGINE, "device CSR products need the CUDA engine (built without CUDA)");
+#else
+  if (!tilerap_engine_available(TILERAP_ENGINE_CUDA))
+    return tilerap_set_error(TILERAP_ERR_ENGINE, "device CSR products need the CUDA engine and a visible GPU");
+  tilerap_csr_device_product X = tilerap_host_calloc(1, sizeof *X);
+  if (!X) return TILERAP_ERR_NOMEM;
+  X->kind = kind; X->a = *A; X->b = *B; X->cm = cm; X->cn = cn;
+  int64_t blongest = 0, apnnz = 0, macs_ap = 0;
+  if ((err = tr_cuda_dcsr_operand("A", A->m, A->n, A->rowptr, A->colidx, &X->annz, &X->arp, &X->a_longest)) ||
+      (err = tr_cuda_dcsr_operand("B", B->m, B->n, B->rowptr, B->colidx, &X->bnnz, &X->brp, &blongest)))
+    goto fail;
+  if (kind == TILERAP_CSR_AB) {
+    err = tr_cuda_csr_product_create(cm, cn, X->arp, A->colidx, X->annz, X->brp, B->colidx, NULL, &X->c, &X->cnnz,
+                                     &X->macs);
+  } else if (kind == TILERAP_CSR_ATB) {
+    X->tm = A->n; X->tnnz = X->annz;
+    if (!(err = tr_cuda_dcsr_transpose(A->m, A->n, X->arp, A->colidx, X->annz, &X->trp, &X->tcol, &X->tvidx)))
+      err = tr_cuda_csr_product_create(cm, cn, X->trp, X->tcol, X->annz, X->brp, B->colidx, NULL, &X->c, &X->cnnz,
+                                       &X->macs);
+  } else {
+    X->tm = B->n; X->tnnz = X->bnnz;
+    const int values = A->val && B->val;
+    if ((err = tr_cuda_dcsr_transpose(B->m, B->n, X->brp, B->colidx, X->bnnz, &X->trp, &X->tcol, &X->tvidx)) ||
+        (err = tr_cuda_csr_product_create(A->m, B->n, X->arp, A->colidx, X->annz, X->brp, B->colidx, NULL, &X->ap,
+                                          &apnnz, &macs_ap)) ||
+        (values && (err = tr_cuda_malloc((size_t)(apnnz ? apnnz : 1) * sizeof(double), (void **)&X->apval))) ||
+        (err = tr_cuda_csr_product_fill(X->ap, A->val, NULL, B->val, NULL, X->apval, 0)) ||
+        (err = tr_cuda_csr_product_create(cm, cn, X->trp, X->tcol, X->bnnz, tr_cuda_csr_product_rowptr(X->ap),
+                                          tr_cuda_csr_product_colidx(X->ap), NULL, &X->c, &X->cnnz, &X->macs)))
+      goto fail;
+    X->macs += macs_ap;
+  }
+  if (err) goto fail;
+  if (X->cnnz > INT32_MAX) {
+    err = tilerap_set_error(TILERAP_ERR_OVERFLOW, "C has %lld entries: beyond 32-bit row pointers", (long long)X->cnnz);
+    goto fail;
+  }
+  if (c_nnz) *c_nnz = X->cnnz;
+  *out = X;
+  return TILERAP_SUCCESS;
+fail:
+  tilerap_csr_device_product_destroy(&X);
+  return err;
+#endif
+}
+
+static int tr_same_operand(const tilerap_csr_device_i32 *X, const tilerap_csr_device_i32 *Y)
+{
+  return X && X->m == Y->m && X->n == Y->n && X->rowptr == Y->rowptr && X->colidx == Y->colidx && X->val == Y->val;
+}
+
+int tilerap_csr_device_product_fill_i32(tilerap_csr_device_product X, const tilerap_csr_device_i32 *A,
+                                        const tilerap_csr_device_i32 *B, unsigned flags, int32_t *c_rowptr,
+                                        int32_t *c_colidx, double *c_val)
+{
+  if (!X) return tilerap_set_error(TILERAP_ERR_NULL, "tilerap_csr_device_product_fill_i32: product is NULL");
+  if (!tr_same_operand(A, &X->a) || !tr_same_operand(B, &X->b))
+    return tilerap_set_error(TILERAP_ERR_STRUCTURE, "tilerap_csr_device_product_fill_i32: operands other than the "
+                                                    "product's (arrays or shapes differ from those given to create)");
+  if (X->filled) return tilerap_set_error(TILERAP_ERR_INVALID, "tilerap_csr_device_product_fill_i32: C already filled");
+  if (!c_rowptr || (X->cnnz > 0 && !c_colidx))
+    return tilerap_set_error(TILERAP_ERR_NULL, "tilerap_csr_device_product_fill_i32: C's arrays are NULL");
+  if (flags & ~TILERAP_CSR_DIAG_FIRST) return tilerap_set_error(TILERAP_ERR_INVALID, "unknown flags 0x%x", flags);
+  if ((flags & TILERAP_CSR_DIAG_FIRST) && X->cm != X->cn)
+    return tilerap_set_error(TILERAP_ERR_SIZE, "diagonal first: C is %d x %d, not square", X->cm, X->cn);
+#ifndef TILERAP_HAVE_CUDA
+  (void)c_val;
+  return TILERAP_ERR_ENGINE;
+#else
+  const int diag_first = (flags & TILERAP_CSR_DIAG_FIRST) != 0;
+  /* operands without values give zeros (the kernels read NULL values as 0) */
+  const int values = c_val != NULL;
+  double *cv = NULL;
+  int err = TILERAP_SUCCESS;
+  /* sorted values go straight to c_val unless they move to put the diagonal first */
+  if (values) {
+    if (!diag_first) cv = c_val;
+    else if ((err = tr_cuda_malloc((size_t)(X->cnnz ? X->cnnz : 1) * sizeof(double), (void **)&cv))) return err;
+  }
+  if (X->kind == TILERAP_CSR_AB)
+    err = tr_cuda_csr_product_fill(X->c, X->a.val, NULL, X->b.val, NULL, cv, 1);
+  else if (X->kind == TILERAP_CSR_ATB)
+    err = tr_cuda_csr_product_fill(X->c, X->a.val, X->tvidx, X->b.val, NULL, cv, 1);
+  else
+    err = tr_cuda_csr_product_fill(X->c, X->b.val, X->tvidx, X->apval, NULL, cv, 1);
+  if (!err)
+    err = tr_cuda_dcsr_write(X->cm, X->cnnz, tr_cuda_csr_product_rowptr(X->c), tr_cuda_csr_product_colidx(X->c), cv,
+                             diag_first, c_rowptr, c_colidx, values ? c_val : NULL);
+  if (cv != c_val) tr_cuda_free(cv);
+  if (!err) X->filled = 1;
+  return err;
+#endif
+}
+
+int tilerap_csr_device_product_transpose_i32(tilerap_csr_device_product X, int32_t *rowptr, int32_t *colidx,
+                                             double *val)
+{
+  if (!X) return tilerap_set_error(TILERAP_ERR_NULL, "tilerap_csr_device_product_transpose_i32: product is NULL");
+  if (X->kind == TILERAP_CSR_AB)
+    return tilerap_set_error(TILERAP_ERR_INVALID, "tilerap_csr_device_product_transpose_i32: A*B keeps no transpose");
+  if (!rowptr) return tilerap_set_error(TILERAP_ERR_NULL, "tilerap_csr_device_product_transpose_i32: rowptr is NULL");
+#ifndef TILERAP_HAVE_CUDA
+  (void)colidx; (void)val;
+  return TILERAP_ERR_ENGINE;
+#else
+  if (X->tnnz > 0 && !colidx)
+    return tilerap_set_error(TILERAP_ERR_NULL, "tilerap_csr_device_product_transpose_i32: colidx is NULL");
+  const double *src = X->kind == TILERAP_CSR_ATB ? X->a.val : X->b.val;
+  return tr_cuda_dcsr_view_write(X->tm, X->tnnz, X->trp, X->tcol, X->tvidx, src, rowptr, colidx, val);
+#endif
+}
+
+int tilerap_csr_device_product_info(tilerap_csr_device_product X, int32_t *c_m, int32_t *c_n, int64_t *c_nnz,
+                                    int64_t *flops, int64_t *a_longest_row)
+{
+  if (!X) return tilerap_set_error(TILERAP_ERR_NULL, "tilerap_csr_device_product_info: product is NULL");
+  if (c_m) *c_m = X->cm;
+  if (c_n) *c_n = X->cn;
+  if (c_nnz) *c_nnz = X->cnnz;
+  if (flops) *flops = 2 * X->macs;
+  if (a_longest_row) *a_longest_row = X->a_longest;
+  return TILERAP_SUCCESS;
+}
+
+/* Above this many entries in a row of A, one-shot products take the tile
+ * path.  Measured on the H100 through the hypre hook (BENCHMARKS.md 3b):
+ * power-law graphs (longest rows 1259 and 2210) ran faster on the CSR
+ * path, a grid with one dense row (490000 entries) 2.8x slower there. */
+#define TR_CSR_DEVICE_MAX_ROW 32768
+
+int tilerap_csr_device_path_i32(tilerap_csr_kind kind, const tilerap_csr_device_i32 *A,
+                                const tilerap_csr_device_i32 *B, tilerap_path *path, int64_t *a_longest_row)
+{
+  int err;
+  if (!path) return tilerap_set_error(TILERAP_ERR_NULL, "tilerap_csr_device_path_i32: path is NULL");
+  if ((err = tr_check_operand("A", A)) || (err = tr_check_operand("B", B)) || (err = tr_check_shapes(kind, A, B)))
+    return err;
+#ifndef TILERAP_HAVE_CUDA
+  (void)a_longest_row;
+  return tilerap_set_error(TILERAP_ERR_ENGINE, "device CSR products need the CUDA engine (built without CUDA)");
+#else
+  int64_t nnz = 0, longest = 0, *rp64 = NULL;
+  if ((err = tr_cuda_dcsr_operand("A", A->m, A->n, A->rowptr, A->colidx, &nnz, &rp64, &longest))) return err;
+  tr_cuda_free(rp64);
+  const int knob = tr_knob_int(TR_KNOB_PATH); /* 0 auto, 1 tiles, 2 csr */
+  *path = knob == 1 || (knob == 0 && longest > TR_CSR_DEVICE_MAX_ROW) ? TILERAP_PATH_TILES : TILERAP_PATH_CSR;
+  if (a_longest_row) *a_longest_row = longest;
+  return TILERAP_SUCCESS;
+#endif
+}

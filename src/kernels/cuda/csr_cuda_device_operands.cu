@@ -1,0 +1,275 @@
+/* Device CSR operands with 32-bit row pointers (hypre's and AIJCUSPARSE's
+ * layout) for the device CSR products (csr_device_product.c): checks,
+ * 64-bit row pointers for the product kernels, the transposed operand as a
+ * CSR view, and C written out into the caller's arrays.  All on the legacy
+ * stream, like the conversions these products replace. */
+#include "spgemm_cuda.cuh"
+#include <cub/cub.cuh>
+#include <limits.h>
+
+static const cudaStream_t tr_s = cudaStreamLegacy;
+
+/* bad[0]: first row whose pointers decrease or leave [0, nnz] (a thread
+ * per row) */
+static __global__ void k_dcsr_rows(int32_t m, int64_t nnz, const int32_t *__restrict__ rp, int *bad)
+{
+  const int32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= m) return;
+  const int64_t b = rp[i], e = rp[i + 1];
+  if (e < b || b < 0 || e > nnz) atomicMin(&bad[0], i);
+}
+
+/* bad[1]: first row with a column outside [0, n) (a thread per entry, so
+ * a dense row costs no more than its entries; the row is searched only
+ * for a bad entry, and means something only when the pointers passed) */
+static __global__ void k_dcsr_cols(int32_t m, int32_t n, int64_t nnz, const int32_t *__restrict__ rp,
+                                   const int32_t *__restrict__ col, int *bad)
+{
+  const int64_t p = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+  if (p >= nnz) return;
+  const int32_t c = col[p];
+  if (c >= 0 && c < n) return;
+  int32_t lo = 0, hi = m; /* last row with rp[row] <= p */
+  while (hi - lo > 1) {
+    const int32_t mid = lo + (hi - lo) / 2;
+    if (rp[mid] <= p) lo = mid;
+    else hi = mid;
+  }
+  atomicMin(&bad[1], lo);
+}
+
+static __global__ void k_dcsr_widen(int32_t m, const int32_t *__restrict__ rp, int64_t *rp64,
+                                    unsigned long long *longest)
+{
+  const int32_t i = blockIdx.x * blockDim.x + threadIdx.x; /* every lane reaches the warp's reduction */
+  if (i <= m) rp64[i] = rp[i];
+  tr_warp_atomic_max(i < m ? (unsigned)(rp[i + 1] - rp[i]) : 0u, longest);
+}
+
+/* Checks an m x n device CSR (rowptr[0] = 0, pointers non-decreasing,
+ * columns in range; rows in any order) and gives its entry count, 64-bit
+ * row pointers (*rp64, freed by the caller with tr_dfree) and its longest
+ * row.  Waits for the device: a symbolic phase. */
+extern "C" int tr_cuda_dcsr_operand(const char *name, int32_t m, int32_t n, const int32_t *rp, const int32_t *col,
+                                    int64_t *nnz_out, int64_t **rp64_out, int64_t *longest_out)
+{
+  int32_t ends[2] = {0, 0};
+  int bad_h[2] = {INT_MAX, INT_MAX};
+  int *bad = NULL;
+  int64_t *rp64 = NULL;
+  unsigned long long *mx = NULL, mx_h = 0;
+  int err = TILERAP_SUCCESS;
+  *rp64_out = NULL;
+  TR_RET_CU(cudaMemcpy(&ends[0], rp, sizeof(int32_t), cudaMemcpyDeviceToHost), "device CSR row pointers");
+  TR_RET_CU(cudaMemcpy(&ends[1], rp + m, sizeof(int32_t), cudaMemcpyDeviceToHost), "device CSR row pointers");
+  if (ends[0] != 0) return tilerap_set_error(TILERAP_ERR_INVALID, "%s: rowptr[0] = %d, expected 0", name, ends[0]);
+  if (ends[1] < 0) return tilerap_set_error(TILERAP_ERR_INVALID, "%s: rowptr[%d] = %d is negative", name, m, ends[1]);
+  if (ends[1] > 0 && !col) return tilerap_set_error(TILERAP_ERR_NULL, "%s: column indices are NULL", name);
+  TR_TRY(tr_dalloc((void **)&bad, 2 * sizeof(int), tr_s, "device CSR check"));
+  TR_TRY(tr_dalloc((void **)&mx, sizeof *mx, tr_s, "device CSR check"));
+  TR_TRY(tr_dalloc((void **)&rp64, ((size_t)m + 1) * sizeof(int64_t), tr_s, "device CSR row pointers"));
+  TR_TRY_CU(cudaMemcpyAsync(bad, bad_h, sizeof bad_h, cudaMemcpyHostToDevice, tr_s), "device CSR check");
+  TR_TRY_CU(cudaMemsetAsync(mx, 0, sizeof *mx, tr_s), "device CSR check");
+  if (m > 0) {
+    k_dcsr_rows<<<tr_blocks(m, 256), 256, 0, tr_s>>>(m, ends[1], rp, bad);
+    TR_TRY(tr_cuda_check_launch("device CSR check"));
+  }
+  if (ends[1] > 0) {
+    k_dcsr_cols<<<tr_blocks(ends[1], 256), 256, 0, tr_s>>>(m, n, ends[1], rp, col, bad);
+    TR_TRY(tr_cuda_check_launch("device CSR check"));
+  }
+  k_dcsr_widen<<<tr_blocks((int64_t)m + 1, 256), 256, 0, tr_s>>>(m, rp, rp64, mx);
+  TR_TRY(tr_cuda_check_launch("device CSR row pointers"));
+  TR_TRY_CU(cudaMemcpyAsync(bad_h, bad, sizeof bad_h, cudaMemcpyDeviceToHost, tr_s), "device CSR check");
+  TR_TRY_CU(cudaMemcpyAsync(&mx_h, mx, sizeof mx_h, cudaMemcpyDeviceToHost, tr_s), "device CSR check");
+  TR_TRY_CU(cudaStreamSynchronize(tr_s), "device CSR check");
+  if (bad_h[0] != INT_MAX) {
+    err = tilerap_set_error(TILERAP_ERR_INVALID, "%s: row pointers decrease or leave [0, %d] at row %d", name, ends[1],
+                            bad_h[0]);
+    goto cleanup;
+  }
+  if (bad_h[1] != INT_MAX) {
+    err = tilerap_set_error(TILERAP_ERR_RANGE, "%s: a column index of row %d lies outside [0, %d)", name, bad_h[1], n);
+    goto cleanup;
+  }
+  *nnz_out = ends[1];
+  *longest_out = (int64_t)mx_h;
+  *rp64_out = rp64;
+  rp64 = NULL;
+cleanup:
+  tr_dfree(bad, tr_s); tr_dfree(mx, tr_s); tr_dfree(rp64, tr_s);
+  return err;
+}
+
+/* rows of the transpose from its column-sorted keys: row c starts at the
+ * first key >= c */
+static __global__ void k_dcsr_t_rowptr(int64_t nnz, int32_t n, const int32_t *__restrict__ key, int64_t *trp)
+{
+  const int64_t q = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+  if (q >= nnz) return;
+  const int32_t c = key[q], prev = q ? key[q - 1] : -1;
+  for (int32_t r = prev + 1; r <= c; r++) trp[r] = q;
+  if (q == nnz - 1)
+    for (int32_t r = c + 1; r <= n; r++) trp[r] = nnz;
+}
+
+/* entry e = pos[q] of X, now at q of X^T: its row in X is X^T's column */
+static __global__ void k_dcsr_t_entries(int64_t nnz, int32_t m, const int64_t *__restrict__ rp,
+                                        const int32_t *__restrict__ pos, int32_t *tcol, int64_t *tvidx)
+{
+  const int64_t q = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+  if (q >= nnz) return;
+  const int32_t e = pos[q];
+  tcol[q] = (int32_t)tr_tile_of_entry(rp, 0, m, e);
+  tvidx[q] = e;
+}
+
+static __global__ void k_iota(int64_t n, int32_t *x)
+{
+  const int64_t q = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+  if (q < n) x[q] = (int32_t)q;
+}
+
+static int tr_bits_for(uint32_t x) /* bits that hold 0 .. x */
+{
+  int b = 1;
+  while (b < 32 && (x >> b)) b++;
+  return b;
+}
+
+/* X^T (n x m) of an m x n CSR (rp64, col, nnz < 2^31) as a view: row
+ * pointers, columns and each entry's position in X.  A stable radix sort
+ * by column, so each row of X^T lists X's rows in ascending order (the
+ * order of hypre's device transpose), whatever the order within X's rows. */
+extern "C" int tr_cuda_dcsr_transpose(int32_t m, int32_t n, const int64_t *rp64, const int32_t *col, int64_t nnz,
+                                      int64_t **trp_out, int32_t **tcol_out, int64_t **tvidx_out)
+{
+  int64_t *trp = NULL, *tvidx = NULL;
+  int32_t *tcol = NULL, *key = NULL, *pos_in = NULL, *pos = NULL;
+  void *tmp = NULL;
+  size_t tmp_bytes = 0;
+  int err = TILERAP_SUCCESS;
+  *trp_out = NULL; *tcol_out = NULL; *tvidx_out = NULL;
+  TR_TRY(tr_dalloc((void **)&trp, ((size_t)n + 1) * sizeof(int64_t), tr_s, "transposed operand row pointers"));
+  TR_TRY(tr_dalloc((void **)&tcol, (size_t)nnz * sizeof(int32_t), tr_s, "transposed operand columns"));
+  TR_TRY(tr_dalloc((void **)&tvidx, (size_t)nnz * sizeof(int64_t), tr_s, "transposed operand positions"));
+  if (nnz == 0) {
+    TR_TRY_CU(cudaMemsetAsync(trp, 0, ((size_t)n + 1) * sizeof(int64_t), tr_s), "transposed operand");
+  } else {
+    const int bits = tr_bits_for((uint32_t)(n > 0 ? n - 1 : 0));
+    TR_TRY(tr_dalloc((void **)&key, (size_t)nnz * sizeof(int32_t), tr_s, "transpose keys"));
+    TR_TRY(tr_dalloc((void **)&pos_in, (size_t)nnz * sizeof(int32_t), tr_s, "transpose positions"));
+    TR_TRY(tr_dalloc((void **)&pos, (size_t)nnz * sizeof(int32_t), tr_s, "transpose positions"));
+    k_iota<<<tr_blocks(nnz, 256), 256, 0, tr_s>>>(nnz, pos_in);
+    TR_TRY(tr_cuda_check_launch("transpose positions"));
+    TR_TRY_CU(cub::DeviceRadixSort::SortPairs(NULL, tmp_bytes, col, key, pos_in, pos, nnz, 0, bits, tr_s),
+              "transpose sort");
+    TR_TRY(tr_dalloc(&tmp, tmp_bytes, tr_s, "transpose sort storage"));
+    TR_TRY_CU(cub::DeviceRadixSort::SortPairs(tmp, tmp_bytes, col, key, pos_in, pos, nnz, 0, bits, tr_s),
+              "transpose sort");
+    k_dcsr_t_rowptr<<<tr_blocks(nnz, 256), 256, 0, tr_s>>>(nnz, n, key, trp);
+    TR_TRY(tr_cuda_check_launch("transposed operand row pointers"));
+    k_dcsr_t_entries<<<tr_blocks(nnz, 256), 256, 0, tr_s>>>(nnz, m, rp64, pos, tcol, tvidx);
+    TR_TRY(tr_cuda_check_launch("transposed operand entries"));
+  }
+  *trp_out = trp; *tcol_out = tcol; *tvidx_out = tvidx;
+  trp = NULL; tcol = NULL; tvidx = NULL;
+cleanup:
+  tr_dfree(trp, tr_s); tr_dfree(tcol, tr_s); tr_dfree(tvidx, tr_s);
+  tr_dfree(key, tr_s); tr_dfree(pos_in, tr_s); tr_dfree(pos, tr_s); tr_dfree(tmp, tr_s);
+  return err;
+}
+
+static __global__ void k_narrow_rowptr(int32_t m, const int64_t *__restrict__ rp64, int32_t *rp)
+{
+  const int32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i <= m) rp[i] = (int32_t)rp64[i];
+}
+
+/* rows without their diagonal entry (sorted rows): the first in *bad */
+static __global__ void k_diag_check(int32_t m, const int64_t *__restrict__ rp, const int32_t *__restrict__ col, int *bad)
+{
+  const int32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= m) return;
+  const int64_t d = tr_lower_bound(col, rp[i], rp[i + 1], i);
+  if (d == rp[i + 1] || col[d] != i) atomicMin(bad, i);
+}
+
+/* entry p of a sorted row goes to the front if it is the diagonal, one
+ * place later if it comes before it */
+static __global__ void k_diag_place(int32_t m, int64_t nnz, const int64_t *__restrict__ rp,
+                                    const int32_t *__restrict__ col, const double *__restrict__ val, int32_t *ocol,
+                                    double *oval)
+{
+  const int64_t p = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+  if (p >= nnz) return;
+  const int32_t i = (int32_t)tr_tile_of_entry(rp, 0, m, p), c = col[p];
+  const int64_t to = c == i ? rp[i] : (c < i ? p + 1 : p);
+  ocol[to] = c;
+  if (val && oval) oval[to] = val[p];
+}
+
+/* C's sorted CSR (rp64, col; values val, may be NULL) into the caller's
+ * arrays; diag_first: each row's diagonal entry first (square C; a row
+ * without one gives TILERAP_ERR_STRUCTURE before any output is written).
+ * Waits for the device. */
+extern "C" int tr_cuda_dcsr_write(int32_t m, int64_t nnz, const int64_t *rp64, const int32_t *col, const double *val,
+                                  int diag_first, int32_t *orp, int32_t *ocol, double *oval)
+{
+  int *bad = NULL, bad_h = INT_MAX;
+  int err = TILERAP_SUCCESS;
+  if (diag_first && m > 0) {
+    TR_TRY(tr_dalloc((void **)&bad, sizeof(int), tr_s, "diagonal check"));
+    TR_TRY_CU(cudaMemcpyAsync(bad, &bad_h, sizeof bad_h, cudaMemcpyHostToDevice, tr_s), "diagonal check");
+    k_diag_check<<<tr_blocks(m, 256), 256, 0, tr_s>>>(m, rp64, col, bad);
+    TR_TRY(tr_cuda_check_launch("diagonal check"));
+    TR_TRY_CU(cudaMemcpyAsync(&bad_h, bad, sizeof bad_h, cudaMemcpyDeviceToHost, tr_s), "diagonal check");
+    TR_TRY_CU(cudaStreamSynchronize(tr_s), "diagonal check");
+    if (bad_h != INT_MAX) {
+      err = tilerap_set_error(TILERAP_ERR_STRUCTURE, "C's row %d has no diagonal entry to put first", bad_h);
+      goto cleanup;
+    }
+  }
+  k_narrow_rowptr<<<tr_blocks((int64_t)m + 1, 256), 256, 0, tr_s>>>(m, rp64, orp);
+  TR_TRY(tr_cuda_check_launch("C's row pointers"));
+  if (nnz > 0 && diag_first) {
+    k_diag_place<<<tr_blocks(nnz, 256), 256, 0, tr_s>>>(m, nnz, rp64, col, val, ocol, oval);
+    TR_TRY(tr_cuda_check_launch("C diagonal first"));
+  } else if (nnz > 0) {
+    TR_TRY_CU(cudaMemcpyAsync(ocol, col, (size_t)nnz * sizeof(int32_t), cudaMemcpyDeviceToDevice, tr_s), "C's columns");
+    if (oval && val && oval != val)
+      TR_TRY_CU(cudaMemcpyAsync(oval, val, (size_t)nnz * sizeof(double), cudaMemcpyDeviceToDevice, tr_s), "C's values");
+  }
+  TR_TRY_CU(cudaStreamSynchronize(tr_s), "C into the caller's arrays");
+cleanup:
+  tr_dfree(bad, tr_s);
+  return err;
+}
+
+/* a view (rp64, col, vidx) with values val[vidx] as the caller's CSR */
+static __global__ void k_view_values(int64_t nnz, const double *__restrict__ val, const int64_t *__restrict__ vidx,
+                                     double *out)
+{
+  const int64_t q = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+  if (q < nnz) out[q] = val[vidx[q]];
+}
+
+extern "C" int tr_cuda_dcsr_view_write(int32_t m, int64_t nnz, const int64_t *rp64, const int32_t *col,
+                                       const int64_t *vidx, const double *val, int32_t *orp, int32_t *ocol,
+                                       double *oval)
+{
+  int err = TILERAP_SUCCESS;
+  k_narrow_rowptr<<<tr_blocks((int64_t)m + 1, 256), 256, 0, tr_s>>>(m, rp64, orp);
+  TR_TRY(tr_cuda_check_launch("transposed operand row pointers"));
+  if (nnz > 0) {
+    TR_TRY_CU(cudaMemcpyAsync(ocol, col, (size_t)nnz * sizeof(int32_t), cudaMemcpyDeviceToDevice, tr_s),
+              "transposed operand columns");
+    if (val && oval) {
+      k_view_values<<<tr_blocks(nnz, 256), 256, 0, tr_s>>>(nnz, val, vidx, oval);
+      TR_TRY(tr_cuda_check_launch("transposed operand values"));
+    }
+  }
+  TR_TRY_CU(cudaStreamSynchronize(tr_s), "transposed operand");
+cleanup:
+  return err;
+}

@@ -1,0 +1,311 @@
+/* Products of device CSR operands (tilerap_csr_device_product_*): A*B,
+ * A^T*B and P^T*A*P on the irregular set (random-order meshes, power-law
+ * degrees, a dense row, blocks) with smoothed-aggregation and classical
+ * prolongators, rectangular and tall-skinny P, empty rows and columns,
+ * rows in shuffled order; C sorted and with the diagonal first, and the
+ * transposed operand, each against the Gustavson reference.  Then misuse:
+ * bad row pointers and columns, wrong shapes, other operands at fill, a
+ * second fill, layouts C cannot take. */
+#include "test_gpu_common.h"
+
+/* device copy of a host CSR with 32-bit row pointers; shuffle: each row's
+ * entries in a random order (values moved with them) */
+typedef struct {
+  tilerap_csr_device_i32 v;
+  int32_t *rp, *col;
+  double *val;
+} dcsr;
+
+static void *dup_to_device(const void *src, size_t bytes)
+{
+  void *d = NULL;
+  if (tilerap_device_malloc(bytes ? bytes : 1, &d)) { fprintf(stderr, "device alloc: %s\n", tilerap_last_error()); abort(); }
+  if (src && bytes && tilerap_memcpy(d, TILERAP_MEM_DEVICE, src, TILERAP_MEM_HOST, bytes)) abort();
+  return d;
+}
+
+static dcsr up(const tilerap_csr *H, int shuffle, uint64_t *seed)
+{
+  dcsr D;
+  int32_t *rp = malloc(((size_t)H->m + 1) * sizeof *rp), *col = malloc((size_t)(H->nnz ? H->nnz : 1) * sizeof *col);
+  double *val = malloc((size_t)(H->nnz ? H->nnz : 1) * sizeof *val);
+  for (int32_t i = 0; i <= H->m; i++) rp[i] = (int32_t)H->rowptr[i];
+  memcpy(col, H->colidx, (size_t)H->nnz * sizeof *col);
+  memcpy(val, H->val, (size_t)H->nnz * sizeof *val);
+  if (shuffle)
+    for (int32_t i = 0; i < H->m; i++)
+      for (int64_t p = H->rowptr[i + 1] - 1; p > H->rowptr[i]; p--) {
+        const int64_t q = H->rowptr[i] + (int64_t)(ref_rand01(seed) * (double)(p - H->rowptr[i] + 1));
+        int32_t c = col[p]; col[p] = col[q]; col[q] = c;
+        double x = val[p]; val[p] = val[q]; val[q] = x;
+      }
+  D.rp = dup_to_device(rp, ((size_t)H->m + 1) * sizeof *rp);
+  D.col = dup_to_device(col, (size_t)H->nnz * sizeof *col);
+  D.val = dup_to_device(val, (size_t)H->nnz * sizeof *val);
+  D.v.m = H->m; D.v.n = H->n; D.v.rowptr = D.rp; D.v.colidx = D.col; D.v.val = D.val;
+  free(rp); free(col); free(val);
+  return D;
+}
+
+static void down_free(dcsr *D)
+{
+  tilerap_device_free(D->rp); tilerap_device_free(D->col); tilerap_device_free(D->val);
+}
+
+/* host copy of device CSR arrays (m rows, n columns) */
+static tilerap_csr *down(int32_t m, int32_t n, const int32_t *drp, const int32_t *dcol, const double *dval)
+{
+  int32_t *rp = malloc(((size_t)m + 1) * sizeof *rp);
+  if (tilerap_memcpy(rp, TILERAP_MEM_HOST, drp, TILERAP_MEM_DEVICE, ((size_t)m + 1) * sizeof *rp)) abort();
+  tilerap_csr *H = NULL;
+  if (tilerap_csr_create(m, n, rp[m], &H)) abort();
+  for (int32_t i = 0; i <= m; i++) H->rowptr[i] = rp[i];
+  if (rp[m] > 0) {
+    if (tilerap_memcpy(H->colidx, TILERAP_MEM_HOST, dcol, TILERAP_MEM_DEVICE, (size_t)rp[m] * sizeof(int32_t))) abort();
+    if (tilerap_memcpy(H->val, TILERAP_MEM_HOST, dval, TILERAP_MEM_DEVICE, (size_t)rp[m] * sizeof(double))) abort();
+  }
+  free(rp);
+  return H;
+}
+
+/* 1 if every row of H (square) starts with its diagonal, the rest ascending */
+static int diag_first_layout(const tilerap_csr *H)
+{
+  for (int32_t i = 0; i < H->m; i++) {
+    const int64_t b = H->rowptr[i], e = H->rowptr[i + 1];
+    if (b == e || H->colidx[b] != i) return 0;
+    for (int64_t p = b + 2; p < e; p++)
+      if (H->colidx[p] <= H->colidx[p - 1]) return 0;
+  }
+  return 1;
+}
+
+static int sorted_layout(const tilerap_csr *H)
+{
+  for (int32_t i = 0; i < H->m; i++)
+    for (int64_t p = H->rowptr[i] + 1; p < H->rowptr[i + 1]; p++)
+      if (H->colidx[p] <= H->colidx[p - 1]) return 0;
+  return 1;
+}
+
+static void sort_rows(tilerap_csr *H)
+{
+  for (int32_t i = 0; i < H->m; i++)
+    ref_sort_columns(H->colidx + H->rowptr[i], H->val + H->rowptr[i], H->rowptr[i + 1] - H->rowptr[i]);
+}
+
+/* one product on the device against the reference R; diag: ask for the
+ * diagonal first (R square with every diagonal entry) */
+static void check(tilerap_csr_kind kind, const tilerap_csr *A, const tilerap_csr *B, int shuffle, int diag,
+                  const char *what, uint64_t *seed)
+{
+  tilerap_csr *R = NULL;
+  if (kind == TILERAP_CSR_AB) R = ref_spgemm(A, B);
+  else if (kind == TILERAP_CSR_ATB) {
+    tilerap_csr *At = ref_transpose(A);
+    R = ref_spgemm(At, B);
+    tilerap_csr_destroy(&At);
+  } else R = ref_ptap(A, B);
+  dcsr dA = up(A, shuffle, seed), dB = up(B, shuffle, seed);
+  tilerap_csr_device_product X = NULL;
+  int64_t cnnz = -1;
+  int err = tilerap_csr_device_product_create_i32(kind, &dA.v, &dB.v, &X, &cnnz);
+  if (!tap_ok(!err && cnnz == R->nnz, "%s %s: create (C %lld entries, reference %lld) %s", tilerap_csr_kind_name(kind),
+              what, (long long)cnnz, (long long)R->nnz, err ? tilerap_last_error() : "")) {
+    down_free(&dA); down_free(&dB); tilerap_csr_destroy(&R); tilerap_csr_device_product_destroy(&X);
+    return;
+  }
+  int32_t *crp = dup_to_device(NULL, ((size_t)R->m + 1) * sizeof(int32_t)), *ccol = dup_to_device(NULL, (size_t)cnnz * 4);
+  double *cval = dup_to_device(NULL, (size_t)cnnz * 8);
+  err = tilerap_csr_device_product_fill_i32(X, &dA.v, &dB.v, diag ? TILERAP_CSR_DIAG_FIRST : 0, crp, ccol, cval);
+  tap_ok(!err, "%s %s: fill%s %s", tilerap_csr_kind_name(kind), what, diag ? " (diagonal first)" : "",
+         err ? tilerap_last_error() : "");
+  tilerap_csr *C = down(R->m, R->n, crp, ccol, cval);
+  tap_ok(diag ? diag_first_layout(C) : sorted_layout(C), "%s %s: rows %s", tilerap_csr_kind_name(kind), what,
+         diag ? "diagonal first, then ascending" : "ascending");
+  sort_rows(C);
+  const double rel = ref_same_structure(C, R) ? ref_relerr(C, R) : INFINITY;
+  tap_ok(rel <= 1e-14, "%s %s: C equals the reference (relerr %.2e)", tilerap_csr_kind_name(kind), what, rel);
+  int64_t flops = 0;
+  int32_t cm = 0, cn = 0;
+  tilerap_csr_device_product_info(X, &cm, &cn, NULL, &flops, NULL);
+  tap_ok(cm == R->m && cn == R->n && (R->nnz == 0 || flops >= 2 * R->nnz), "%s %s: info %d x %d, %lld flops",
+         tilerap_csr_kind_name(kind), what, cm, cn, (long long)flops);
+  if (kind != TILERAP_CSR_AB) {
+    const tilerap_csr *O = kind == TILERAP_CSR_ATB ? A : B;
+    tilerap_csr *Ot = ref_transpose(O);
+    int32_t *trp = dup_to_device(NULL, ((size_t)O->n + 1) * 4), *tcol = dup_to_device(NULL, (size_t)O->nnz * 4);
+    double *tval = dup_to_device(NULL, (size_t)O->nnz * 8);
+    err = tilerap_csr_device_product_transpose_i32(X, trp, tcol, tval);
+    tilerap_csr *T = down(O->n, O->m, trp, tcol, tval);
+    /* rows ascending with the operand's own values: equal bit for bit */
+    const int same = !err && ref_same_structure(T, Ot) && (!Ot->nnz || !memcmp(T->val, Ot->val, (size_t)Ot->nnz * 8));
+    tap_ok(same, "%s %s: the transposed operand equals the reference transpose %s", tilerap_csr_kind_name(kind), what,
+           err ? tilerap_last_error() : "");
+    tilerap_csr_destroy(&T); tilerap_csr_destroy(&Ot);
+    tilerap_device_free(trp); tilerap_device_free(tcol); tilerap_device_free(tval);
+  }
+  EXPECT(tilerap_csr_device_product_fill_i32(X, &dA.v, &dB.v, 0, crp, ccol, cval), TILERAP_ERR_INVALID,
+         "a second fill");
+  tilerap_csr_destroy(&C);
+  tilerap_device_free(crp); tilerap_device_free(ccol); tilerap_device_free(cval);
+  tilerap_csr_device_product_destroy(&X);
+  down_free(&dA); down_free(&dB);
+  tilerap_csr_destroy(&R);
+}
+
+static void check_irregular(const char *spec, int classical, uint64_t *seed)
+{
+  tilerap_csr *A = NULL, *P = NULL;
+  if (tilerap_model_irregular(spec, 7, &A)) { tap_ok(0, "model %s: %s", spec, tilerap_last_error()); return; }
+  int err = classical ? tilerap_model_classical_prolongator(A, 0.25, 11, &P) : tilerap_model_sa_prolongator(A, 2.0 / 3.0, &P);
+  if (err) { tap_ok(0, "prolongator of %s: %s", spec, tilerap_last_error()); tilerap_csr_destroy(&A); return; }
+  char what[128];
+  snprintf(what, sizeof what, "%s, %s P (%d x %d)", spec, classical ? "classical" : "SA", P->m, P->n);
+  check(TILERAP_CSR_PTAP, A, P, 1, 1, what, seed);
+  check(TILERAP_CSR_AB, A, P, 0, 0, what, seed);
+  if (!classical) check(TILERAP_CSR_AB, A, A, 1, 1, spec, seed); /* A*A holds every diagonal entry */
+  check(TILERAP_CSR_ATB, P, A, 1, 0, what, seed);
+  tilerap_csr_destroy(&A); tilerap_csr_destroy(&P);
+}
+
+/* the decision of tilerap_csr_device_path_i32 by A's longest row */
+static void check_path(const char *spec, tilerap_path want, uint64_t *seed)
+{
+  tilerap_csr *A = NULL;
+  if (tilerap_model_irregular(spec, 7, &A)) { tap_ok(0, "model %s", spec); return; }
+  dcsr dA = up(A, 0, seed);
+  tilerap_path path = want == TILERAP_PATH_CSR ? TILERAP_PATH_TILES : TILERAP_PATH_CSR;
+  int64_t longest = 0;
+  int err = tilerap_csr_device_path_i32(TILERAP_CSR_PTAP, &dA.v, &dA.v, &path, &longest);
+  int64_t ref = 0;
+  for (int32_t i = 0; i < A->m; i++)
+    if (A->rowptr[i + 1] - A->rowptr[i] > ref) ref = A->rowptr[i + 1] - A->rowptr[i];
+  const char *knob = getenv("TILERAP_PATH");
+  if (knob && *knob && strcmp(knob, "auto")) want = !strcmp(knob, "csr") ? TILERAP_PATH_CSR : TILERAP_PATH_TILES;
+  tap_ok(!err && path == want && longest == ref, "%s: path %s (longest row %lld, reference %lld)", spec,
+         tilerap_path_name(path), (long long)longest, (long long)ref);
+  down_free(&dA);
+  tilerap_csr_destroy(&A);
+}
+
+static void check_misuse(uint64_t *seed)
+{
+  tilerap_csr *A = ref_random(40, 40, 0.1, 7, seed), *P = ref_random(40, 9, 0.2, 5, seed), *Q = ref_random(30, 9, 0.2, 0, seed);
+  dcsr dA = up(A, 0, seed), dP = up(P, 0, seed), dQ = up(Q, 0, seed);
+  tilerap_csr_device_product X = NULL;
+  int64_t cnnz = 0;
+  EXPECT(tilerap_csr_device_product_create_i32(TILERAP_CSR_PTAP, &dA.v, &dQ.v, &X, &cnnz), TILERAP_ERR_SIZE,
+         "P^T A P with P of other rows");
+  EXPECT(tilerap_csr_device_product_create_i32(TILERAP_CSR_PTAP, &dP.v, &dP.v, &X, &cnnz), TILERAP_ERR_SIZE,
+         "P^T A P with a rectangular A");
+  EXPECT(tilerap_csr_device_product_create_i32(TILERAP_CSR_AB, &dA.v, &dQ.v, &X, &cnnz), TILERAP_ERR_SIZE,
+         "A*B with inner sizes 40 and 30");
+  EXPECT(tilerap_csr_device_product_create_i32(TILERAP_CSR_ATB, &dA.v, &dQ.v, &X, &cnnz), TILERAP_ERR_SIZE,
+         "A^T*B with rows 40 and 30");
+  EXPECT(tilerap_csr_device_product_create_i32((tilerap_csr_kind)7, &dA.v, &dP.v, &X, &cnnz), TILERAP_ERR_INVALID,
+         "unknown kind");
+  EXPECT(tilerap_csr_device_product_create_i32(TILERAP_CSR_AB, NULL, &dP.v, &X, &cnnz), TILERAP_ERR_NULL, "A NULL");
+  EXPECT(tilerap_csr_device_product_create_i32(TILERAP_CSR_AB, &dA.v, &dP.v, NULL, &cnnz), TILERAP_ERR_NULL,
+         "no product to return");
+  tap_ok(X == NULL, "no product after failed creates");
+  /* corrupt copies of A's structure on the device */
+  int32_t *rp = malloc(41 * sizeof *rp);
+  for (int i = 0; i <= 40; i++) rp[i] = (int32_t)A->rowptr[i];
+  tilerap_csr_device_i32 bad = dA.v;
+  rp[0] = 1;
+  int32_t *drp = dup_to_device(rp, 41 * sizeof *rp);
+  bad.rowptr = drp;
+  EXPECT(tilerap_csr_device_product_create_i32(TILERAP_CSR_PTAP, &bad, &dP.v, &X, &cnnz), TILERAP_ERR_INVALID,
+         "rowptr[0] = 1");
+  rp[0] = 0;
+  const int32_t keep = rp[20];
+  rp[20] = rp[21] + 1; /* decreasing pointers at row 20 */
+  tilerap_memcpy(drp, TILERAP_MEM_DEVICE, rp, TILERAP_MEM_HOST, 41 * sizeof *rp);
+  EXPECT(tilerap_csr_device_product_create_i32(TILERAP_CSR_PTAP, &bad, &dP.v, &X, &cnnz), TILERAP_ERR_INVALID,
+         "row pointers that decrease");
+  rp[20] = keep;
+  tilerap_memcpy(drp, TILERAP_MEM_DEVICE, rp, TILERAP_MEM_HOST, 41 * sizeof *rp);
+  int32_t *col = malloc((size_t)A->nnz * sizeof *col);
+  memcpy(col, A->colidx, (size_t)A->nnz * sizeof *col);
+  col[A->nnz / 2] = 40;
+  int32_t *dcol = dup_to_device(col, (size_t)A->nnz * sizeof *col);
+  bad.colidx = dcol;
+  EXPECT(tilerap_csr_device_product_create_i32(TILERAP_CSR_PTAP, &bad, &dP.v, &X, &cnnz), TILERAP_ERR_RANGE,
+         "a column index equal to n");
+  col[A->nnz / 2] = -1;
+  tilerap_memcpy(dcol, TILERAP_MEM_DEVICE, col, TILERAP_MEM_HOST, (size_t)A->nnz * sizeof *col);
+  EXPECT(tilerap_csr_device_product_create_i32(TILERAP_CSR_PTAP, &bad, &dP.v, &X, &cnnz), TILERAP_ERR_RANGE,
+         "a negative column index");
+  /* a good product, then fills that must refuse before writing */
+  int err = tilerap_csr_device_product_create_i32(TILERAP_CSR_AB, &dA.v, &dP.v, &X, &cnnz);
+  tap_ok(!err && X, "A*B of good operands");
+  int32_t *crp = dup_to_device(NULL, 41 * 4), *ccol = dup_to_device(NULL, (size_t)cnnz * 4);
+  double *cval = dup_to_device(NULL, (size_t)cnnz * 8);
+  EXPECT(tilerap_csr_device_product_fill_i32(X, &dA.v, &dQ.v, 0, crp, ccol, cval), TILERAP_ERR_STRUCTURE,
+         "fill with another B");
+  tilerap_csr_device_i32 moved = dA.v;
+  moved.colidx = dcol;
+  EXPECT(tilerap_csr_device_product_fill_i32(X, &moved, &dP.v, 0, crp, ccol, cval), TILERAP_ERR_STRUCTURE,
+         "fill with A's columns in other arrays");
+  EXPECT(tilerap_csr_device_product_fill_i32(X, &dA.v, &dP.v, TILERAP_CSR_DIAG_FIRST, crp, ccol, cval), TILERAP_ERR_SIZE,
+         "diagonal first of a 40 x 9 C");
+  EXPECT(tilerap_csr_device_product_fill_i32(X, &dA.v, &dP.v, 4u, crp, ccol, cval), TILERAP_ERR_INVALID, "unknown flag");
+  EXPECT(tilerap_csr_device_product_fill_i32(X, &dA.v, &dP.v, 0, crp, NULL, cval),
+         cnnz > 0 ? TILERAP_ERR_NULL : TILERAP_SUCCESS, "C's columns NULL");
+  EXPECT(tilerap_csr_device_product_transpose_i32(X, crp, ccol, cval), TILERAP_ERR_INVALID, "transpose of A*B");
+  EXPECT(tilerap_csr_device_product_fill_i32(X, &dA.v, &dP.v, 0, crp, ccol, cval), TILERAP_SUCCESS,
+         "the fill after the refusals");
+  tilerap_csr_device_product_destroy(&X);
+  tilerap_csr_device_product_destroy(&X); /* twice: a no-op */
+  tilerap_device_free(crp); tilerap_device_free(ccol); tilerap_device_free(cval);
+  /* an empty P: C's rows are empty, so no diagonal to put first */
+  tilerap_csr *Pz = NULL;
+  tilerap_csr_create(40, 9, 0, &Pz);
+  for (int i = 0; i <= 40; i++) Pz->rowptr[i] = 0;
+  dcsr dPz = up(Pz, 0, seed);
+  err = tilerap_csr_device_product_create_i32(TILERAP_CSR_PTAP, &dA.v, &dPz.v, &X, &cnnz);
+  tap_ok(!err && cnnz == 0, "P^T A P of an empty P: C empty");
+  crp = dup_to_device(NULL, 10 * 4);
+  EXPECT(tilerap_csr_device_product_fill_i32(X, &dA.v, &dPz.v, TILERAP_CSR_DIAG_FIRST, crp, NULL, NULL),
+         TILERAP_ERR_STRUCTURE, "diagonal first of a C with empty rows");
+  EXPECT(tilerap_csr_device_product_fill_i32(X, &dA.v, &dPz.v, 0, crp, NULL, NULL), TILERAP_SUCCESS,
+         "the same product filled sorted after the refusal");
+  tilerap_csr_device_product_destroy(&X);
+  tilerap_device_free(crp);
+  down_free(&dPz);
+  tilerap_csr_destroy(&Pz);
+  free(rp); free(col);
+  tilerap_device_free(drp); tilerap_device_free(dcol);
+  down_free(&dA); down_free(&dP); down_free(&dQ);
+  tilerap_csr_destroy(&A); tilerap_csr_destroy(&P); tilerap_csr_destroy(&Q);
+}
+
+int main(int argc, char **argv)
+{
+  gpu_skip_without_device();
+  const int quick = argc > 1 && !strcmp(argv[1], "--quick");
+  uint64_t seed = 20261127;
+  const char *set[] = {"mesh2d:3000", "mesh3d:2500", "powerlaw:3000", "random:2000", "denserow:2500", "elast:1500",
+                       "s125:1000", "mesh2d:20000:sfc"};
+  const int nset = quick ? 4 : (int)(sizeof set / sizeof *set);
+  for (int k = 0; k < nset; k++) {
+    check_irregular(set[k], 0, &seed);
+    check_irregular(set[k], 1, &seed);
+  }
+  /* rectangular, tall-skinny, empty rows and columns, shuffled rows */
+  tilerap_csr *A = ref_random(301, 301, 0.03, 13, &seed), *P1 = ref_random(301, 1, 0.3, 0, &seed),
+              *P3 = ref_random(301, 3, 0.2, 4, &seed), *B = ref_random(301, 77, 0.05, 9, &seed),
+              *W = ref_random(45, 301, 0.08, 6, &seed);
+  check(TILERAP_CSR_PTAP, A, P1, 1, 0, "random 301, one coarse column", &seed);
+  check(TILERAP_CSR_PTAP, A, P3, 1, 0, "random 301, three coarse columns, empty rows", &seed);
+  check(TILERAP_CSR_AB, W, B, 1, 0, "45 x 301 times 301 x 77", &seed);
+  check(TILERAP_CSR_ATB, B, A, 1, 0, "(301 x 77)^T times 301 x 301", &seed);
+  tilerap_csr_destroy(&A); tilerap_csr_destroy(&P1); tilerap_csr_destroy(&P3); tilerap_csr_destroy(&B);
+  tilerap_csr_destroy(&W);
+  check_path("mesh2d:3000", TILERAP_PATH_CSR, &seed);
+  check_path("powerlaw:3000", TILERAP_PATH_CSR, &seed);
+  check_path("denserow:40000", TILERAP_PATH_TILES, &seed);
+  check_misuse(&seed);
+  return tap_done();
+}
