@@ -43,6 +43,12 @@
  * --phases  also, per level, the transpose of P, the AP product and the
  *   P^T (AP) product of a first-time Galerkin product timed apart.
  *
+ * --device-csr  tilerap's columns from the device CSR products instead
+ *   (tilerap_device.h: A and P as device CSR with 32-bit indices, C into
+ *   device CSR arrays, no tile form; first = create + C's arrays + fill,
+ *   re-run = numeric on a product made with TILERAP_CSR_REUSE); the path
+ *   column reads "dcsr".
+ *
  * --overhead  the fixed costs a plan pays whatever its size, on this
  *   device: a queued 4-byte memset (a launch), a launch followed by a
  *   stream synchronisation, and a stream-ordered 4 KB allocation and free
@@ -61,6 +67,7 @@
 static int reps = 9;
 static int tc_thr[8], ntc = 0, prec_thr = 0;
 static int phases = 0;
+static int device_csr = 0; /* --device-csr */
 static int plan_values = 0; /* BENCH_PLAN_VALUES */
 
 /* --phases: the three parts of a first-time Galerkin product timed apart
@@ -89,6 +96,75 @@ static void run_phases(const tilerap_tile_matrix *dA, const tilerap_tile_matrix 
   }
   printf("#   phases (first time, ms): transpose of P %.3f | AP plan + numeric %.3f | P^T(AP) plan + numeric %.3f\n",
          bench_median(t[0], reps), bench_median(t[1], reps), bench_median(t[2], reps));
+}
+
+/* --device-csr: tilerap's first time and re-run on device CSR operands,
+ * med[0..1], err[0..1], the pool's peak above what it held before, and
+ * whether re-runs used a record */
+typedef struct {
+  tilerap_csr_device_product X;
+  int32_t *rp, *col;
+  double *val;
+} dcsr_c;
+static void dcsr_c_free(dcsr_c *c)
+{
+  tilerap_csr_device_product_destroy(&c->X);
+  tilerap_device_free(c->rp); tilerap_device_free(c->col); tilerap_device_free(c->val);
+  memset(c, 0, sizeof *c);
+}
+static void dcsr_c_make(const tilerap_csr_device_i32 *a, const tilerap_csr_device_i32 *p, unsigned flags, dcsr_c *c)
+{
+  int64_t cnnz = 0;
+  TR(tilerap_csr_device_product_create_i32(TILERAP_CSR_PTAP, a, p, flags, &c->X, &cnnz));
+  TR(tilerap_device_malloc(((size_t)p->n + 1) * sizeof(int32_t), (void **)&c->rp));
+  TR(tilerap_device_malloc((size_t)(cnnz ? cnnz : 1) * sizeof(int32_t), (void **)&c->col));
+  TR(tilerap_device_malloc((size_t)(cnnz ? cnnz : 1) * sizeof(double), (void **)&c->val));
+  TR(tilerap_csr_device_product_fill_i32(c->X, a, p, 0, c->rp, c->col, c->val));
+}
+static double dcsr_c_err(const dcsr_c *c, int n, const tilerap_csr *R)
+{
+  int64_t cnnz = 0;
+  TR(tilerap_csr_device_product_info(c->X, NULL, NULL, &cnnz, NULL, NULL));
+  dcsr D = {.m = n, .n = n, .nnz = cnnz, .rp = c->rp, .ci = c->col, .v = c->val};
+  tilerap_csr *X = dcsr_download(&D);
+  const double e = bench_csr_relerr(X, R);
+  tilerap_csr_destroy(&X);
+  return e;
+}
+static void run_device_csr(const tilerap_csr *A, const tilerap_csr *P, const tilerap_csr *R, double *med, double *err,
+                           double *t, double *mb)
+{
+  dcsr cA, cP;
+  dcsr_upload(A, &cA); dcsr_upload(P, &cP);
+  const tilerap_csr_device_i32 a = {cA.m, cA.n, cA.rp, cA.ci, cA.v}, p = {cP.m, cP.n, cP.rp, cP.ci, cP.v};
+  dcsr_c c;
+  memset(&c, 0, sizeof c);
+  size_t base = 0, peak = 0;
+  TR(tilerap_device_memory(&base, NULL));
+  TR(tilerap_device_memory_reset_peak());
+  for (int r = -1; r < reps; r++) {
+    dcsr_c_free(&c);
+    gpu_tic();
+    dcsr_c_make(&a, &p, 0, &c);
+    double ms = gpu_toc();
+    if (r >= 0) t[r] = ms;
+  }
+  med[0] = bench_median(t, reps);
+  TR(tilerap_device_memory(NULL, &peak));
+  *mb = 1e-6 * (double)(peak - base);
+  err[0] = dcsr_c_err(&c, P->n, R);
+  dcsr_c_free(&c);
+  dcsr_c_make(&a, &p, TILERAP_CSR_REUSE, &c);
+  for (int r = -1; r < reps; r++) {
+    gpu_tic();
+    TR(tilerap_csr_device_product_numeric_i32(c.X, &a, &p, c.val));
+    double ms = gpu_toc();
+    if (r >= 0) t[r] = ms;
+  }
+  med[1] = bench_median(t, reps);
+  err[1] = dcsr_c_err(&c, P->n, R);
+  dcsr_c_free(&c);
+  dcsr_free(&cA); dcsr_free(&cP);
 }
 
 static void run_case(const char *spec, double bw, cusparseHandle_t h)
@@ -133,7 +209,12 @@ static void run_case(const char *spec, double bw, cusparseHandle_t h)
       TR(tilerap_ptap(hA, hP, &ocpu, &hC));
       R = ref_tile_to_csr(hC);
     }
-    double t[64], med[4], err[4];
+    double t[64], med[4], err[4], dcsr_mb = 0;
+    tilerap_ptap_info pinfo;
+    memset(&pinfo, 0, sizeof pinfo);
+    size_t tl_base = 0, tl_peak = 0;
+    if (device_csr) run_device_csr(A, P, R, med, err, t, &dcsr_mb);
+    else {
     /* tilerap, device-resident */
     tilerap_tile_matrix *dA = NULL, *dP = NULL, *dC = NULL;
     TR(tilerap_tile_copy(hA, TILERAP_MEM_DEVICE, &dA));
@@ -141,7 +222,6 @@ static void run_case(const char *spec, double bw, cusparseHandle_t h)
     tilerap_ptap_plan plan = NULL;
     tilerap_options ofirst = ogpu;
     ofirst.plan_values = plan_values;
-    size_t tl_base = 0, tl_peak = 0;
     TR(tilerap_device_memory(&tl_base, NULL)); /* A and P */
     TR(tilerap_device_memory_reset_peak());
     for (int r = -1; r < reps; r++) {
@@ -163,11 +243,11 @@ static void run_case(const char *spec, double bw, cusparseHandle_t h)
     }
     med[1] = bench_median(t, reps);
     err[1] = bench_tile_relerr(dC, R);
-    tilerap_ptap_info pinfo;
     TR(tilerap_ptap_plan_info(plan, &pinfo));
     tilerap_ptap_plan_destroy(&plan);
     if (phases) run_phases(dA, dP, &ogpu);
     tilerap_tile_destroy(&dC); tilerap_tile_destroy(&dA); tilerap_tile_destroy(&dP);
+    }
 
     /* cuSPARSE */
     dcsr cA, cP, cT, cAP, cC;
@@ -218,10 +298,13 @@ static void run_case(const char *spec, double bw, cusparseHandle_t h)
     int ok = 1;
     for (int i = 0; i < 4; i++) ok &= err[i] <= 1e-12;
     all_ok &= ok;
-    const double tl_mb = 1e-6 * (double)(tl_peak - tl_base), cs_mb = 1e-6 * (double)(cs_peak - cs_base);
+    const double tl_mb = device_csr ? dcsr_mb : 1e-6 * (double)(tl_peak - tl_base),
+                 cs_mb = 1e-6 * (double)(cs_peak - cs_base);
     char path[32]; /* "+rec": a product of the plan re-runs from a record */
-    snprintf(path, sizeof path, "%s%s", tilerap_path_name(pinfo.ap.path),
-             pinfo.ap.recorded > 0 || pinfo.ptap.recorded > 0 ? "+rec" : "");
+    if (device_csr) snprintf(path, sizeof path, "dcsr");
+    else
+      snprintf(path, sizeof path, "%s%s", tilerap_path_name(pinfo.ap.path),
+               pinfo.ap.recorded > 0 || pinfo.ptap.recorded > 0 ? "+rec" : "");
     printf("%s:%-6d %3d %9d %10lld %10lld %10lld  %8.3f %8.3f %8.3f %8.3f %8.4f  %6.1fx %6.1fx %6.1f  %.1e %.1e %.1e %.1e %s"
            "  %s %.2f %.2f  MB %.1f %.1f\n",
            name, n, lvl, A->m, (long long)A->nnz, (long long)P->nnz, (long long)R->nnz, med[0], med[1], med[2], med[3],
@@ -441,6 +524,7 @@ int main(int argc, char **argv)
     if (!strcmp(argv[i], "--prec-thr") && i + 1 < argc) { prec_thr = atoi(argv[++i]); continue; }
     if (!strcmp(argv[i], "--overhead")) { overhead = 1; continue; }
     if (!strcmp(argv[i], "--phases")) { phases = 1; continue; }
+    if (!strcmp(argv[i], "--device-csr")) { device_csr = 1; continue; }
     if (nc < 32) cases[nc++] = argv[i];
   }
   if (reps < 1 || reps > 63) reps = 9;

@@ -7,6 +7,11 @@
  *   cs_first : cuSPARSE SpGEMM work estimation + compute + copy, buffers and
  *              C allocated (A*A^T: with the csr2csc transpose)
  *   cs_num   : cusparseSpGEMMreuse_compute on a structure set up before
+ * --device-csr (CUDA engine): tilerap's columns from the device CSR
+ *   products instead (tilerap_device.h: A as device CSR with 32-bit
+ *   indices, C into device CSR arrays, no tile form; first = create + C's
+ *   arrays + fill, numeric = a product made with TILERAP_CSR_REUSE); A*A
+ *   only (its rows read "AAd").
  * Re-runs take A^T as given for both libraries (its values are not
  * refreshed in the timed loop).  CUDA engine: device-resident operands,
  * CUDA events; CPU engine: wall clock.  Median of --reps runs after
@@ -17,6 +22,7 @@
  * and the result is checked once more after the timed runs.
  * Exit status: 0 all results right, 1 a wrong result, 2 bad input/usage. */
 #include "tilerap.h"
+#include "tilerap_device.h"
 #include "tilerap_model.h"
 #include "../test/ref_gustavson.h"
 #include "bench_common.h"
@@ -37,7 +43,7 @@
 #define TOL_CUSPARSE 1e-12
 
 typedef struct {
-  int reps, warmup, do_aa, do_aat, cusparse, gpu;
+  int reps, warmup, do_aa, do_aat, cusparse, gpu, device_csr;
   tilerap_engine engine;
 } bench_cfg;
 
@@ -49,7 +55,7 @@ typedef struct {
 
 static const char *usage =
   "usage: spgemm-bench [--reps N] [--warmup N] [--engine auto|cpu|cuda] [--ops aa|aat|both]\n"
-  "                    [--no-cusparse] [--gen CASE]... [--write-mtx FILE] [file.mtx ...]\n"
+  "                    [--no-cusparse] [--device-csr] [--gen CASE]... [--write-mtx FILE] [file.mtx ...]\n"
   "  CASE = p2d5:N | p2d9:N | p3d7:N | p3d27:N (tilerap_model.h); --write-mtx FILE writes the\n"
   "  one --gen matrix as Matrix Market and exits.  Default: --reps 9 --warmup 2 --engine auto.\n";
 
@@ -151,6 +157,65 @@ static void tile_columns(const tilerap_csr *A, int trans, const tilerap_csr *R, 
 
 /* ---------------------------------------------------------------- cuSPARSE */
 #ifdef BENCH_WITH_CUSPARSE
+/* ------------------------------------------- tilerap's device CSR products */
+typedef struct {
+  const tilerap_csr *R;
+  dcsr dA;
+  tilerap_csr_device_i32 a;
+  unsigned flags;
+  tilerap_csr_device_product X;
+  dcsr C; /* arrays from tilerap's pool, no descriptor */
+} dp_job;
+
+static void dp_free_result(void *p)
+{
+  dp_job *j = p;
+  tilerap_csr_device_product_destroy(&j->X);
+  tilerap_device_free(j->C.rp); tilerap_device_free(j->C.ci); tilerap_device_free(j->C.v);
+  j->C.rp = NULL; j->C.ci = NULL; j->C.v = NULL;
+}
+static void dp_first(void *p) /* create, C's arrays, fill */
+{
+  dp_job *j = p;
+  int64_t cnnz = 0;
+  TR(tilerap_csr_device_product_create_i32(TILERAP_CSR_AB, &j->a, &j->a, j->flags, &j->X, &cnnz));
+  j->C.m = j->a.m; j->C.n = j->a.n; j->C.nnz = cnnz;
+  TR(tilerap_device_malloc(((size_t)j->a.m + 1) * sizeof(int), (void **)&j->C.rp));
+  TR(tilerap_device_malloc((size_t)(cnnz ? cnnz : 1) * sizeof(int), (void **)&j->C.ci));
+  TR(tilerap_device_malloc((size_t)(cnnz ? cnnz : 1) * sizeof(double), (void **)&j->C.v));
+  TR(tilerap_csr_device_product_fill_i32(j->X, &j->a, &j->a, 0, j->C.rp, j->C.ci, j->C.v));
+}
+static void dp_numeric(void *p)
+{
+  dp_job *j = p;
+  TR(tilerap_csr_device_product_numeric_i32(j->X, &j->a, &j->a, j->C.v));
+}
+static double dp_check(void *p)
+{
+  dp_job *j = p;
+  tilerap_csr *X = dcsr_download(&j->C);
+  double e = bench_csr_relerr(X, j->R);
+  tilerap_csr_destroy(&X);
+  return e;
+}
+static void device_csr_columns(const tilerap_csr *A, const tilerap_csr *R, const bench_cfg *c, column col[2])
+{
+  dp_job j;
+  memset(&j, 0, sizeof j);
+  j.R = R;
+  dcsr_upload(A, &j.dA);
+  j.a = (tilerap_csr_device_i32){j.dA.m, j.dA.n, j.dA.rp, j.dA.ci, j.dA.v};
+  time_column(c, &j, dp_free_result, dp_first, dp_check, TOL_TILERAP, &col[0]);
+  if (col[0].ok) {
+    dp_free_result(&j);
+    j.flags = TILERAP_CSR_REUSE;
+    dp_first(&j);
+    time_column(c, &j, NULL, dp_numeric, dp_check, TOL_TILERAP, &col[1]);
+  }
+  dp_free_result(&j);
+  dcsr_free(&j.dA);
+}
+
 typedef struct {
   cusparseHandle_t h;
   const tilerap_csr *R;
@@ -257,7 +322,16 @@ static int run_matrix(const char *name, const tilerap_csr *A, const bench_cfg *c
     tilerap_csr *R = ref_spgemm(A, B); /* independent reference */
     column col[4];
     memset(col, 0, sizeof col);
-    tile_columns(A, trans, R, c, col);
+    if (c->device_csr && trans) {
+      printf("# %s: --device-csr: A*A^T skipped\n", name);
+      tilerap_csr_destroy(&R);
+      continue;
+    }
+#ifdef BENCH_WITH_CUSPARSE
+    if (c->device_csr) device_csr_columns(A, R, c, col);
+    else
+#endif
+      tile_columns(A, trans, R, c, col);
 #ifdef BENCH_WITH_CUSPARSE
     if (c->cusparse) {
       if (R->nnz > INT32_MAX || A->nnz > INT32_MAX)
@@ -273,7 +347,8 @@ static int run_matrix(const char *name, const tilerap_csr *A, const bench_cfg *c
       if (col[i].run) { ok &= col[i].ok; err = fmax(err, col[i].err); }
     wrong += !ok;
     int64_t flops = spgemm_flops(A, B);
-    printf("%-20.20s %-4s %9d %9d %11lld %11lld %13lld", name, trans ? "AAt" : "AA", A->m, A->n, (long long)A->nnz,
+    printf("%-20.20s %-4s %9d %9d %11lld %11lld %13lld", name, trans ? "AAt" : c->device_csr ? "AAd" : "AA", A->m, A->n,
+           (long long)A->nnz,
            (long long)R->nnz, (long long)flops);
     for (int i = 0; i < 4; i++) print_time(&col[i]);
     print_ratio(&col[2], &col[0]);
@@ -340,6 +415,7 @@ static int bench_main(int argc, char **argv, const char **inputs, int *is_gen)
     int has_arg = i + 1 < argc;
     if (!strcmp(a, "--help") || !strcmp(a, "-h")) { fputs(usage, stdout); return 0; }
     if (!strcmp(a, "--no-cusparse")) { c.cusparse = 0; continue; }
+    if (!strcmp(a, "--device-csr")) { c.device_csr = 1; continue; }
     if (a[0] == '-' && a[1] == '-' && !has_arg) { fprintf(stderr, "spgemm-bench: %s needs an argument\n%s", a, usage); return 2; }
     if (!strcmp(a, "--reps")) { if (parse_int(a, argv[++i], 1, 100000, &c.reps)) return 2; }
     else if (!strcmp(a, "--warmup")) { if (parse_int(a, argv[++i], 0, 100000, &c.warmup)) return 2; }
@@ -378,6 +454,16 @@ static int bench_main(int argc, char **argv, const char **inputs, int *is_gen)
     return 2;
   }
   c.gpu = c.engine == TILERAP_ENGINE_CUDA;
+  if (c.device_csr && !c.gpu) {
+    fprintf(stderr, "spgemm-bench: --device-csr needs the CUDA engine\n");
+    return 2;
+  }
+#ifndef BENCH_WITH_CUSPARSE
+  if (c.device_csr) {
+    fprintf(stderr, "spgemm-bench: --device-csr needs a CUDA build\n");
+    return 2;
+  }
+#endif
   void *cs_handle = NULL;
   char where[400] = "";
 #ifdef BENCH_WITH_CUSPARSE

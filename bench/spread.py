@@ -53,7 +53,7 @@ def spgemm(files):
     for f in files:
         for line in open(f):
             p = line.split()
-            if len(p) >= 16 and p[1] in ("AA", "AAt") and p[-1] in ("ok", "WRONG"):
+            if len(p) >= 16 and p[1] in ("AA", "AAt", "AAd") and p[-1] in ("ok", "WRONG"):
                 try:
                     v = [float(x) for x in p[7:11]]
                 except ValueError:
@@ -67,7 +67,7 @@ def spgemm(files):
         col = list(zip(*r["v"]))
         med = [statistics.median(c) for c in col]
         print("| %s | %s | %s | %s | %d | %s | %s | %s | %s | %.2f× | %.2f× | %s |" % (
-            name, "A·A" if op == "AA" else "A·Aᵀ", r["nnz"][0], r["nnz"][1], len(r["v"]), mmm(col[0]), mmm(col[1]),
+            name, {"AA": "A·A", "AAt": "A·Aᵀ", "AAd": "A·A, device CSR"}[op], r["nnz"][0], r["nnz"][1], len(r["v"]), mmm(col[0]), mmm(col[1]),
             mmm(col[2]), mmm(col[3]), med[2] / med[0], med[3] / med[1],
             "ok" if all(c == "ok" for c in r["ok"]) else "WRONG"))
 

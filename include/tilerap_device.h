@@ -142,6 +142,8 @@ typedef struct {
   const double *val;     /* rowptr[m] device values, or NULL (C's values 0) */
 } tilerap_csr_device_i32;
 typedef struct tilerap_csr_device_product_s *tilerap_csr_device_product;
+/* tilerap_csr_device_product_create_i32 flags */
+#define TILERAP_CSR_REUSE 2u /* numeric runs will follow: keep what they need (a record of each C entry's products where it fits) */
 /* tilerap_csr_device_product_fill_i32 flags */
 #define TILERAP_CSR_DIAG_FIRST 1u /* C square, each row's diagonal entry first, the rest ascending (hypre's layout) */
 
@@ -151,9 +153,10 @@ typedef struct tilerap_csr_device_product_s *tilerap_csr_device_product;
  * the row), builds what the product needs and gives C's entry count.  The
  * operands' arrays, structure and values, must stay as they are until
  * tilerap_csr_device_product_fill has run: a P^T A P product computes A P
- * here.  Without CUDA or a GPU: TILERAP_ERR_ENGINE. */
+ * here.  flags: 0 or TILERAP_CSR_REUSE.  Without CUDA or a GPU:
+ * TILERAP_ERR_ENGINE. */
 TILERAP_EXPORT int tilerap_csr_device_product_create_i32(tilerap_csr_kind kind, const tilerap_csr_device_i32 *A,
-                                                         const tilerap_csr_device_i32 *B,
+                                                         const tilerap_csr_device_i32 *B, unsigned flags,
                                                          tilerap_csr_device_product *X, int64_t *c_nnz);
 /* C into the caller's device arrays: c_rowptr[C.m + 1], c_colidx and
  * c_val[c_nnz] (c_val NULL: structure only); rows sorted, or in hypre's
@@ -166,6 +169,15 @@ TILERAP_EXPORT int tilerap_csr_device_product_create_i32(tilerap_csr_kind kind, 
 TILERAP_EXPORT int tilerap_csr_device_product_fill_i32(tilerap_csr_device_product X, const tilerap_csr_device_i32 *A,
                                                        const tilerap_csr_device_i32 *B, unsigned flags,
                                                        int32_t *c_rowptr, int32_t *c_colidx, double *c_val);
+/* C's values, in the layout of the fill, for the operands' current values
+ * (a product created with TILERAP_CSR_REUSE and filled; else
+ * TILERAP_ERR_INVALID).  Their structure must be the product's: the same
+ * structure arrays and shapes are checked (TILERAP_ERR_STRUCTURE), their
+ * contents are not (callers track structure changes, as PETSc's
+ * nonzerostate does).  Queued on the legacy stream: no allocation, no
+ * wait for the device. */
+TILERAP_EXPORT int tilerap_csr_device_product_numeric_i32(tilerap_csr_device_product X, const tilerap_csr_device_i32 *A,
+                                                          const tilerap_csr_device_i32 *B, double *c_val);
 /* The transposed operand the product made (A^T for A^T*B, B^T for
  * B^T*A*B; TILERAP_ERR_INVALID for A*B) with the operand's values:
  * rowptr[rows + 1], colidx and val[its entries], each row ascending (what

@@ -14,7 +14,30 @@ typedef struct {
   tilerap_csr_device_i32 v;
   int32_t *rp, *col;
   double *val;
+  int32_t *hcol, *hrow; /* host copies of the device order: each entry's column and row */
+  int64_t nnz;
 } dcsr;
+
+/* the second value set of a numeric run: a function of the entry's place
+ * and old value, so that host and device order agree */
+static double new_value(int32_t i, int32_t j, double v)
+{
+  return v * (1.5 + (double)((i * 7 + j * 3) % 5)) - 0.25 * (double)((i + 2 * j) % 3);
+}
+static void new_values_host(tilerap_csr *H)
+{
+  for (int32_t i = 0; i < H->m; i++)
+    for (int64_t p = H->rowptr[i]; p < H->rowptr[i + 1]; p++) H->val[p] = new_value(i, H->colidx[p], H->val[p]);
+}
+/* the same on the device copy (its values were those of H, in D's order) */
+static void new_values_device(dcsr *D)
+{
+  double *v = malloc((size_t)(D->nnz ? D->nnz : 1) * sizeof *v);
+  if (D->nnz && tilerap_memcpy(v, TILERAP_MEM_HOST, D->val, TILERAP_MEM_DEVICE, (size_t)D->nnz * sizeof *v)) abort();
+  for (int64_t p = 0; p < D->nnz; p++) v[p] = new_value(D->hrow[p], D->hcol[p], v[p]);
+  if (D->nnz && tilerap_memcpy(D->val, TILERAP_MEM_DEVICE, v, TILERAP_MEM_HOST, (size_t)D->nnz * sizeof *v)) abort();
+  free(v);
+}
 
 static void *dup_to_device(const void *src, size_t bytes)
 {
@@ -43,13 +66,19 @@ static dcsr up(const tilerap_csr *H, int shuffle, uint64_t *seed)
   D.col = dup_to_device(col, (size_t)H->nnz * sizeof *col);
   D.val = dup_to_device(val, (size_t)H->nnz * sizeof *val);
   D.v.m = H->m; D.v.n = H->n; D.v.rowptr = D.rp; D.v.colidx = D.col; D.v.val = D.val;
-  free(rp); free(col); free(val);
+  D.nnz = H->nnz;
+  D.hcol = col;
+  D.hrow = malloc((size_t)(H->nnz ? H->nnz : 1) * sizeof *D.hrow);
+  for (int32_t i = 0; i < H->m; i++)
+    for (int64_t p = H->rowptr[i]; p < H->rowptr[i + 1]; p++) D.hrow[p] = i;
+  free(rp); free(val);
   return D;
 }
 
 static void down_free(dcsr *D)
 {
   tilerap_device_free(D->rp); tilerap_device_free(D->col); tilerap_device_free(D->val);
+  free(D->hcol); free(D->hrow);
 }
 
 /* host copy of device CSR arrays (m rows, n columns) */
@@ -109,7 +138,7 @@ static void check(tilerap_csr_kind kind, const tilerap_csr *A, const tilerap_csr
   dcsr dA = up(A, shuffle, seed), dB = up(B, shuffle, seed);
   tilerap_csr_device_product X = NULL;
   int64_t cnnz = -1;
-  int err = tilerap_csr_device_product_create_i32(kind, &dA.v, &dB.v, &X, &cnnz);
+  int err = tilerap_csr_device_product_create_i32(kind, &dA.v, &dB.v, TILERAP_CSR_REUSE, &X, &cnnz);
   if (!tap_ok(!err && cnnz == R->nnz, "%s %s: create (C %lld entries, reference %lld) %s", tilerap_csr_kind_name(kind),
               what, (long long)cnnz, (long long)R->nnz, err ? tilerap_last_error() : "")) {
     down_free(&dA); down_free(&dB); tilerap_csr_destroy(&R); tilerap_csr_device_product_destroy(&X);
@@ -147,6 +176,33 @@ static void check(tilerap_csr_kind kind, const tilerap_csr *A, const tilerap_csr
   }
   EXPECT(tilerap_csr_device_product_fill_i32(X, &dA.v, &dB.v, 0, crp, ccol, cval), TILERAP_ERR_INVALID,
          "a second fill");
+  /* numeric runs on new values: the first by the hash, later ones from the record where one was kept */
+  tilerap_csr *A2 = ref_copy(A), *B2 = ref_copy(B), *R2 = NULL;
+  new_values_host(A2);
+  new_values_host(B2);
+  if (kind == TILERAP_CSR_AB) R2 = ref_spgemm(A2, B2);
+  else if (kind == TILERAP_CSR_ATB) {
+    tilerap_csr *At = ref_transpose(A2);
+    R2 = ref_spgemm(At, B2);
+    tilerap_csr_destroy(&At);
+  } else R2 = ref_ptap(A2, B2);
+  new_values_device(&dA);
+  new_values_device(&dB);
+  for (int run = 0; run < 3; run++) {
+    if (cnnz) tilerap_memcpy(cval, TILERAP_MEM_DEVICE, C->val, TILERAP_MEM_HOST, 8); /* a stale first value */
+    err = tilerap_csr_device_product_numeric_i32(X, &dA.v, &dB.v, cval);
+    tilerap_csr *N = down(R->m, R->n, crp, ccol, cval);
+    tap_ok(diag ? diag_first_layout(N) : sorted_layout(N), "%s %s: numeric run %d keeps the fill's layout",
+           tilerap_csr_kind_name(kind), what, run + 1);
+    sort_rows(N);
+    const double r2 = !err && ref_same_structure(N, R2) ? ref_relerr(N, R2) : INFINITY;
+    tap_ok(r2 <= 1e-14, "%s %s: numeric run %d on new values equals the reference (relerr %.2e) %s",
+           tilerap_csr_kind_name(kind), what, run + 1, r2, err ? tilerap_last_error() : "");
+    tilerap_csr_destroy(&N);
+  }
+  EXPECT(tilerap_csr_device_product_numeric_i32(X, &dB.v, &dA.v, cval),
+         dA.v.rowptr == dB.v.rowptr ? TILERAP_SUCCESS : TILERAP_ERR_STRUCTURE, "numeric with the operands swapped");
+  tilerap_csr_destroy(&A2); tilerap_csr_destroy(&B2); tilerap_csr_destroy(&R2);
   tilerap_csr_destroy(&C);
   tilerap_device_free(crp); tilerap_device_free(ccol); tilerap_device_free(cval);
   tilerap_csr_device_product_destroy(&X);
@@ -195,18 +251,18 @@ static void check_misuse(uint64_t *seed)
   dcsr dA = up(A, 0, seed), dP = up(P, 0, seed), dQ = up(Q, 0, seed);
   tilerap_csr_device_product X = NULL;
   int64_t cnnz = 0;
-  EXPECT(tilerap_csr_device_product_create_i32(TILERAP_CSR_PTAP, &dA.v, &dQ.v, &X, &cnnz), TILERAP_ERR_SIZE,
+  EXPECT(tilerap_csr_device_product_create_i32(TILERAP_CSR_PTAP, &dA.v, &dQ.v, 0, &X, &cnnz), TILERAP_ERR_SIZE,
          "P^T A P with P of other rows");
-  EXPECT(tilerap_csr_device_product_create_i32(TILERAP_CSR_PTAP, &dP.v, &dP.v, &X, &cnnz), TILERAP_ERR_SIZE,
+  EXPECT(tilerap_csr_device_product_create_i32(TILERAP_CSR_PTAP, &dP.v, &dP.v, 0, &X, &cnnz), TILERAP_ERR_SIZE,
          "P^T A P with a rectangular A");
-  EXPECT(tilerap_csr_device_product_create_i32(TILERAP_CSR_AB, &dA.v, &dQ.v, &X, &cnnz), TILERAP_ERR_SIZE,
+  EXPECT(tilerap_csr_device_product_create_i32(TILERAP_CSR_AB, &dA.v, &dQ.v, 0, &X, &cnnz), TILERAP_ERR_SIZE,
          "A*B with inner sizes 40 and 30");
-  EXPECT(tilerap_csr_device_product_create_i32(TILERAP_CSR_ATB, &dA.v, &dQ.v, &X, &cnnz), TILERAP_ERR_SIZE,
+  EXPECT(tilerap_csr_device_product_create_i32(TILERAP_CSR_ATB, &dA.v, &dQ.v, 0, &X, &cnnz), TILERAP_ERR_SIZE,
          "A^T*B with rows 40 and 30");
-  EXPECT(tilerap_csr_device_product_create_i32((tilerap_csr_kind)7, &dA.v, &dP.v, &X, &cnnz), TILERAP_ERR_INVALID,
+  EXPECT(tilerap_csr_device_product_create_i32((tilerap_csr_kind)7, &dA.v, &dP.v, 0, &X, &cnnz), TILERAP_ERR_INVALID,
          "unknown kind");
-  EXPECT(tilerap_csr_device_product_create_i32(TILERAP_CSR_AB, NULL, &dP.v, &X, &cnnz), TILERAP_ERR_NULL, "A NULL");
-  EXPECT(tilerap_csr_device_product_create_i32(TILERAP_CSR_AB, &dA.v, &dP.v, NULL, &cnnz), TILERAP_ERR_NULL,
+  EXPECT(tilerap_csr_device_product_create_i32(TILERAP_CSR_AB, NULL, &dP.v, 0, &X, &cnnz), TILERAP_ERR_NULL, "A NULL");
+  EXPECT(tilerap_csr_device_product_create_i32(TILERAP_CSR_AB, &dA.v, &dP.v, 0, NULL, &cnnz), TILERAP_ERR_NULL,
          "no product to return");
   tap_ok(X == NULL, "no product after failed creates");
   /* corrupt copies of A's structure on the device */
@@ -216,13 +272,13 @@ static void check_misuse(uint64_t *seed)
   rp[0] = 1;
   int32_t *drp = dup_to_device(rp, 41 * sizeof *rp);
   bad.rowptr = drp;
-  EXPECT(tilerap_csr_device_product_create_i32(TILERAP_CSR_PTAP, &bad, &dP.v, &X, &cnnz), TILERAP_ERR_INVALID,
+  EXPECT(tilerap_csr_device_product_create_i32(TILERAP_CSR_PTAP, &bad, &dP.v, 0, &X, &cnnz), TILERAP_ERR_INVALID,
          "rowptr[0] = 1");
   rp[0] = 0;
   const int32_t keep = rp[20];
   rp[20] = rp[21] + 1; /* decreasing pointers at row 20 */
   tilerap_memcpy(drp, TILERAP_MEM_DEVICE, rp, TILERAP_MEM_HOST, 41 * sizeof *rp);
-  EXPECT(tilerap_csr_device_product_create_i32(TILERAP_CSR_PTAP, &bad, &dP.v, &X, &cnnz), TILERAP_ERR_INVALID,
+  EXPECT(tilerap_csr_device_product_create_i32(TILERAP_CSR_PTAP, &bad, &dP.v, 0, &X, &cnnz), TILERAP_ERR_INVALID,
          "row pointers that decrease");
   rp[20] = keep;
   tilerap_memcpy(drp, TILERAP_MEM_DEVICE, rp, TILERAP_MEM_HOST, 41 * sizeof *rp);
@@ -231,15 +287,23 @@ static void check_misuse(uint64_t *seed)
   col[A->nnz / 2] = 40;
   int32_t *dcol = dup_to_device(col, (size_t)A->nnz * sizeof *col);
   bad.colidx = dcol;
-  EXPECT(tilerap_csr_device_product_create_i32(TILERAP_CSR_PTAP, &bad, &dP.v, &X, &cnnz), TILERAP_ERR_RANGE,
+  EXPECT(tilerap_csr_device_product_create_i32(TILERAP_CSR_PTAP, &bad, &dP.v, 0, &X, &cnnz), TILERAP_ERR_RANGE,
          "a column index equal to n");
   col[A->nnz / 2] = -1;
   tilerap_memcpy(dcol, TILERAP_MEM_DEVICE, col, TILERAP_MEM_HOST, (size_t)A->nnz * sizeof *col);
-  EXPECT(tilerap_csr_device_product_create_i32(TILERAP_CSR_PTAP, &bad, &dP.v, &X, &cnnz), TILERAP_ERR_RANGE,
+  EXPECT(tilerap_csr_device_product_create_i32(TILERAP_CSR_PTAP, &bad, &dP.v, 0, &X, &cnnz), TILERAP_ERR_RANGE,
          "a negative column index");
-  /* a good product, then fills that must refuse before writing */
-  int err = tilerap_csr_device_product_create_i32(TILERAP_CSR_AB, &dA.v, &dP.v, &X, &cnnz);
+  EXPECT(tilerap_csr_device_product_create_i32(TILERAP_CSR_AB, &dA.v, &dP.v, 8u, &X, &cnnz), TILERAP_ERR_INVALID,
+         "unknown create flag");
+  /* a good product, then fills and runs that must refuse before writing */
+  int err = tilerap_csr_device_product_create_i32(TILERAP_CSR_AB, &dA.v, &dP.v, 0, &X, &cnnz);
   tap_ok(!err && X, "A*B of good operands");
+  {
+    double *v = dup_to_device(NULL, (size_t)(cnnz ? cnnz : 1) * 8);
+    EXPECT(tilerap_csr_device_product_numeric_i32(X, &dA.v, &dP.v, v), TILERAP_ERR_INVALID,
+           "numeric run of a product made without TILERAP_CSR_REUSE");
+    tilerap_device_free(v);
+  }
   int32_t *crp = dup_to_device(NULL, 41 * 4), *ccol = dup_to_device(NULL, (size_t)cnnz * 4);
   double *cval = dup_to_device(NULL, (size_t)cnnz * 8);
   EXPECT(tilerap_csr_device_product_fill_i32(X, &dA.v, &dQ.v, 0, crp, ccol, cval), TILERAP_ERR_STRUCTURE,
@@ -259,12 +323,23 @@ static void check_misuse(uint64_t *seed)
   tilerap_csr_device_product_destroy(&X);
   tilerap_csr_device_product_destroy(&X); /* twice: a no-op */
   tilerap_device_free(crp); tilerap_device_free(ccol); tilerap_device_free(cval);
+  err = tilerap_csr_device_product_create_i32(TILERAP_CSR_PTAP, &dA.v, &dP.v, TILERAP_CSR_REUSE, &X, &cnnz);
+  crp = dup_to_device(NULL, 10 * 4), ccol = dup_to_device(NULL, (size_t)(cnnz ? cnnz : 1) * 4);
+  cval = dup_to_device(NULL, (size_t)(cnnz ? cnnz : 1) * 8);
+  EXPECT(tilerap_csr_device_product_numeric_i32(X, &dA.v, &dP.v, cval), TILERAP_ERR_INVALID, "numeric run before the fill");
+  EXPECT(tilerap_csr_device_product_fill_i32(X, &dA.v, &dP.v, 0, crp, ccol, cval), TILERAP_SUCCESS, "P^T A P fill");
+  EXPECT(tilerap_csr_device_product_numeric_i32(X, &dA.v, &dQ.v, cval), TILERAP_ERR_STRUCTURE, "numeric run with another P");
+  EXPECT(tilerap_csr_device_product_numeric_i32(X, &dA.v, &dP.v, NULL), cnnz ? TILERAP_ERR_NULL : TILERAP_SUCCESS,
+         "numeric run without C's values");
+  EXPECT(tilerap_csr_device_product_numeric_i32(X, &dA.v, &dP.v, cval), TILERAP_SUCCESS, "numeric run");
+  tilerap_device_free(crp); tilerap_device_free(ccol); tilerap_device_free(cval);
+  tilerap_csr_device_product_destroy(&X);
   /* an empty P: C's rows are empty, so no diagonal to put first */
   tilerap_csr *Pz = NULL;
   tilerap_csr_create(40, 9, 0, &Pz);
   for (int i = 0; i <= 40; i++) Pz->rowptr[i] = 0;
   dcsr dPz = up(Pz, 0, seed);
-  err = tilerap_csr_device_product_create_i32(TILERAP_CSR_PTAP, &dA.v, &dPz.v, &X, &cnnz);
+  err = tilerap_csr_device_product_create_i32(TILERAP_CSR_PTAP, &dA.v, &dPz.v, 0, &X, &cnnz);
   tap_ok(!err && cnnz == 0, "P^T A P of an empty P: C empty");
   crp = dup_to_device(NULL, 10 * 4);
   EXPECT(tilerap_csr_device_product_fill_i32(X, &dA.v, &dPz.v, TILERAP_CSR_DIAG_FIRST, crp, NULL, NULL),

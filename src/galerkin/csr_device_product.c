@@ -7,7 +7,9 @@
  * view of A (columns and each entry's position in A's values).  P^T A P:
  * A P first (its structure and values kept here), then P^T (A P) over the
  * transposed view of P, whose values the caller may take as P's stored
- * transpose (hypre keeps one for its restriction). */
+ * transpose (hypre keeps one for its restriction).  Numeric runs repeat
+ * the products' value passes on the plan's structures: no allocation, no
+ * wait for the device. */
 #include "tile_internal.h"
 #include "tilerap_device.h"
 #include "tuning.h"
@@ -19,6 +21,7 @@
 
 struct tilerap_csr_device_product_s {
   tilerap_csr_kind kind;
+  unsigned flags;
   int filled;
   tilerap_csr_device_i32 a, b;    /* the operands given to create */
   int32_t cm, cn;
@@ -31,6 +34,8 @@ struct tilerap_csr_device_product_s {
   int64_t tnnz;
   tr_cuda_csr_product *ap, *c;    /* P^T A P: A P and P^T (A P); else c */
   double *apval;
+  int64_t *cpos;                  /* C's sorted entry -> its place in the caller's layout, or NULL */
+  int ap_sorted, ap_recorded, c_recorded;
 #endif
 };
 
@@ -69,20 +74,36 @@ void tilerap_csr_device_product_destroy(tilerap_csr_device_product *px)
   tr_cuda_free(X->arp); tr_cuda_free(X->brp);
   tr_cuda_free(X->trp); tr_cuda_free(X->tcol); tr_cuda_free(X->tvidx);
   tr_cuda_free(X->apval);
+  tr_cuda_free(X->cpos);
 #endif
   free(*px);
   *px = NULL;
 }
 
+#ifdef TILERAP_HAVE_CUDA
+/* Numeric runs from a record of each C entry's products where C's entries
+ * sum at most TILERAP_CSR_RECORD_MACS products on average, as the tile
+ * plans' CSR path does (csr_path.c); without device memory for it, the
+ * hash runs. */
+static int tr_keep_record(tr_cuda_csr_product *p, int64_t macs, int64_t cnnz, int64_t annz, int64_t bnnz, int *kept)
+{
+  *kept = 0;
+  if (cnnz <= 0 || (double)macs > tr_knob(TR_KNOB_CSR_RECORD_MACS) * (double)cnnz) return TILERAP_SUCCESS;
+  const int err = tr_cuda_csr_product_keep_record(p, annz, bnnz, kept);
+  return err == TILERAP_ERR_DEVICE_NOMEM ? TILERAP_SUCCESS : err;
+}
+#endif
+
 int tilerap_csr_device_product_create_i32(tilerap_csr_kind kind, const tilerap_csr_device_i32 *A,
-                                          const tilerap_csr_device_i32 *B, tilerap_csr_device_product *out,
-                                          int64_t *c_nnz)
+                                          const tilerap_csr_device_i32 *B, unsigned flags,
+                                          tilerap_csr_device_product *out, int64_t *c_nnz)
 {
   int err;
   if (!out) return tilerap_set_error(TILERAP_ERR_NULL, "tilerap_csr_device_product_create_i32: no product to return");
   *out = NULL;
   if ((err = tr_check_operand("A", A)) || (err = tr_check_operand("B", B)) || (err = tr_check_shapes(kind, A, B)))
     return err;
+  if (flags & ~TILERAP_CSR_REUSE) return tilerap_set_error(TILERAP_ERR_INVALID, "unknown create flags 0x%x", flags);
   const int32_t cm = kind == TILERAP_CSR_AB ? A->m : kind == TILERAP_CSR_ATB ? A->n : B->n, cn = B->n;
 #ifndef TILERAP_HAVE_CUDA
   (void)c_nnz; (void)cm;
@@ -92,7 +113,7 @@ int tilerap_csr_device_product_create_i32(tilerap_csr_kind kind, const tilerap_c
     return tilerap_set_error(TILERAP_ERR_ENGINE, "device CSR products need the CUDA engine and a visible GPU");
   tilerap_csr_device_product X = tilerap_host_calloc(1, sizeof *X);
   if (!X) return TILERAP_ERR_NOMEM;
-  X->kind = kind; X->a = *A; X->b = *B; X->cm = cm; X->cn = cn;
+  X->kind = kind; X->flags = flags; X->a = *A; X->b = *B; X->cm = cm; X->cn = cn;
   int64_t blongest = 0, apnnz = 0, macs_ap = 0;
   if ((err = tr_cuda_dcsr_operand("A", A->m, A->n, A->rowptr, A->colidx, &X->annz, &X->arp, &X->a_longest)) ||
       (err = tr_cuda_dcsr_operand("B", B->m, B->n, B->rowptr, B->colidx, &X->bnnz, &X->brp, &blongest)))
@@ -107,17 +128,21 @@ int tilerap_csr_device_product_create_i32(tilerap_csr_kind kind, const tilerap_c
                                        &X->macs);
   } else {
     X->tm = B->n; X->tnnz = X->bnnz;
-    const int values = A->val && B->val;
     if ((err = tr_cuda_dcsr_transpose(B->m, B->n, X->brp, B->colidx, X->bnnz, &X->trp, &X->tcol, &X->tvidx)) ||
         (err = tr_cuda_csr_product_create(A->m, B->n, X->arp, A->colidx, X->annz, X->brp, B->colidx, NULL, &X->ap,
                                           &apnnz, &macs_ap)) ||
-        (values && (err = tr_cuda_malloc((size_t)(apnnz ? apnnz : 1) * sizeof(double), (void **)&X->apval))) ||
-        (err = tr_cuda_csr_product_fill(X->ap, A->val, NULL, B->val, NULL, X->apval, 0)) ||
+        ((flags & TILERAP_CSR_REUSE) &&
+         (err = tr_keep_record(X->ap, macs_ap, apnnz, X->annz, X->bnnz, &X->ap_recorded))) ||
+        (err = tr_cuda_malloc((size_t)(apnnz ? apnnz : 1) * sizeof(double), (void **)&X->apval)) ||
+        (err = tr_cuda_csr_product_fill(X->ap, A->val, NULL, B->val, NULL, X->apval, X->ap_recorded)) ||
         (err = tr_cuda_csr_product_create(cm, cn, X->trp, X->tcol, X->bnnz, tr_cuda_csr_product_rowptr(X->ap),
                                           tr_cuda_csr_product_colidx(X->ap), NULL, &X->c, &X->cnnz, &X->macs)))
       goto fail;
     X->macs += macs_ap;
   }
+  if (!err && (flags & TILERAP_CSR_REUSE))
+    err = tr_keep_record(X->c, X->macs - macs_ap, X->cnnz, kind == TILERAP_CSR_PTAP ? X->bnnz : X->annz,
+                         kind == TILERAP_CSR_PTAP ? apnnz : X->bnnz, &X->c_recorded);
   if (err) goto fail;
   if (X->cnnz > INT32_MAX) {
     err = tilerap_set_error(TILERAP_ERR_OVERFLOW, "C has %lld entries: beyond 32-bit row pointers", (long long)X->cnnz);
@@ -171,12 +196,42 @@ int tilerap_csr_device_product_fill_i32(tilerap_csr_device_product X, const tile
     err = tr_cuda_csr_product_fill(X->c, X->a.val, X->tvidx, X->b.val, NULL, cv, 1);
   else
     err = tr_cuda_csr_product_fill(X->c, X->b.val, X->tvidx, X->apval, NULL, cv, 1);
+  /* numeric runs write through the map where the layout moved entries */
+  if (!err && diag_first && (X->flags & TILERAP_CSR_REUSE) && !X->cpos)
+    err = tr_cuda_malloc((size_t)(X->cnnz ? X->cnnz : 1) * sizeof(int64_t), (void **)&X->cpos);
   if (!err)
     err = tr_cuda_dcsr_write(X->cm, X->cnnz, tr_cuda_csr_product_rowptr(X->c), tr_cuda_csr_product_colidx(X->c), cv,
-                             diag_first, c_rowptr, c_colidx, values ? c_val : NULL);
+                             diag_first, c_rowptr, c_colidx, values ? c_val : NULL, diag_first ? X->cpos : NULL);
+  if (err == TILERAP_ERR_STRUCTURE) { tr_cuda_free(X->cpos); X->cpos = NULL; }
   if (cv != c_val) tr_cuda_free(cv);
   if (!err) X->filled = 1;
   return err;
+#endif
+}
+
+int tilerap_csr_device_product_numeric_i32(tilerap_csr_device_product X, const tilerap_csr_device_i32 *A,
+                                           const tilerap_csr_device_i32 *B, double *c_val)
+{
+  if (!X) return tilerap_set_error(TILERAP_ERR_NULL, "tilerap_csr_device_product_numeric_i32: product is NULL");
+  if (!(X->flags & TILERAP_CSR_REUSE))
+    return tilerap_set_error(TILERAP_ERR_INVALID, "tilerap_csr_device_product_numeric_i32: created without "
+                                                  "TILERAP_CSR_REUSE");
+  if (!X->filled)
+    return tilerap_set_error(TILERAP_ERR_INVALID, "tilerap_csr_device_product_numeric_i32: C not filled yet");
+  if (!A || !B || A->m != X->a.m || A->n != X->a.n || A->rowptr != X->a.rowptr || A->colidx != X->a.colidx ||
+      B->m != X->b.m || B->n != X->b.n || B->rowptr != X->b.rowptr || B->colidx != X->b.colidx)
+    return tilerap_set_error(TILERAP_ERR_STRUCTURE, "tilerap_csr_device_product_numeric_i32: operands other than the "
+                                                    "product's (structure arrays or shapes differ)");
+  if (X->cnnz > 0 && !c_val)
+    return tilerap_set_error(TILERAP_ERR_NULL, "tilerap_csr_device_product_numeric_i32: c_val is NULL");
+#ifndef TILERAP_HAVE_CUDA
+  return TILERAP_ERR_ENGINE;
+#else
+  int err;
+  if (X->kind == TILERAP_CSR_AB) return tr_cuda_csr_product_numeric(X->c, A->val, NULL, B->val, NULL, c_val, X->cpos);
+  if (X->kind == TILERAP_CSR_ATB) return tr_cuda_csr_product_numeric(X->c, A->val, X->tvidx, B->val, NULL, c_val, X->cpos);
+  if ((err = tr_cuda_csr_product_numeric(X->ap, A->val, NULL, B->val, NULL, X->apval, NULL))) return err;
+  return tr_cuda_csr_product_numeric(X->c, B->val, X->tvidx, X->apval, NULL, c_val, X->cpos);
 #endif
 }
 

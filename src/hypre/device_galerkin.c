@@ -185,63 +185,83 @@ static tilerap_csr_device_i32 csr_operand(hypre_CSRMatrix *M)
   return v;
 }
 
-/* C = P^T A P on the CSR path, straight from hypre's device arrays into
- * new ones from hypre's allocator; *PdT: P's transpose as the product made
- * it (values and all), when asked for.  0, or an error (noted). */
-static int csr_route_ptap(hypre_CSRMatrix *Ad, hypre_CSRMatrix *Pd, int diag_first, hypre_CSRMatrix **C_diag,
-                          hypre_CSRMatrix **PdT)
+/* C = R^T A P on the CSR path, straight from hypre's device arrays into
+ * new ones from hypre's allocator: one P^T A P product when R is P, else
+ * A P into arrays of tilerap's pool and R^T (A P).  *RdT: R's transpose
+ * as the product made it (values and all), when asked for.  0, or an
+ * error (noted). */
+static int csr_route_rap(hypre_CSRMatrix *Rd, hypre_CSRMatrix *Ad, hypre_CSRMatrix *Pd, int diag_first,
+                         hypre_CSRMatrix **C_diag, hypre_CSRMatrix **RdT)
 {
-  const tilerap_csr_device_i32 a = csr_operand(Ad), p = csr_operand(Pd);
+  const tilerap_csr_device_i32 r = csr_operand(Rd), a = csr_operand(Ad), p = csr_operand(Pd);
   tilerap_csr_device_product X = NULL;
-  int64_t cnnz = 0;
+  int64_t cnnz = 0, apnnz = 0;
+  int32_t *aprp = NULL, *apcol = NULL;
+  double *apval = NULL;
   hypre_CSRMatrix *M = NULL, *T = NULL;
-  int err = tilerap_csr_device_product_create_i32(TILERAP_CSR_PTAP, &a, &p, &X, &cnnz);
+  tilerap_csr_device_i32 ap = {a.m, p.n, NULL, NULL, NULL};
+  int err;
+  if (Rd == Pd) {
+    err = tilerap_csr_device_product_create_i32(TILERAP_CSR_PTAP, &a, &p, 0, &X, &cnnz);
+  } else {
+    err = tilerap_csr_device_product_create_i32(TILERAP_CSR_AB, &a, &p, 0, &X, &apnnz);
+    if (!err) err = tilerap_device_malloc(((size_t)a.m + 1) * sizeof(int32_t), (void **)&aprp);
+    if (!err) err = tilerap_device_malloc((size_t)(apnnz ? apnnz : 1) * sizeof(int32_t), (void **)&apcol);
+    if (!err) err = tilerap_device_malloc((size_t)(apnnz ? apnnz : 1) * sizeof(double), (void **)&apval);
+    if (!err) err = tilerap_csr_device_product_fill_i32(X, &a, &p, 0, aprp, apcol, apval);
+    tilerap_csr_device_product_destroy(&X);
+    ap.rowptr = aprp; ap.colidx = apcol; ap.val = apval;
+    if (!err) err = tilerap_csr_device_product_create_i32(TILERAP_CSR_ATB, &r, &ap, 0, &X, &cnnz);
+  }
+  const tilerap_csr_device_i32 *left = Rd == Pd ? &a : &r, *right = Rd == Pd ? &p : &ap;
   if (!err) {
-    M = new_device_csr(p.n, p.n, (HYPRE_Int)cnnz);
+    M = new_device_csr(r.n, p.n, (HYPRE_Int)cnnz);
     int32_t *i = (int32_t *)hypre_CSRMatrixI(M), *j = (int32_t *)hypre_CSRMatrixJ(M);
-    err = tilerap_csr_device_product_fill_i32(X, &a, &p, diag_first ? TILERAP_CSR_DIAG_FIRST : 0, i, j,
+    err = tilerap_csr_device_product_fill_i32(X, left, right, diag_first ? TILERAP_CSR_DIAG_FIRST : 0, i, j,
                                               hypre_CSRMatrixData(M));
     if (err == TILERAP_ERR_STRUCTURE && diag_first) {
-      err = tilerap_csr_device_product_fill_i32(X, &a, &p, 0, i, j, hypre_CSRMatrixData(M));
+      err = tilerap_csr_device_product_fill_i32(X, left, right, 0, i, j, hypre_CSRMatrixData(M));
       if (!err) M = diag_first_missing(M);
     }
   }
-  if (!err && PdT) {
-    T = new_device_csr(p.n, p.m, hypre_CSRMatrixNumNonzeros(Pd));
+  if (!err && RdT) {
+    T = new_device_csr(r.n, r.m, hypre_CSRMatrixNumNonzeros(Rd));
     err = tilerap_csr_device_product_transpose_i32(X, (int32_t *)hypre_CSRMatrixI(T), (int32_t *)hypre_CSRMatrixJ(T),
                                                    hypre_CSRMatrixData(T));
   }
   tilerap_csr_device_product_destroy(&X);
+  tilerap_device_free(aprp); tilerap_device_free(apcol); tilerap_device_free(apval);
   if (err) {
     hypre_CSRMatrixDestroy(M);
     hypre_CSRMatrixDestroy(T);
     return fail(err, "device CSR Galerkin product");
   }
   *C_diag = M;
-  if (PdT) *PdT = T;
+  if (RdT) *RdT = T;
   return 0;
 }
 
-/* One rank, R = P, the CSR path: C and, when hypre keeps one, P's
- * transpose from the same product (hypre's own RAPKT makes it too). */
+/* One rank, the CSR path: C and, when hypre keeps one, R's transpose
+ * from the same product (hypre's own RAPKT makes it too). */
 static int rapkt_csr_route(hypre_ParCSRMatrix *R, hypre_ParCSRMatrix *A, hypre_ParCSRMatrix *P, HYPRE_Int keep_transpose,
                            HYPRE_Int has_diagonal, int64_t a_longest, tr_clock *c, hypre_ParCSRMatrix **C_out)
 {
-  hypre_CSRMatrix *Ad = hypre_ParCSRMatrixDiag(A), *Pd = hypre_ParCSRMatrixDiag(P), *C_diag = NULL, *PdT = NULL;
+  hypre_CSRMatrix *Rd = hypre_ParCSRMatrixDiag(R), *Ad = hypre_ParCSRMatrixDiag(A), *Pd = hypre_ParCSRMatrixDiag(P);
+  hypre_CSRMatrix *C_diag = NULL, *RdT = NULL;
   const int want_t = keep_transpose && !hypre_ParCSRMatrixDiagT(R);
   clock_mark(c, TR_PH_IN);
-  int rc = csr_route_ptap(Ad, Pd, has_diagonal != 0, &C_diag, want_t ? &PdT : NULL);
+  int rc = csr_route_rap(R == P ? Pd : Rd, Ad, Pd, has_diagonal != 0, &C_diag, want_t ? &RdT : NULL);
   clock_mark(c, TR_PH_ENGINE);
   if (rc) return rc;
   *C_out = one_rank_parcsr(R, A, P, C_diag);
-  if (want_t) hypre_ParCSRMatrixDiagT(R) = PdT;
+  if (want_t) hypre_ParCSRMatrixDiagT(R) = RdT;
   hypre_SyncDevice(); /* C complete before hypre reads it from the host side */
   clock_mark(c, TR_PH_OUT);
   if (tr_hypre_verbose() >= 2)
     fprintf(stderr,
-            "tilerap_hypre: P^T A P on device memory: %d x %d (A %lld entries, P %lld, C %lld): engine %.4f s "
+            "tilerap_hypre: %s on device memory: %d x %d (A %lld entries, P %lld, C %lld): engine %.4f s "
             "(transpose kept from it), to hypre %.4f s; path device csr (longest row of A %lld)\n",
-            (int)hypre_CSRMatrixNumRows(C_diag), (int)hypre_CSRMatrixNumCols(C_diag),
+            R == P ? "P^T A P" : "R^T A P", (int)hypre_CSRMatrixNumRows(C_diag), (int)hypre_CSRMatrixNumCols(C_diag),
             (long long)hypre_CSRMatrixNumNonzeros(Ad), (long long)hypre_CSRMatrixNumNonzeros(Pd),
             (long long)hypre_CSRMatrixNumNonzeros(C_diag), c->ph[TR_PH_ENGINE], c->ph[TR_PH_OUT],
             (long long)a_longest);
@@ -268,7 +288,7 @@ int tr_hypre_device_rapkt(hypre_ParCSRMatrix *R, hypre_ParCSRMatrix *A, hypre_Pa
   tr_clock c;
   clock_start(&c);
   const int galerkin = R == P;
-  if (galerkin) {
+  {
     const tilerap_csr_device_i32 a = csr_operand(Ad), p = csr_operand(Pd);
     tilerap_path route = TILERAP_PATH_TILES;
     int64_t longest = 0;
@@ -330,6 +350,40 @@ static tr_triple_fn original_triple(void)
   return fn;
 }
 
+/* C = X (Y Z) on the CSR path: Y Z into arrays of tilerap's pool, C into
+ * new ones from hypre's allocator, rows sorted (what hypre's own triple
+ * product gives).  0, or an error (noted). */
+static int csr_route_triple(hypre_CSRMatrix *X, hypre_CSRMatrix *Y, hypre_CSRMatrix *Z, hypre_CSRMatrix **out)
+{
+  const tilerap_csr_device_i32 x = csr_operand(X), y = csr_operand(Y), z = csr_operand(Z);
+  tilerap_csr_device_product YZp = NULL, Cp = NULL;
+  int64_t yznnz = 0, cnnz = 0;
+  int32_t *yzrp = NULL, *yzcol = NULL;
+  double *yzval = NULL;
+  hypre_CSRMatrix *M = NULL;
+  int err = tilerap_csr_device_product_create_i32(TILERAP_CSR_AB, &y, &z, 0, &YZp, &yznnz);
+  if (!err) err = tilerap_device_malloc(((size_t)y.m + 1) * sizeof(int32_t), (void **)&yzrp);
+  if (!err) err = tilerap_device_malloc((size_t)(yznnz ? yznnz : 1) * sizeof(int32_t), (void **)&yzcol);
+  if (!err) err = tilerap_device_malloc((size_t)(yznnz ? yznnz : 1) * sizeof(double), (void **)&yzval);
+  if (!err) err = tilerap_csr_device_product_fill_i32(YZp, &y, &z, 0, yzrp, yzcol, yzval);
+  tilerap_csr_device_product_destroy(&YZp);
+  const tilerap_csr_device_i32 yz = {y.m, z.n, yzrp, yzcol, yzval};
+  if (!err) err = tilerap_csr_device_product_create_i32(TILERAP_CSR_AB, &x, &yz, 0, &Cp, &cnnz);
+  if (!err) {
+    M = new_device_csr(x.m, z.n, (HYPRE_Int)cnnz);
+    err = tilerap_csr_device_product_fill_i32(Cp, &x, &yz, 0, (int32_t *)hypre_CSRMatrixI(M),
+                                              (int32_t *)hypre_CSRMatrixJ(M), hypre_CSRMatrixData(M));
+  }
+  tilerap_csr_device_product_destroy(&Cp);
+  tilerap_device_free(yzrp); tilerap_device_free(yzcol); tilerap_device_free(yzval);
+  if (err) {
+    hypre_CSRMatrixDestroy(M);
+    return fail(err, "device CSR triple product");
+  }
+  *out = M;
+  return 0;
+}
+
 /* X Y Z on the GPU; 0 with *out, or 1 + reason. */
 static int triple(hypre_CSRMatrix *X, hypre_CSRMatrix *Y, hypre_CSRMatrix *Z, hypre_CSRMatrix **out)
 {
@@ -344,6 +398,24 @@ static int triple(hypre_CSRMatrix *X, hypre_CSRMatrix *Y, hypre_CSRMatrix *Z, hy
     return 1 + TILERAP_HYPRE_FWD_DEVICE;
   tr_clock c;
   clock_start(&c);
+  {
+    const tilerap_csr_device_i32 y = csr_operand(Y), z = csr_operand(Z);
+    tilerap_path route = TILERAP_PATH_TILES;
+    int64_t longest = 0;
+    const int err = tilerap_csr_device_path_i32(TILERAP_CSR_AB, &y, &z, &route, &longest);
+    if (err) return fail(err, "device triple product");
+    if (route == TILERAP_PATH_CSR) {
+      clock_mark(&c, TR_PH_IN);
+      const int rc = csr_route_triple(X, Y, Z, out);
+      clock_mark(&c, TR_PH_ENGINE);
+      if (!rc && tr_hypre_verbose() >= 2)
+        fprintf(stderr, "tilerap_hypre: triple product on device memory: %d x %d (C %lld entries): engine %.4f s; path "
+                        "device csr (longest row of Y %lld)\n",
+                (int)hypre_CSRMatrixNumRows(*out), (int)hypre_CSRMatrixNumCols(*out),
+                (long long)hypre_CSRMatrixNumNonzeros(*out), c.ph[TR_PH_ENGINE], (long long)longest);
+      return rc;
+    }
+  }
   tilerap_options opt;
   tilerap_options_default(&opt);
   tilerap_tile_matrix *tX = NULL, *tY = NULL, *tZ = NULL, *tYZ = NULL, *tC = NULL;

@@ -199,7 +199,7 @@ static __global__ void k_diag_check(int32_t m, const int64_t *__restrict__ rp, c
  * place later if it comes before it */
 static __global__ void k_diag_place(int32_t m, int64_t nnz, const int64_t *__restrict__ rp,
                                     const int32_t *__restrict__ col, const double *__restrict__ val, int32_t *ocol,
-                                    double *oval)
+                                    double *oval, int64_t *map)
 {
   const int64_t p = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
   if (p >= nnz) return;
@@ -207,14 +207,16 @@ static __global__ void k_diag_place(int32_t m, int64_t nnz, const int64_t *__res
   const int64_t to = c == i ? rp[i] : (c < i ? p + 1 : p);
   ocol[to] = c;
   if (val && oval) oval[to] = val[p];
+  if (map) map[p] = to;
 }
 
 /* C's sorted CSR (rp64, col; values val, may be NULL) into the caller's
  * arrays; diag_first: each row's diagonal entry first (square C; a row
- * without one gives TILERAP_ERR_STRUCTURE before any output is written).
- * Waits for the device. */
+ * without one gives TILERAP_ERR_STRUCTURE before any output is written),
+ * and where each sorted entry went in map (optional).  Waits for the
+ * device. */
 extern "C" int tr_cuda_dcsr_write(int32_t m, int64_t nnz, const int64_t *rp64, const int32_t *col, const double *val,
-                                  int diag_first, int32_t *orp, int32_t *ocol, double *oval)
+                                  int diag_first, int32_t *orp, int32_t *ocol, double *oval, int64_t *map)
 {
   int *bad = NULL, bad_h = INT_MAX;
   int err = TILERAP_SUCCESS;
@@ -233,7 +235,7 @@ extern "C" int tr_cuda_dcsr_write(int32_t m, int64_t nnz, const int64_t *rp64, c
   k_narrow_rowptr<<<tr_blocks((int64_t)m + 1, 256), 256, 0, tr_s>>>(m, rp64, orp);
   TR_TRY(tr_cuda_check_launch("C's row pointers"));
   if (nnz > 0 && diag_first) {
-    k_diag_place<<<tr_blocks(nnz, 256), 256, 0, tr_s>>>(m, nnz, rp64, col, val, ocol, oval);
+    k_diag_place<<<tr_blocks(nnz, 256), 256, 0, tr_s>>>(m, nnz, rp64, col, val, ocol, oval, map);
     TR_TRY(tr_cuda_check_launch("C diagonal first"));
   } else if (nnz > 0) {
     TR_TRY_CU(cudaMemcpyAsync(ocol, col, (size_t)nnz * sizeof(int32_t), cudaMemcpyDeviceToDevice, tr_s), "C's columns");
