@@ -114,10 +114,12 @@ int tilerap_csr_device_product_create_i32(tilerap_csr_kind kind, const tilerap_c
   tilerap_csr_device_product X = tilerap_host_calloc(1, sizeof *X);
   if (!X) return TILERAP_ERR_NOMEM;
   X->kind = kind; X->flags = flags; X->a = *A; X->b = *B; X->cm = cm; X->cn = cn;
-  int64_t blongest = 0, apnnz = 0, macs_ap = 0;
-  if ((err = tr_cuda_dcsr_operand("A", A->m, A->n, A->rowptr, A->colidx, &X->annz, &X->arp, &X->a_longest)) ||
-      (err = tr_cuda_dcsr_operand("B", B->m, B->n, B->rowptr, B->colidx, &X->bnnz, &X->brp, &blongest)))
-    goto fail;
+  int64_t apnnz = 0, macs_ap = 0;
+  tr_dcsr_op ops[2] = {{"A", A->m, A->n, A->rowptr, A->colidx, 0, 0, NULL},
+                       {"B", B->m, B->n, B->rowptr, B->colidx, 0, 0, NULL}};
+  if ((err = tr_cuda_dcsr_operands(ops, 2))) goto fail;
+  X->annz = ops[0].nnz; X->arp = ops[0].rp64; X->a_longest = ops[0].longest;
+  X->bnnz = ops[1].nnz; X->brp = ops[1].rp64;
   if (kind == TILERAP_CSR_AB) {
     err = tr_cuda_csr_product_create(cm, cn, X->arp, A->colidx, X->annz, X->brp, B->colidx, NULL, &X->c, &X->cnnz,
                                      &X->macs);
@@ -282,10 +284,9 @@ int tilerap_csr_device_path_i32(tilerap_csr_kind kind, const tilerap_csr_device_
   (void)a_longest_row;
   return tilerap_set_error(TILERAP_ERR_ENGINE, "device CSR products need the CUDA engine (built without CUDA)");
 #else
-  int64_t nnz = 0, longest = 0, *rp64 = NULL;
-  if ((err = tr_cuda_dcsr_operand("A", A->m, A->n, A->rowptr, A->colidx, &nnz, &rp64, &longest))) return err;
-  tr_cuda_free(rp64);
   const int knob = tr_knob_int(TR_KNOB_PATH); /* 0 auto, 1 tiles, 2 csr */
+  int64_t longest = -1;
+  if (!knob && (err = tr_cuda_dcsr_longest(A->m, A->rowptr, &longest))) return err;
   *path = knob == 1 || (knob == 0 && longest > TR_CSR_DEVICE_MAX_ROW) ? TILERAP_PATH_TILES : TILERAP_PATH_CSR;
   if (a_longest_row) *a_longest_row = longest;
   return TILERAP_SUCCESS;

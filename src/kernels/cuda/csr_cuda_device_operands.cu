@@ -9,95 +9,131 @@
 
 static const cudaStream_t tr_s = cudaStreamLegacy;
 
-/* bad[0]: first row whose pointers decrease or leave [0, nnz] (a thread
- * per row) */
-static __global__ void k_dcsr_rows(int32_t m, int64_t nnz, const int32_t *__restrict__ rp, int *bad)
+/* What the checks of one operand find, read back once for all operands. */
+typedef struct {
+  int rp0, bad_rows, bad_cols, pad;
+  long long nnz;
+  unsigned long long longest;
+} tr_dcsr_status;
+
+/* rows: pointers that decrease or leave [0, rowptr[m]] (the first such
+ * row in bad_rows), the longest row, and 64-bit row pointers; thread 0
+ * also reports rowptr[0] and rowptr[m].  Every lane reaches the warp's
+ * reduction. */
+static __global__ void k_dcsr_rows(int32_t m, const int32_t *__restrict__ rp, int64_t *rp64, tr_dcsr_status *st)
 {
   const int32_t i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i >= m) return;
-  const int64_t b = rp[i], e = rp[i + 1];
-  if (e < b || b < 0 || e > nnz) atomicMin(&bad[0], i);
-}
-
-/* bad[1]: first row with a column outside [0, n) (a thread per entry, so
- * a dense row costs no more than its entries; the row is searched only
- * for a bad entry, and means something only when the pointers passed) */
-static __global__ void k_dcsr_cols(int32_t m, int32_t n, int64_t nnz, const int32_t *__restrict__ rp,
-                                   const int32_t *__restrict__ col, int *bad)
-{
-  const int64_t p = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
-  if (p >= nnz) return;
-  const int32_t c = col[p];
-  if (c >= 0 && c < n) return;
-  int32_t lo = 0, hi = m; /* last row with rp[row] <= p */
-  while (hi - lo > 1) {
-    const int32_t mid = lo + (hi - lo) / 2;
-    if (rp[mid] <= p) lo = mid;
-    else hi = mid;
-  }
-  atomicMin(&bad[1], lo);
-}
-
-static __global__ void k_dcsr_widen(int32_t m, const int32_t *__restrict__ rp, int64_t *rp64,
-                                    unsigned long long *longest)
-{
-  const int32_t i = blockIdx.x * blockDim.x + threadIdx.x; /* every lane reaches the warp's reduction */
+  const int64_t nnz = rp[m];
+  unsigned len = 0;
   if (i <= m) rp64[i] = rp[i];
-  tr_warp_atomic_max(i < m ? (unsigned)(rp[i + 1] - rp[i]) : 0u, longest);
+  if (i == 0) { st->rp0 = rp[0]; st->nnz = nnz; }
+  if (i < m) {
+    const int64_t b = rp[i], e = rp[i + 1];
+    if (e < b || b < 0 || e > nnz) atomicMin(&st->bad_rows, i);
+    else len = (unsigned)(e - b);
+  }
+  tr_warp_atomic_max(len, &st->longest);
 }
 
-/* Checks an m x n device CSR (rowptr[0] = 0, pointers non-decreasing,
- * columns in range; rows in any order) and gives its entry count, 64-bit
- * row pointers (*rp64, freed by the caller with tr_dfree) and its longest
- * row.  Waits for the device: a symbolic phase. */
-extern "C" int tr_cuda_dcsr_operand(const char *name, int32_t m, int32_t n, const int32_t *rp, const int32_t *col,
-                                    int64_t *nnz_out, int64_t **rp64_out, int64_t *longest_out)
+/* columns outside [0, n): the first such row in bad_cols (a grid-stride
+ * loop over rowptr[m] entries, read here, so that no count goes through
+ * the host first; the row is searched only for a bad entry, and means
+ * something only when the pointers passed) */
+static __global__ void k_dcsr_cols(int32_t m, int32_t n, const int32_t *__restrict__ rp,
+                                   const int32_t *__restrict__ col, tr_dcsr_status *st)
 {
-  int32_t ends[2] = {0, 0};
-  int bad_h[2] = {INT_MAX, INT_MAX};
-  int *bad = NULL;
-  int64_t *rp64 = NULL;
-  unsigned long long *mx = NULL, mx_h = 0;
+  const int64_t nnz = rp[m];
+  for (int64_t p = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; p < nnz; p += (int64_t)gridDim.x * blockDim.x) {
+    const int32_t c = col[p];
+    if (c >= 0 && c < n) continue;
+    int32_t lo = 0, hi = m; /* last row with rp[row] <= p */
+    while (hi - lo > 1) {
+      const int32_t mid = lo + (hi - lo) / 2;
+      if (rp[mid] <= p) lo = mid;
+      else hi = mid;
+    }
+    atomicMin(&st->bad_cols, lo);
+  }
+}
+
+static int tr_dcsr_verdict(const tr_dcsr_op *op, const tr_dcsr_status *st)
+{
+  if (st->rp0 != 0) return tilerap_set_error(TILERAP_ERR_INVALID, "%s: rowptr[0] = %d, expected 0", op->name, st->rp0);
+  if (st->nnz < 0)
+    return tilerap_set_error(TILERAP_ERR_INVALID, "%s: rowptr[%d] = %lld is negative", op->name, op->m, st->nnz);
+  if (st->nnz > 0 && !op->col) return tilerap_set_error(TILERAP_ERR_NULL, "%s: column indices are NULL", op->name);
+  if (st->bad_rows != INT_MAX)
+    return tilerap_set_error(TILERAP_ERR_INVALID, "%s: row pointers decrease or leave [0, %lld] at row %d", op->name,
+                             st->nnz, st->bad_rows);
+  if (st->bad_cols != INT_MAX)
+    return tilerap_set_error(TILERAP_ERR_RANGE, "%s: a column index of row %d lies outside [0, %d)", op->name,
+                             st->bad_cols, op->n);
+  return TILERAP_SUCCESS;
+}
+
+/* Checks device CSR operands (rowptr[0] = 0, pointers non-decreasing,
+ * columns in range; rows in any order) and gives each its entry count,
+ * 64-bit row pointers (op->rp64, freed by the caller with tr_dfree) and
+ * longest row.  One wait for the device for all of them: a symbolic
+ * phase. */
+extern "C" int tr_cuda_dcsr_operands(tr_dcsr_op *ops, int count)
+{
+  tr_dcsr_status *st = NULL, hst[4];
   int err = TILERAP_SUCCESS;
-  *rp64_out = NULL;
-  TR_RET_CU(cudaMemcpy(&ends[0], rp, sizeof(int32_t), cudaMemcpyDeviceToHost), "device CSR row pointers");
-  TR_RET_CU(cudaMemcpy(&ends[1], rp + m, sizeof(int32_t), cudaMemcpyDeviceToHost), "device CSR row pointers");
-  if (ends[0] != 0) return tilerap_set_error(TILERAP_ERR_INVALID, "%s: rowptr[0] = %d, expected 0", name, ends[0]);
-  if (ends[1] < 0) return tilerap_set_error(TILERAP_ERR_INVALID, "%s: rowptr[%d] = %d is negative", name, m, ends[1]);
-  if (ends[1] > 0 && !col) return tilerap_set_error(TILERAP_ERR_NULL, "%s: column indices are NULL", name);
-  TR_TRY(tr_dalloc((void **)&bad, 2 * sizeof(int), tr_s, "device CSR check"));
-  TR_TRY(tr_dalloc((void **)&mx, sizeof *mx, tr_s, "device CSR check"));
-  TR_TRY(tr_dalloc((void **)&rp64, ((size_t)m + 1) * sizeof(int64_t), tr_s, "device CSR row pointers"));
-  TR_TRY_CU(cudaMemcpyAsync(bad, bad_h, sizeof bad_h, cudaMemcpyHostToDevice, tr_s), "device CSR check");
-  TR_TRY_CU(cudaMemsetAsync(mx, 0, sizeof *mx, tr_s), "device CSR check");
-  if (m > 0) {
-    k_dcsr_rows<<<tr_blocks(m, 256), 256, 0, tr_s>>>(m, ends[1], rp, bad);
-    TR_TRY(tr_cuda_check_launch("device CSR check"));
+  if (count < 1 || count > 4) return tilerap_set_error(TILERAP_ERR_INVALID, "internal: %d operands", count);
+  for (int k = 0; k < count; k++) {
+    ops[k].rp64 = NULL;
+    hst[k] = tr_dcsr_status{-1, INT_MAX, INT_MAX, 0, 0, 0};
   }
-  if (ends[1] > 0) {
-    k_dcsr_cols<<<tr_blocks(ends[1], 256), 256, 0, tr_s>>>(m, n, ends[1], rp, col, bad);
+  TR_TRY(tr_dalloc((void **)&st, sizeof hst, tr_s, "device CSR check"));
+  TR_TRY_CU(cudaMemcpyAsync(st, hst, (size_t)count * sizeof *st, cudaMemcpyHostToDevice, tr_s), "device CSR check");
+  for (int k = 0; k < count; k++) {
+    tr_dcsr_op *op = &ops[k];
+    TR_TRY(tr_dalloc((void **)&op->rp64, ((size_t)op->m + 1) * sizeof(int64_t), tr_s, "device CSR row pointers"));
+    k_dcsr_rows<<<tr_blocks((int64_t)op->m + 1, 256), 256, 0, tr_s>>>(op->m, op->rp, op->rp64, st + k);
     TR_TRY(tr_cuda_check_launch("device CSR check"));
+    if (op->col) {
+      k_dcsr_cols<<<1024, 256, 0, tr_s>>>(op->m, op->n, op->rp, op->col, st + k);
+      TR_TRY(tr_cuda_check_launch("device CSR check"));
+    }
   }
-  k_dcsr_widen<<<tr_blocks((int64_t)m + 1, 256), 256, 0, tr_s>>>(m, rp, rp64, mx);
-  TR_TRY(tr_cuda_check_launch("device CSR row pointers"));
-  TR_TRY_CU(cudaMemcpyAsync(bad_h, bad, sizeof bad_h, cudaMemcpyDeviceToHost, tr_s), "device CSR check");
-  TR_TRY_CU(cudaMemcpyAsync(&mx_h, mx, sizeof mx_h, cudaMemcpyDeviceToHost, tr_s), "device CSR check");
+  TR_TRY_CU(cudaMemcpyAsync(hst, st, (size_t)count * sizeof *st, cudaMemcpyDeviceToHost, tr_s), "device CSR check");
   TR_TRY_CU(cudaStreamSynchronize(tr_s), "device CSR check");
-  if (bad_h[0] != INT_MAX) {
-    err = tilerap_set_error(TILERAP_ERR_INVALID, "%s: row pointers decrease or leave [0, %d] at row %d", name, ends[1],
-                            bad_h[0]);
-    goto cleanup;
+  for (int k = 0; k < count && !err; k++) {
+    err = tr_dcsr_verdict(&ops[k], &hst[k]);
+    ops[k].nnz = hst[k].nnz;
+    ops[k].longest = (int64_t)hst[k].longest;
   }
-  if (bad_h[1] != INT_MAX) {
-    err = tilerap_set_error(TILERAP_ERR_RANGE, "%s: a column index of row %d lies outside [0, %d)", name, bad_h[1], n);
-    goto cleanup;
-  }
-  *nnz_out = ends[1];
-  *longest_out = (int64_t)mx_h;
-  *rp64_out = rp64;
-  rp64 = NULL;
 cleanup:
-  tr_dfree(bad, tr_s); tr_dfree(mx, tr_s); tr_dfree(rp64, tr_s);
+  tr_dfree(st, tr_s);
+  if (err)
+    for (int k = 0; k < count; k++) { tr_dfree(ops[k].rp64, tr_s); ops[k].rp64 = NULL; }
+  return err;
+}
+
+static __global__ void k_dcsr_longest(int32_t m, const int32_t *__restrict__ rp, unsigned long long *mx)
+{
+  const int32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+  const int64_t len = i < m ? (int64_t)rp[i + 1] - (int64_t)rp[i] : 0;
+  tr_warp_atomic_max(len > 0 ? (len > (int64_t)UINT_MAX ? UINT_MAX : (unsigned)len) : 0u, mx);
+}
+
+/* the longest row of an m-row device CSR (no checks): one kernel, one read */
+extern "C" int tr_cuda_dcsr_longest(int32_t m, const int32_t *rp, int64_t *longest)
+{
+  unsigned long long *d = NULL, h = 0;
+  int err = TILERAP_SUCCESS;
+  *longest = 0;
+  if (m <= 0) return TILERAP_SUCCESS;
+  TR_TRY(tr_dalloc((void **)&d, sizeof *d, tr_s, "longest row"));
+  TR_TRY_CU(cudaMemsetAsync(d, 0, sizeof *d, tr_s), "longest row");
+  k_dcsr_longest<<<tr_blocks(m, 256), 256, 0, tr_s>>>(m, rp, d);
+  TR_TRY(tr_cuda_check_launch("longest row"));
+  TR_TRY_CU(cudaMemcpyAsync(&h, d, sizeof h, cudaMemcpyDeviceToHost, tr_s), "longest row");
+  TR_TRY_CU(cudaStreamSynchronize(tr_s), "longest row");
+  *longest = (int64_t)h;
+cleanup:
+  tr_dfree(d, tr_s);
   return err;
 }
 
