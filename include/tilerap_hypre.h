@@ -95,8 +95,9 @@ typedef enum {
   TILERAP_HYPRE_FWD_NOGPU = 8,     /* no GPU and the CPU engine not asked for             */
   TILERAP_HYPRE_FWD_DELEGATED = 9, /* device memory, several ranks: hypre's own RAPKT does
                                       the exchanges, its local triple product is tilerap's */
-  TILERAP_HYPRE_FWD_DEVICE_NATIVE = 10, /* device matrices, TILERAP_ENGINE not cuda: hypre's own
-                                      device RAP is the faster one (see README)           */
+  TILERAP_HYPRE_FWD_DEVICE_NATIVE = 10, /* retired, never given now: device products were left
+                                      to hypre unless TILERAP_ENGINE=cuda; since the device
+                                      CSR path the CUDA engine takes them (README)         */
   TILERAP_HYPRE_FWD_NREASONS = 11
 } TileRAP_HypreForwardReason;
 

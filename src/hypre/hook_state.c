@@ -41,7 +41,7 @@ static const char *const g_reason_text[TILERAP_HYPRE_FWD_NREASONS] = {
   "refused for testing (TILERAP_HYPRE_TEST_REFUSE_RANK)",
   "no GPU, CPU engine not asked for (slower than hypre's RAP; TILERAP_ENGINE=cpu forces it)",
   "device memory on several ranks: hypre's RAPKT exchanges, tilerap computes its local triple product",
-  "device matrices: hypre's own device RAP is faster on BoomerAMG's operators (BENCHMARKS.md); TILERAP_ENGINE=cuda forces tilerap",
+  "(retired: device matrices left to hypre's own device RAP; no longer given)",
 };
 static const char *const g_setup_text[TILERAP_HYPRE_SETUP_NREASONS] = {
   "no kept hierarchy yet", "the re-setups allowed after a full setup were used up",
