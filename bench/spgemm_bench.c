@@ -157,6 +157,15 @@ static void tile_columns(const tilerap_csr *A, int trans, const tilerap_csr *R, 
 
 /* ---------------------------------------------------------------- cuSPARSE */
 #ifdef BENCH_WITH_CUSPARSE
+/* relative error of a device CSR result against the reference */
+static double dcsr_relerr(const dcsr *C, const tilerap_csr *R)
+{
+  tilerap_csr *X = dcsr_download(C);
+  double e = bench_csr_relerr(X, R);
+  tilerap_csr_destroy(&X);
+  return e;
+}
+
 /* ------------------------------------------- tilerap's device CSR products */
 typedef struct {
   const tilerap_csr *R;
@@ -193,10 +202,7 @@ static void dp_numeric(void *p)
 static double dp_check(void *p)
 {
   dp_job *j = p;
-  tilerap_csr *X = dcsr_download(&j->C);
-  double e = bench_csr_relerr(X, j->R);
-  tilerap_csr_destroy(&X);
-  return e;
+  return dcsr_relerr(&j->C, j->R);
 }
 static void device_csr_columns(const tilerap_csr *A, const tilerap_csr *R, const bench_cfg *c, column col[2])
 {
@@ -254,10 +260,7 @@ static void cs_numeric(void *p)
 static double cs_check(void *p)
 {
   cs_job *j = p;
-  tilerap_csr *X = dcsr_download(&j->dC);
-  double e = bench_csr_relerr(X, j->R);
-  tilerap_csr_destroy(&X);
-  return e;
+  return dcsr_relerr(&j->dC, j->R);
 }
 
 static void cusparse_columns(cusparseHandle_t h, const tilerap_csr *A, int trans, const tilerap_csr *R,

@@ -214,3 +214,12 @@ int ref_same_tiles(const tilerap_tile_matrix *X, const tilerap_tile_matrix *Y)
                   !memcmp(X->row_ptr, Y->row_ptr, 16 * nt) && !memcmp(X->row_mask, Y->row_mask, 16 * nt * sizeof *X->row_mask))) &&
          (!nz || (!memcmp(X->idx, Y->idx, nz) && !memcmp(X->val, Y->val, nz * sizeof *X->val)));
 }
+
+tilerap_csr *ref_product(tilerap_csr_kind kind, const tilerap_csr *A, const tilerap_csr *B)
+{
+  if (kind == TILERAP_CSR_AB) return ref_spgemm(A, B);
+  if (kind == TILERAP_CSR_PTAP) return ref_ptap(A, B);
+  tilerap_csr *At = ref_transpose(A), *R = ref_spgemm(At, B);
+  tilerap_csr_destroy(&At);
+  return R;
+}

@@ -14,6 +14,8 @@ tilerap_csr *ref_transpose(const tilerap_csr *A);
 void ref_sort_columns(int32_t *col, double *val, int64_t n);
 /* P^T A P by two products. */
 tilerap_csr *ref_ptap(const tilerap_csr *A, const tilerap_csr *P);
+/* A*B, A^T*B or B^T*A*B by kind (tilerap.h's tilerap_csr_kind). */
+tilerap_csr *ref_product(tilerap_csr_kind kind, const tilerap_csr *A, const tilerap_csr *B);
 
 /* Random m x n CSR with about density*m*n entries (sorted, unique);
  * empty_rows_every > 0 empties every k-th row; values uniform in [-1,1). */

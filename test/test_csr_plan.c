@@ -43,18 +43,10 @@ static double relerr(const tilerap_csr *C, const tilerap_csr *R, const tilerap_c
   return e;
 }
 
-/* reference of one product kind, and of its absolute values */
-static tilerap_csr *reference(tilerap_csr_kind kind, const tilerap_csr *A, const tilerap_csr *B)
-{
-  if (kind == TILERAP_CSR_AB) return ref_spgemm(A, B);
-  if (kind == TILERAP_CSR_PTAP) return ref_ptap(A, B);
-  tilerap_csr *At = ref_transpose(A), *R = ref_spgemm(At, B);
-  tilerap_csr_destroy(&At);
-  return R;
-}
+/* reference of one product kind's absolute values */
 static tilerap_csr *reference_abs(tilerap_csr_kind kind, const tilerap_csr *A, const tilerap_csr *B)
 {
-  tilerap_csr *a = abs_copy(A), *b = abs_copy(B), *R = reference(kind, a, b);
+  tilerap_csr *a = abs_copy(A), *b = abs_copy(B), *R = ref_product(kind, a, b);
   tilerap_csr_destroy(&a); tilerap_csr_destroy(&b);
   return R;
 }
@@ -70,7 +62,7 @@ static int same_bits(const double *x, const double *y, int64_t n)
 static void check_kind(const char *what, tilerap_csr_kind kind, tilerap_csr *A, tilerap_csr *B, uint64_t *seed)
 {
   tilerap_csr_plan plan = NULL;
-  tilerap_csr *C = NULL, *R = reference(kind, A, B), *Rabs = reference_abs(kind, A, B);
+  tilerap_csr *C = NULL, *R = ref_product(kind, A, B), *Rabs = reference_abs(kind, A, B);
   const char *k = tilerap_csr_kind_name(kind);
   int err = tilerap_csr_plan_create(kind, A, B, &plan, &C);
   if (!tap_ok(!err, "%s %s: plan%s%s", what, k, err ? ": " : "", err ? tilerap_last_error() : "")) goto done;
@@ -86,7 +78,7 @@ static void check_kind(const char *what, tilerap_csr_kind kind, tilerap_csr *A, 
   ref_randomize_values(A, seed);
   ref_randomize_values(B, seed);
   tilerap_csr_destroy(&R); tilerap_csr_destroy(&Rabs);
-  R = reference(kind, A, B);
+  R = ref_product(kind, A, B);
   Rabs = reference_abs(kind, A, B);
   err = tilerap_csr_plan_numeric(plan, A, B, v);
   memcpy(C->val, v, (size_t)C->nnz * sizeof *v);

@@ -123,18 +123,13 @@ static void sort_rows(tilerap_csr *H)
     ref_sort_columns(H->colidx + H->rowptr[i], H->val + H->rowptr[i], H->rowptr[i + 1] - H->rowptr[i]);
 }
 
+
 /* one product on the device against the reference R; diag: ask for the
  * diagonal first (R square with every diagonal entry) */
 static void check(tilerap_csr_kind kind, const tilerap_csr *A, const tilerap_csr *B, int shuffle, int diag,
                   const char *what, uint64_t *seed)
 {
-  tilerap_csr *R = NULL;
-  if (kind == TILERAP_CSR_AB) R = ref_spgemm(A, B);
-  else if (kind == TILERAP_CSR_ATB) {
-    tilerap_csr *At = ref_transpose(A);
-    R = ref_spgemm(At, B);
-    tilerap_csr_destroy(&At);
-  } else R = ref_ptap(A, B);
+  tilerap_csr *R = ref_product(kind, A, B);
   dcsr dA = up(A, shuffle, seed), dB = up(B, shuffle, seed);
   tilerap_csr_device_product X = NULL;
   int64_t cnnz = -1;
@@ -177,15 +172,10 @@ static void check(tilerap_csr_kind kind, const tilerap_csr *A, const tilerap_csr
   EXPECT(tilerap_csr_device_product_fill_i32(X, &dA.v, &dB.v, 0, crp, ccol, cval), TILERAP_ERR_INVALID,
          "a second fill");
   /* numeric runs on new values: the first by the hash, later ones from the record where one was kept */
-  tilerap_csr *A2 = ref_copy(A), *B2 = ref_copy(B), *R2 = NULL;
+  tilerap_csr *A2 = ref_copy(A), *B2 = ref_copy(B);
   new_values_host(A2);
   new_values_host(B2);
-  if (kind == TILERAP_CSR_AB) R2 = ref_spgemm(A2, B2);
-  else if (kind == TILERAP_CSR_ATB) {
-    tilerap_csr *At = ref_transpose(A2);
-    R2 = ref_spgemm(At, B2);
-    tilerap_csr_destroy(&At);
-  } else R2 = ref_ptap(A2, B2);
+  tilerap_csr *R2 = ref_product(kind, A2, B2);
   new_values_device(&dA);
   new_values_device(&dB);
   for (int run = 0; run < 3; run++) {
