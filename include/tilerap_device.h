@@ -171,15 +171,18 @@ TILERAP_EXPORT int tilerap_csr_device_product_fill_i32(tilerap_csr_device_produc
                                                        int32_t *c_rowptr, int32_t *c_colidx, double *c_val);
 /* C's values, in the layout of the fill, for the operands' current values
  * (a product created with TILERAP_CSR_REUSE and filled; else
- * TILERAP_ERR_INVALID).  Their structure must be the product's: the same
- * structure arrays and shapes are checked (TILERAP_ERR_STRUCTURE), their
- * contents are not (callers track structure changes, as PETSc's
- * nonzerostate does).  Queued on the legacy stream: no allocation, no
- * wait for the device. */
+ * TILERAP_ERR_INVALID); both operands need values (TILERAP_ERR_NULL), in
+ * the arrays given here (they may differ from create's).  Their structure
+ * must be the product's: the same structure arrays and shapes are checked
+ * (TILERAP_ERR_STRUCTURE), their contents are not (callers track
+ * structure changes, as PETSc's nonzerostate does).  Queued on the legacy
+ * stream: no allocation, no wait for the device. */
 TILERAP_EXPORT int tilerap_csr_device_product_numeric_i32(tilerap_csr_device_product X, const tilerap_csr_device_i32 *A,
                                                           const tilerap_csr_device_i32 *B, double *c_val);
 /* The transposed operand the product made (A^T for A^T*B, B^T for
- * B^T*A*B; TILERAP_ERR_INVALID for A*B) with the operand's values:
+ * B^T*A*B; TILERAP_ERR_INVALID for A*B) with the operand's values (those
+ * of the last numeric run's arrays, else create's; val NULL or an operand
+ * without values: no values written):
  * rowptr[rows + 1], colidx and val[its entries], each row ascending (what
  * hypre keeps as a ParCSR matrix's stored transpose). */
 TILERAP_EXPORT int tilerap_csr_device_product_transpose_i32(tilerap_csr_device_product X, int32_t *rowptr,

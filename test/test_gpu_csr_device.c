@@ -124,6 +124,35 @@ static void sort_rows(tilerap_csr *H)
 }
 
 
+/* n device doubles set to NaN */
+static void poison(double *d, int64_t n)
+{
+  if (n <= 0) return;
+  double *h = malloc((size_t)n * sizeof *h);
+  for (int64_t q = 0; q < n; q++) h[q] = NAN;
+  if (tilerap_memcpy(d, TILERAP_MEM_DEVICE, h, TILERAP_MEM_HOST, (size_t)n * sizeof *h)) abort();
+  free(h);
+}
+
+/* H without the entries of column c (same shape) */
+static tilerap_csr *drop_column(const tilerap_csr *H, int32_t c)
+{
+  int64_t nnz = 0;
+  for (int64_t p = 0; p < H->nnz; p++) nnz += H->colidx[p] != c;
+  tilerap_csr *X = NULL;
+  if (tilerap_csr_create(H->m, H->n, nnz, &X)) abort();
+  int64_t q = 0;
+  X->rowptr[0] = 0;
+  for (int32_t i = 0; i < H->m; i++) {
+    for (int64_t p = H->rowptr[i]; p < H->rowptr[i + 1]; p++)
+      if (H->colidx[p] != c) { X->colidx[q] = H->colidx[p]; X->val[q++] = H->val[p]; }
+    X->rowptr[i + 1] = q;
+  }
+  return X;
+}
+
+static void check_refill_and_new_arrays(uint64_t *seed);
+
 /* one product on the device against the reference R; diag: ask for the
  * diagonal first (R square with every diagonal entry) */
 static void check(tilerap_csr_kind kind, const tilerap_csr *A, const tilerap_csr *B, int shuffle, int diag,
@@ -142,8 +171,14 @@ static void check(tilerap_csr_kind kind, const tilerap_csr *A, const tilerap_csr
   int32_t *crp = dup_to_device(NULL, ((size_t)R->m + 1) * sizeof(int32_t)), *ccol = dup_to_device(NULL, (size_t)cnnz * 4);
   double *cval = dup_to_device(NULL, (size_t)cnnz * 8);
   err = tilerap_csr_device_product_fill_i32(X, &dA.v, &dB.v, diag ? TILERAP_CSR_DIAG_FIRST : 0, crp, ccol, cval);
-  tap_ok(!err, "%s %s: fill%s %s", tilerap_csr_kind_name(kind), what, diag ? " (diagonal first)" : "",
-         err ? tilerap_last_error() : "");
+  if (!tap_ok(!err, "%s %s: fill%s %s", tilerap_csr_kind_name(kind), what, diag ? " (diagonal first)" : "",
+              err ? tilerap_last_error() : "")) {
+    tilerap_device_free(crp); tilerap_device_free(ccol); tilerap_device_free(cval);
+    tilerap_csr_device_product_destroy(&X);
+    down_free(&dA); down_free(&dB);
+    tilerap_csr_destroy(&R);
+    return;
+  }
   tilerap_csr *C = down(R->m, R->n, crp, ccol, cval);
   tap_ok(diag ? diag_first_layout(C) : sorted_layout(C), "%s %s: rows %s", tilerap_csr_kind_name(kind), what,
          diag ? "diagonal first, then ascending" : "ascending");
@@ -179,19 +214,17 @@ static void check(tilerap_csr_kind kind, const tilerap_csr *A, const tilerap_csr
   new_values_device(&dA);
   new_values_device(&dB);
   for (int run = 0; run < 3; run++) {
-    if (cnnz) tilerap_memcpy(cval, TILERAP_MEM_DEVICE, C->val, TILERAP_MEM_HOST, 8); /* a stale first value */
+    poison(cval, cnnz); /* an entry a run leaves unwritten reads NaN */
     err = tilerap_csr_device_product_numeric_i32(X, &dA.v, &dB.v, cval);
     tilerap_csr *N = down(R->m, R->n, crp, ccol, cval);
-    tap_ok(diag ? diag_first_layout(N) : sorted_layout(N), "%s %s: numeric run %d keeps the fill's layout",
-           tilerap_csr_kind_name(kind), what, run + 1);
     sort_rows(N);
     const double r2 = !err && ref_same_structure(N, R2) ? ref_relerr(N, R2) : INFINITY;
     tap_ok(r2 <= 1e-14, "%s %s: numeric run %d on new values equals the reference (relerr %.2e) %s",
            tilerap_csr_kind_name(kind), what, run + 1, r2, err ? tilerap_last_error() : "");
     tilerap_csr_destroy(&N);
   }
-  EXPECT(tilerap_csr_device_product_numeric_i32(X, &dB.v, &dA.v, cval),
-         dA.v.rowptr == dB.v.rowptr ? TILERAP_SUCCESS : TILERAP_ERR_STRUCTURE, "numeric with the operands swapped");
+  EXPECT(tilerap_csr_device_product_numeric_i32(X, &dB.v, &dA.v, cval), TILERAP_ERR_STRUCTURE,
+         "numeric with the operands swapped");
   tilerap_csr_destroy(&A2); tilerap_csr_destroy(&B2); tilerap_csr_destroy(&R2);
   tilerap_csr_destroy(&C);
   tilerap_device_free(crp); tilerap_device_free(ccol); tilerap_device_free(cval);
@@ -375,5 +408,68 @@ int main(int argc, char **argv)
   check_path("powerlaw:3000", TILERAP_PATH_CSR, &seed);
   check_path("denserow:40000", TILERAP_PATH_TILES, &seed);
   check_misuse(&seed);
+  check_refill_and_new_arrays(&seed);
   return tap_done();
+}
+
+/* A product kept for numeric runs whose diagonal-first fill is refused (C
+ * has an empty row: P an empty column), then filled sorted: its runs write
+ * the sorted layout; a run on new value arrays, and the transposed operand
+ * takes them. */
+static void check_refill_and_new_arrays(uint64_t *seed)
+{
+  tilerap_csr *A = ref_random(120, 120, 0.05, 0, seed), *P0 = ref_random(120, 11, 0.15, 0, seed);
+  tilerap_csr *P = drop_column(P0, 4);
+  dcsr dA = up(A, 1, seed), dP = up(P, 1, seed);
+  tilerap_csr_device_product X = NULL;
+  int64_t cnnz = 0;
+  int err = tilerap_csr_device_product_create_i32(TILERAP_CSR_PTAP, &dA.v, &dP.v, TILERAP_CSR_REUSE, &X, &cnnz);
+  int32_t *crp = dup_to_device(NULL, 12 * 4), *ccol = dup_to_device(NULL, (size_t)(cnnz ? cnnz : 1) * 4);
+  double *cval = dup_to_device(NULL, (size_t)(cnnz ? cnnz : 1) * 8);
+  tap_ok(!err, "P^T A P with an empty column of P: create %s", err ? tilerap_last_error() : "");
+  EXPECT(tilerap_csr_device_product_fill_i32(X, &dA.v, &dP.v, TILERAP_CSR_DIAG_FIRST, crp, ccol, cval),
+         TILERAP_ERR_STRUCTURE, "diagonal first with an empty row of C");
+  EXPECT(tilerap_csr_device_product_fill_i32(X, &dA.v, &dP.v, 0, crp, ccol, cval), TILERAP_SUCCESS,
+         "the same product filled sorted");
+  /* new values for both operands, in new arrays */
+  tilerap_csr *A2 = ref_copy(A), *P2 = ref_copy(P);
+  new_values_host(A2);
+  new_values_host(P2);
+  dcsr nA = dA, nP = dP;
+  nA.val = dup_to_device(NULL, (size_t)(A->nnz ? A->nnz : 1) * 8);
+  nP.val = dup_to_device(NULL, (size_t)(P->nnz ? P->nnz : 1) * 8);
+  if (A->nnz) tilerap_memcpy(nA.val, TILERAP_MEM_DEVICE, dA.val, TILERAP_MEM_DEVICE, (size_t)A->nnz * 8);
+  if (P->nnz) tilerap_memcpy(nP.val, TILERAP_MEM_DEVICE, dP.val, TILERAP_MEM_DEVICE, (size_t)P->nnz * 8);
+  new_values_device(&nA);
+  new_values_device(&nP);
+  nA.v.val = nA.val; nP.v.val = nP.val;
+  tilerap_csr *R2 = ref_product(TILERAP_CSR_PTAP, A2, P2);
+  for (int run = 0; run < 2; run++) {
+    poison(cval, cnnz);
+    err = tilerap_csr_device_product_numeric_i32(X, &nA.v, &nP.v, cval);
+    tilerap_csr *N = down(11, 11, crp, ccol, cval);
+    const int sorted = sorted_layout(N);
+    const double r = !err && ref_same_structure(N, R2) ? ref_relerr(N, R2) : INFINITY;
+    tap_ok(sorted && r <= 1e-14, "numeric run %d after the sorted refill, new value arrays: sorted rows, relerr %.2e %s",
+           run + 1, r, err ? tilerap_last_error() : "");
+    tilerap_csr_destroy(&N);
+  }
+  tilerap_csr_device_i32 novals = nP.v;
+  novals.val = NULL;
+  EXPECT(tilerap_csr_device_product_numeric_i32(X, &nA.v, &novals, cval), TILERAP_ERR_NULL,
+         "numeric run with an operand without values");
+  int32_t *trp = dup_to_device(NULL, 12 * 4), *tcol = dup_to_device(NULL, (size_t)(P->nnz ? P->nnz : 1) * 4);
+  double *tval = dup_to_device(NULL, (size_t)(P->nnz ? P->nnz : 1) * 8);
+  err = tilerap_csr_device_product_transpose_i32(X, trp, tcol, tval);
+  tilerap_csr *T = down(11, 120, trp, tcol, tval), *Pt = ref_transpose(P2);
+  tap_ok(!err && ref_same_structure(T, Pt) && (!Pt->nnz || !memcmp(T->val, Pt->val, (size_t)Pt->nnz * 8)),
+         "the transposed operand after a run on new arrays carries their values");
+  tilerap_csr_destroy(&T); tilerap_csr_destroy(&Pt); tilerap_csr_destroy(&R2);
+  tilerap_csr_destroy(&A2); tilerap_csr_destroy(&P2);
+  tilerap_device_free(trp); tilerap_device_free(tcol); tilerap_device_free(tval);
+  tilerap_device_free(nA.val); tilerap_device_free(nP.val);
+  tilerap_device_free(crp); tilerap_device_free(ccol); tilerap_device_free(cval);
+  tilerap_csr_device_product_destroy(&X);
+  down_free(&dA); down_free(&dP);
+  tilerap_csr_destroy(&A); tilerap_csr_destroy(&P); tilerap_csr_destroy(&P0);
 }

@@ -35,7 +35,7 @@ struct tilerap_csr_device_product_s {
   tr_cuda_csr_product *ap, *c;    /* P^T A P: A P and P^T (A P); else c */
   double *apval;
   int64_t *cpos;                  /* C's sorted entry -> its place in the caller's layout, or NULL */
-  int ap_sorted, ap_recorded, c_recorded;
+  int ap_recorded;                /* A P's rows filled sorted for its record */
 #endif
 };
 
@@ -142,9 +142,10 @@ int tilerap_csr_device_product_create_i32(tilerap_csr_kind kind, const tilerap_c
       goto fail;
     X->macs += macs_ap;
   }
+  int c_recorded = 0; /* C is always filled sorted */
   if (!err && (flags & TILERAP_CSR_REUSE))
     err = tr_keep_record(X->c, X->macs - macs_ap, X->cnnz, kind == TILERAP_CSR_PTAP ? X->bnnz : X->annz,
-                         kind == TILERAP_CSR_PTAP ? apnnz : X->bnnz, &X->c_recorded);
+                         kind == TILERAP_CSR_PTAP ? apnnz : X->bnnz, &c_recorded);
   if (err) goto fail;
   if (X->cnnz > INT32_MAX) {
     err = tilerap_set_error(TILERAP_ERR_OVERFLOW, "C has %lld entries: beyond 32-bit row pointers", (long long)X->cnnz);
@@ -169,10 +170,11 @@ int tilerap_csr_device_product_fill_i32(tilerap_csr_device_product X, const tile
                                         int32_t *c_colidx, double *c_val)
 {
   if (!X) return tilerap_set_error(TILERAP_ERR_NULL, "tilerap_csr_device_product_fill_i32: product is NULL");
+  if (X->filled) return tilerap_set_error(TILERAP_ERR_INVALID, "tilerap_csr_device_product_fill_i32: C already filled");
+  if (!A || !B) return tilerap_set_error(TILERAP_ERR_NULL, "tilerap_csr_device_product_fill_i32: an operand is NULL");
   if (!tr_same_operand(A, &X->a) || !tr_same_operand(B, &X->b))
     return tilerap_set_error(TILERAP_ERR_STRUCTURE, "tilerap_csr_device_product_fill_i32: operands other than the "
                                                     "product's (arrays or shapes differ from those given to create)");
-  if (X->filled) return tilerap_set_error(TILERAP_ERR_INVALID, "tilerap_csr_device_product_fill_i32: C already filled");
   if (!c_rowptr || (X->cnnz > 0 && !c_colidx))
     return tilerap_set_error(TILERAP_ERR_NULL, "tilerap_csr_device_product_fill_i32: C's arrays are NULL");
   if (flags & ~TILERAP_CSR_DIAG_FIRST) return tilerap_set_error(TILERAP_ERR_INVALID, "unknown flags 0x%x", flags);
@@ -204,7 +206,7 @@ int tilerap_csr_device_product_fill_i32(tilerap_csr_device_product X, const tile
   if (!err)
     err = tr_cuda_dcsr_write(X->cm, X->cnnz, tr_cuda_csr_product_rowptr(X->c), tr_cuda_csr_product_colidx(X->c), cv,
                              diag_first, c_rowptr, c_colidx, values ? c_val : NULL, diag_first ? X->cpos : NULL);
-  if (err == TILERAP_ERR_STRUCTURE) { tr_cuda_free(X->cpos); X->cpos = NULL; }
+  if (err || !diag_first) { tr_cuda_free(X->cpos); X->cpos = NULL; } /* no map unless this fill wrote through it */
   if (cv != c_val) tr_cuda_free(cv);
   if (!err) X->filled = 1;
   return err;
@@ -226,6 +228,10 @@ int tilerap_csr_device_product_numeric_i32(tilerap_csr_device_product X, const t
                                                     "product's (structure arrays or shapes differ)");
   if (X->cnnz > 0 && !c_val)
     return tilerap_set_error(TILERAP_ERR_NULL, "tilerap_csr_device_product_numeric_i32: c_val is NULL");
+  if (!A->val || !B->val)
+    return tilerap_set_error(TILERAP_ERR_NULL, "tilerap_csr_device_product_numeric_i32: an operand has no values");
+  X->a.val = A->val; /* the transposed operand's values come from the latest run's arrays */
+  X->b.val = B->val;
 #ifndef TILERAP_HAVE_CUDA
   return TILERAP_ERR_ENGINE;
 #else
@@ -284,6 +290,8 @@ int tilerap_csr_device_path_i32(tilerap_csr_kind kind, const tilerap_csr_device_
   (void)a_longest_row;
   return tilerap_set_error(TILERAP_ERR_ENGINE, "device CSR products need the CUDA engine (built without CUDA)");
 #else
+  if (!tilerap_engine_available(TILERAP_ENGINE_CUDA))
+    return tilerap_set_error(TILERAP_ERR_ENGINE, "device CSR products need the CUDA engine and a visible GPU");
   const int knob = tr_knob_int(TR_KNOB_PATH); /* 0 auto, 1 tiles, 2 csr */
   int64_t longest = -1;
   if (!knob && (err = tr_cuda_dcsr_longest(A->m, A->rowptr, &longest))) return err;

@@ -1,7 +1,9 @@
 /* Products of a CUDA build of hypre, on device memory.
  *
- * hypre's device CSR arrays become device tiles in place, the product runs
- * on the GPU, and C goes into arrays from hypre's own device allocator
+ * The product multiplies hypre's device CSR arrays as they are (the device
+ * CSR products of tilerap_device.h; device tiles made in place from them
+ * where a row of A is too long for that path), and C goes into arrays from
+ * hypre's own device allocator
  * (hypre frees them) in the layout its device setup relies on: diagonal
  * first when asked for, offd empty on one rank.  Nothing goes through the
  * host.  The engine works on the legacy default stream; hypre's compute
@@ -258,11 +260,12 @@ static int rapkt_csr_route(hypre_ParCSRMatrix *R, hypre_ParCSRMatrix *A, hypre_P
   clock_mark(c, TR_PH_OUT);
   if (tr_hypre_verbose() >= 2)
     fprintf(stderr,
-            "tilerap_hypre: %s on device memory: %d x %d (A %lld entries, P %lld, C %lld): engine %.4f s "
-            "(transpose kept from it), to hypre %.4f s; path device csr (longest row of A %lld)\n",
+            "tilerap_hypre: %s on device memory: %d x %d (A %lld entries, P %lld, C %lld): engine %.4f s%s, "
+            "to hypre %.4f s; path device csr (longest row of A %lld)\n",
             R == P ? "P^T A P" : "R^T A P", (int)hypre_CSRMatrixNumRows(C_diag), (int)hypre_CSRMatrixNumCols(C_diag),
             (long long)hypre_CSRMatrixNumNonzeros(Ad), (long long)hypre_CSRMatrixNumNonzeros(Pd),
-            (long long)hypre_CSRMatrixNumNonzeros(C_diag), c->ph[TR_PH_ENGINE], c->ph[TR_PH_OUT],
+            (long long)hypre_CSRMatrixNumNonzeros(C_diag), c->ph[TR_PH_ENGINE],
+            want_t ? " (R's transpose kept from it)" : "", c->ph[TR_PH_OUT],
             (long long)a_longest);
   return 0;
 }

@@ -22,14 +22,14 @@ typedef struct {
  * reduction. */
 static __global__ void k_dcsr_rows(int32_t m, const int32_t *__restrict__ rp, int64_t *rp64, tr_dcsr_status *st)
 {
-  const int32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+  const int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
   const int64_t nnz = rp[m];
   unsigned len = 0;
   if (i <= m) rp64[i] = rp[i];
   if (i == 0) { st->rp0 = rp[0]; st->nnz = nnz; }
   if (i < m) {
     const int64_t b = rp[i], e = rp[i + 1];
-    if (e < b || b < 0 || e > nnz) atomicMin(&st->bad_rows, i);
+    if (e < b || b < 0 || e > nnz) atomicMin(&st->bad_rows, (int)i);
     else len = (unsigned)(e - b);
   }
   tr_warp_atomic_max(len, &st->longest);
@@ -113,7 +113,7 @@ cleanup:
 
 static __global__ void k_dcsr_longest(int32_t m, const int32_t *__restrict__ rp, unsigned long long *mx)
 {
-  const int32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+  const int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
   const int64_t len = i < m ? (int64_t)rp[i + 1] - (int64_t)rp[i] : 0;
   tr_warp_atomic_max(len > 0 ? (len > (int64_t)UINT_MAX ? UINT_MAX : (unsigned)len) : 0u, mx);
 }
@@ -144,9 +144,9 @@ static __global__ void k_dcsr_t_rowptr(int64_t nnz, int32_t n, const int32_t *__
   const int64_t q = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
   if (q >= nnz) return;
   const int32_t c = key[q], prev = q ? key[q - 1] : -1;
-  for (int32_t r = prev + 1; r <= c; r++) trp[r] = q;
+  for (int64_t r = (int64_t)prev + 1; r <= c; r++) trp[r] = q;
   if (q == nnz - 1)
-    for (int32_t r = c + 1; r <= n; r++) trp[r] = nnz;
+    for (int64_t r = (int64_t)c + 1; r <= n; r++) trp[r] = nnz;
 }
 
 /* entry e = pos[q] of X, now at q of X^T: its row in X is X^T's column */
@@ -218,17 +218,17 @@ cleanup:
 
 static __global__ void k_narrow_rowptr(int32_t m, const int64_t *__restrict__ rp64, int32_t *rp)
 {
-  const int32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+  const int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
   if (i <= m) rp[i] = (int32_t)rp64[i];
 }
 
 /* rows without their diagonal entry (sorted rows): the first in *bad */
 static __global__ void k_diag_check(int32_t m, const int64_t *__restrict__ rp, const int32_t *__restrict__ col, int *bad)
 {
-  const int32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+  const int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
   if (i >= m) return;
-  const int64_t d = tr_lower_bound(col, rp[i], rp[i + 1], i);
-  if (d == rp[i + 1] || col[d] != i) atomicMin(bad, i);
+  const int64_t d = tr_lower_bound(col, rp[i], rp[i + 1], (int32_t)i);
+  if (d == rp[i + 1] || col[d] != i) atomicMin(bad, (int)i);
 }
 
 /* entry p of a sorted row goes to the front if it is the diagonal, one

@@ -142,7 +142,7 @@ typedef struct {
   const char *name;           /* for messages */
   int32_t m, n;
   const int32_t *rp, *col;
-  int64_t nnz, longest, *rp64; /* out */
+  int64_t nnz, longest, *rp64; /* out; rp64 freed with tr_cuda_free */
 } tr_dcsr_op;
 int tr_cuda_dcsr_operands(tr_dcsr_op *ops, int count); /* at most 4, one wait */
 int tr_cuda_dcsr_longest(int32_t m, const int32_t *rp, int64_t *longest);
