@@ -160,6 +160,16 @@ fail:
 #endif
 }
 
+/* the operands of the product that makes C, as it reads them: A (or its
+ * transposed view) and B, or for P^T A P the view of P and A P */
+static void tr_c_operands(const tilerap_csr_device_product X, const double *aval, const double *bval,
+                          const double **l, const int64_t **lidx, const double **r)
+{
+  *l = X->kind == TILERAP_CSR_PTAP ? bval : aval;
+  *lidx = X->kind == TILERAP_CSR_AB ? NULL : X->tvidx;
+  *r = X->kind == TILERAP_CSR_PTAP ? X->apval : bval;
+}
+
 static int tr_same_operand(const tilerap_csr_device_i32 *X, const tilerap_csr_device_i32 *Y)
 {
   return X && X->m == Y->m && X->n == Y->n && X->rowptr == Y->rowptr && X->colidx == Y->colidx && X->val == Y->val;
@@ -194,12 +204,10 @@ int tilerap_csr_device_product_fill_i32(tilerap_csr_device_product X, const tile
     if (!diag_first) cv = c_val;
     else if ((err = tr_cuda_malloc((size_t)(X->cnnz ? X->cnnz : 1) * sizeof(double), (void **)&cv))) return err;
   }
-  if (X->kind == TILERAP_CSR_AB)
-    err = tr_cuda_csr_product_fill(X->c, X->a.val, NULL, X->b.val, NULL, cv, 1);
-  else if (X->kind == TILERAP_CSR_ATB)
-    err = tr_cuda_csr_product_fill(X->c, X->a.val, X->tvidx, X->b.val, NULL, cv, 1);
-  else
-    err = tr_cuda_csr_product_fill(X->c, X->b.val, X->tvidx, X->apval, NULL, cv, 1);
+  const double *l, *r;
+  const int64_t *lidx;
+  tr_c_operands(X, X->a.val, X->b.val, &l, &lidx, &r);
+  err = tr_cuda_csr_product_fill(X->c, l, lidx, r, NULL, cv, 1);
   /* numeric runs write through the map where the layout moved entries */
   if (!err && diag_first && (X->flags & TILERAP_CSR_REUSE) && !X->cpos)
     err = tr_cuda_malloc((size_t)(X->cnnz ? X->cnnz : 1) * sizeof(int64_t), (void **)&X->cpos);
@@ -236,10 +244,13 @@ int tilerap_csr_device_product_numeric_i32(tilerap_csr_device_product X, const t
   return TILERAP_ERR_ENGINE;
 #else
   int err;
-  if (X->kind == TILERAP_CSR_AB) return tr_cuda_csr_product_numeric(X->c, A->val, NULL, B->val, NULL, c_val, X->cpos);
-  if (X->kind == TILERAP_CSR_ATB) return tr_cuda_csr_product_numeric(X->c, A->val, X->tvidx, B->val, NULL, c_val, X->cpos);
-  if ((err = tr_cuda_csr_product_numeric(X->ap, A->val, NULL, B->val, NULL, X->apval, NULL))) return err;
-  return tr_cuda_csr_product_numeric(X->c, B->val, X->tvidx, X->apval, NULL, c_val, X->cpos);
+  if (X->kind == TILERAP_CSR_PTAP &&
+      (err = tr_cuda_csr_product_numeric(X->ap, A->val, NULL, B->val, NULL, X->apval, NULL)))
+    return err;
+  const double *l, *r;
+  const int64_t *lidx;
+  tr_c_operands(X, A->val, B->val, &l, &lidx, &r);
+  return tr_cuda_csr_product_numeric(X->c, l, lidx, r, NULL, c_val, X->cpos);
 #endif
 }
 
@@ -294,7 +305,7 @@ int tilerap_csr_device_path_i32(tilerap_csr_kind kind, const tilerap_csr_device_
     return tilerap_set_error(TILERAP_ERR_ENGINE, "device CSR products need the CUDA engine and a visible GPU");
   const int knob = tr_knob_int(TR_KNOB_PATH); /* 0 auto, 1 tiles, 2 csr */
   int64_t longest = -1;
-  if (!knob && (err = tr_cuda_dcsr_longest(A->m, A->rowptr, &longest))) return err;
+  if (!knob && (err = tr_cuda_csr_longest_row_i32(A->m, A->rowptr, &longest))) return err;
   *path = knob == 1 || (knob == 0 && longest > TR_CSR_DEVICE_MAX_ROW) ? TILERAP_PATH_TILES : TILERAP_PATH_CSR;
   if (a_longest_row) *a_longest_row = longest;
   return TILERAP_SUCCESS;

@@ -186,6 +186,33 @@ static tilerap_csr_device_i32 csr_operand(hypre_CSRMatrix *M)
   return v;
 }
 
+/* *xy = x y into arrays of tilerap's pool (an intermediate product, freed
+ * with pool_free; on failure nothing is held). */
+static int pool_product(const tilerap_csr_device_i32 *x, const tilerap_csr_device_i32 *y, tilerap_csr_device_i32 *xy)
+{
+  tilerap_csr_device_product X = NULL;
+  int64_t nnz = 0;
+  int32_t *rp = NULL, *col = NULL;
+  double *val = NULL;
+  int err = tilerap_csr_device_product_create_i32(TILERAP_CSR_AB, x, y, 0, &X, &nnz);
+  if (!err) err = tilerap_device_malloc(((size_t)x->m + 1) * sizeof(int32_t), (void **)&rp);
+  if (!err) err = tilerap_device_malloc((size_t)(nnz ? nnz : 1) * sizeof(int32_t), (void **)&col);
+  if (!err) err = tilerap_device_malloc((size_t)(nnz ? nnz : 1) * sizeof(double), (void **)&val);
+  if (!err) err = tilerap_csr_device_product_fill_i32(X, x, y, 0, rp, col, val);
+  tilerap_csr_device_product_destroy(&X);
+  if (err) { tilerap_device_free(rp); tilerap_device_free(col); tilerap_device_free(val); rp = col = NULL; val = NULL; }
+  const tilerap_csr_device_i32 out = {x->m, y->n, rp, col, val};
+  *xy = out;
+  return err;
+}
+
+static void pool_free(tilerap_csr_device_i32 *xy)
+{
+  tilerap_device_free((void *)xy->rowptr); tilerap_device_free((void *)xy->colidx); tilerap_device_free((void *)xy->val);
+  xy->rowptr = xy->colidx = NULL;
+  xy->val = NULL;
+}
+
 /* C = R^T A P on the CSR path, straight from hypre's device arrays into
  * new ones from hypre's allocator: one P^T A P product when R is P, else
  * A P into arrays of tilerap's pool and R^T (A P).  *RdT: R's transpose
@@ -196,22 +223,14 @@ static int csr_route_rap(hypre_CSRMatrix *Rd, hypre_CSRMatrix *Ad, hypre_CSRMatr
 {
   const tilerap_csr_device_i32 r = csr_operand(Rd), a = csr_operand(Ad), p = csr_operand(Pd);
   tilerap_csr_device_product X = NULL;
-  int64_t cnnz = 0, apnnz = 0;
-  int32_t *aprp = NULL, *apcol = NULL;
-  double *apval = NULL;
+  int64_t cnnz = 0;
   hypre_CSRMatrix *M = NULL, *T = NULL;
   tilerap_csr_device_i32 ap = {a.m, p.n, NULL, NULL, NULL};
   int err;
   if (Rd == Pd) {
     err = tilerap_csr_device_product_create_i32(TILERAP_CSR_PTAP, &a, &p, 0, &X, &cnnz);
   } else {
-    err = tilerap_csr_device_product_create_i32(TILERAP_CSR_AB, &a, &p, 0, &X, &apnnz);
-    if (!err) err = tilerap_device_malloc(((size_t)a.m + 1) * sizeof(int32_t), (void **)&aprp);
-    if (!err) err = tilerap_device_malloc((size_t)(apnnz ? apnnz : 1) * sizeof(int32_t), (void **)&apcol);
-    if (!err) err = tilerap_device_malloc((size_t)(apnnz ? apnnz : 1) * sizeof(double), (void **)&apval);
-    if (!err) err = tilerap_csr_device_product_fill_i32(X, &a, &p, 0, aprp, apcol, apval);
-    tilerap_csr_device_product_destroy(&X);
-    ap.rowptr = aprp; ap.colidx = apcol; ap.val = apval;
+    err = pool_product(&a, &p, &ap);
     if (!err) err = tilerap_csr_device_product_create_i32(TILERAP_CSR_ATB, &r, &ap, 0, &X, &cnnz);
   }
   const tilerap_csr_device_i32 *left = Rd == Pd ? &a : &r, *right = Rd == Pd ? &p : &ap;
@@ -231,7 +250,7 @@ static int csr_route_rap(hypre_CSRMatrix *Rd, hypre_CSRMatrix *Ad, hypre_CSRMatr
                                                    hypre_CSRMatrixData(T));
   }
   tilerap_csr_device_product_destroy(&X);
-  tilerap_device_free(aprp); tilerap_device_free(apcol); tilerap_device_free(apval);
+  pool_free(&ap);
   if (err) {
     hypre_CSRMatrixDestroy(M);
     hypre_CSRMatrixDestroy(T);
@@ -358,18 +377,11 @@ static tr_triple_fn original_triple(void)
 static int csr_route_triple(hypre_CSRMatrix *X, hypre_CSRMatrix *Y, hypre_CSRMatrix *Z, hypre_CSRMatrix **out)
 {
   const tilerap_csr_device_i32 x = csr_operand(X), y = csr_operand(Y), z = csr_operand(Z);
-  tilerap_csr_device_product YZp = NULL, Cp = NULL;
-  int64_t yznnz = 0, cnnz = 0;
-  int32_t *yzrp = NULL, *yzcol = NULL;
-  double *yzval = NULL;
+  tilerap_csr_device_product Cp = NULL;
+  int64_t cnnz = 0;
   hypre_CSRMatrix *M = NULL;
-  int err = tilerap_csr_device_product_create_i32(TILERAP_CSR_AB, &y, &z, 0, &YZp, &yznnz);
-  if (!err) err = tilerap_device_malloc(((size_t)y.m + 1) * sizeof(int32_t), (void **)&yzrp);
-  if (!err) err = tilerap_device_malloc((size_t)(yznnz ? yznnz : 1) * sizeof(int32_t), (void **)&yzcol);
-  if (!err) err = tilerap_device_malloc((size_t)(yznnz ? yznnz : 1) * sizeof(double), (void **)&yzval);
-  if (!err) err = tilerap_csr_device_product_fill_i32(YZp, &y, &z, 0, yzrp, yzcol, yzval);
-  tilerap_csr_device_product_destroy(&YZp);
-  const tilerap_csr_device_i32 yz = {y.m, z.n, yzrp, yzcol, yzval};
+  tilerap_csr_device_i32 yz;
+  int err = pool_product(&y, &z, &yz);
   if (!err) err = tilerap_csr_device_product_create_i32(TILERAP_CSR_AB, &x, &yz, 0, &Cp, &cnnz);
   if (!err) {
     M = new_device_csr(x.m, z.n, (HYPRE_Int)cnnz);
@@ -377,7 +389,7 @@ static int csr_route_triple(hypre_CSRMatrix *X, hypre_CSRMatrix *Y, hypre_CSRMat
                                               (int32_t *)hypre_CSRMatrixJ(M), hypre_CSRMatrixData(M));
   }
   tilerap_csr_device_product_destroy(&Cp);
-  tilerap_device_free(yzrp); tilerap_device_free(yzcol); tilerap_device_free(yzval);
+  pool_free(&yz);
   if (err) {
     hypre_CSRMatrixDestroy(M);
     return fail(err, "device CSR triple product");

@@ -111,32 +111,6 @@ cleanup:
   return err;
 }
 
-static __global__ void k_dcsr_longest(int32_t m, const int32_t *__restrict__ rp, unsigned long long *mx)
-{
-  const int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
-  const int64_t len = i < m ? (int64_t)rp[i + 1] - (int64_t)rp[i] : 0;
-  tr_warp_atomic_max(len > 0 ? (len > (int64_t)UINT_MAX ? UINT_MAX : (unsigned)len) : 0u, mx);
-}
-
-/* the longest row of an m-row device CSR (no checks): one kernel, one read */
-extern "C" int tr_cuda_dcsr_longest(int32_t m, const int32_t *rp, int64_t *longest)
-{
-  unsigned long long *d = NULL, h = 0;
-  int err = TILERAP_SUCCESS;
-  *longest = 0;
-  if (m <= 0) return TILERAP_SUCCESS;
-  TR_TRY(tr_dalloc((void **)&d, sizeof *d, tr_s, "longest row"));
-  TR_TRY_CU(cudaMemsetAsync(d, 0, sizeof *d, tr_s), "longest row");
-  k_dcsr_longest<<<tr_blocks(m, 256), 256, 0, tr_s>>>(m, rp, d);
-  TR_TRY(tr_cuda_check_launch("longest row"));
-  TR_TRY_CU(cudaMemcpyAsync(&h, d, sizeof h, cudaMemcpyDeviceToHost, tr_s), "longest row");
-  TR_TRY_CU(cudaStreamSynchronize(tr_s), "longest row");
-  *longest = (int64_t)h;
-cleanup:
-  tr_dfree(d, tr_s);
-  return err;
-}
-
 /* rows of the transpose from its column-sorted keys: row c starts at the
  * first key >= c */
 static __global__ void k_dcsr_t_rowptr(int64_t nnz, int32_t n, const int32_t *__restrict__ key, int64_t *trp)
@@ -285,13 +259,6 @@ cleanup:
 }
 
 /* a view (rp64, col, vidx) with values val[vidx] as the caller's CSR */
-static __global__ void k_view_values(int64_t nnz, const double *__restrict__ val, const int64_t *__restrict__ vidx,
-                                     double *out)
-{
-  const int64_t q = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
-  if (q < nnz) out[q] = val[vidx[q]];
-}
-
 extern "C" int tr_cuda_dcsr_view_write(int32_t m, int64_t nnz, const int64_t *rp64, const int32_t *col,
                                        const int64_t *vidx, const double *val, int32_t *orp, int32_t *ocol,
                                        double *oval)
@@ -302,10 +269,7 @@ extern "C" int tr_cuda_dcsr_view_write(int32_t m, int64_t nnz, const int64_t *rp
   if (nnz > 0) {
     TR_TRY_CU(cudaMemcpyAsync(ocol, col, (size_t)nnz * sizeof(int32_t), cudaMemcpyDeviceToDevice, tr_s),
               "transposed operand columns");
-    if (val && oval) {
-      k_view_values<<<tr_blocks(nnz, 256), 256, 0, tr_s>>>(nnz, val, vidx, oval);
-      TR_TRY(tr_cuda_check_launch("transposed operand values"));
-    }
+    if (val && oval) TR_TRY(tr_cuda_gather_values(val, vidx, nnz, oval, (void *)tr_s));
   }
   TR_TRY_CU(cudaStreamSynchronize(tr_s), "transposed operand");
 cleanup:

@@ -135,7 +135,7 @@ int tr_cuda_csr_product_keep_record(tr_cuda_csr_product *P, int64_t annz, int64_
 void tr_cuda_csr_product_destroy(tr_cuda_csr_product *P);
 /* Device CSR operands with 32-bit row pointers (csr_cuda_device_operands.cu),
  * all on the legacy stream: checks with 64-bit row pointers and the
- * longest row (or the longest row alone); the transposed operand as a view; C's sorted CSR written
+ * longest row; the transposed operand as a view; C's sorted CSR written
  * into the caller's arrays (diag_first: hypre's layout, map: where each
  * entry went); a view with its values as the caller's CSR. */
 typedef struct {
@@ -145,7 +145,8 @@ typedef struct {
   int64_t nnz, longest, *rp64; /* out; rp64 freed with tr_cuda_free */
 } tr_dcsr_op;
 int tr_cuda_dcsr_operands(tr_dcsr_op *ops, int count); /* at most 4, one wait */
-int tr_cuda_dcsr_longest(int32_t m, const int32_t *rp, int64_t *longest);
+/* the longest row alone, unchecked (tile_cuda_from_csr.cu: the conversions' own test) */
+int tr_cuda_csr_longest_row_i32(int32_t m, const int32_t *rp, int64_t *longest);
 int tr_cuda_dcsr_transpose(int32_t m, int32_t n, const int64_t *rp64, const int32_t *col, int64_t nnz, int64_t **trp,
                            int32_t **tcol, int64_t **tvidx);
 int tr_cuda_dcsr_write(int32_t m, int64_t nnz, const int64_t *rp64, const int32_t *col, const double *val,

@@ -671,6 +671,12 @@ static int tr_max_row(int32_t m, const RP *rp, int on_device, int64_t *mx)
   return TILERAP_SUCCESS;
 }
 
+/* the longest row of an m-row device CSR with 32-bit row pointers (no checks) */
+extern "C" int tr_cuda_csr_longest_row_i32(int32_t m, const int32_t *rp, int64_t *longest)
+{
+  return tr_max_row<int32_t>(m, rp, 1, longest);
+}
+
 /* the merge path for rows up to TR_MERGE_MAX_ROW entries, else the sort path */
 template <typename RP>
 static int tr_from_csr(int32_t m, int32_t n, const RP *rp, const int32_t *col, const double *val, int on_device,
