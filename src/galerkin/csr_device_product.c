@@ -106,7 +106,7 @@ int tilerap_csr_device_product_create_i32(tilerap_csr_kind kind, const tilerap_c
   if (flags & ~TILERAP_CSR_REUSE) return tilerap_set_error(TILERAP_ERR_INVALID, "unknown create flags 0x%x", flags);
   const int32_t cm = kind == TILERAP_CSR_AB ? A->m : kind == TILERAP_CSR_ATB ? A->n : B->n, cn = B->n;
 #ifndef TILERAP_HAVE_CUDA
-  (void)c_nnz; (void)cm;
+  (void)c_nnz; (void)cm; (void)cn;
   return tilerap_set_error(TILERAP_ERR_ENGINE, "device CSR products need the CUDA engine (built without CUDA)");
 #else
   if (!tilerap_engine_available(TILERAP_ENGINE_CUDA))
@@ -160,6 +160,7 @@ fail:
 #endif
 }
 
+#ifdef TILERAP_HAVE_CUDA
 /* the operands of the product that makes C, as it reads them: A (or its
  * transposed view) and B, or for P^T A P the view of P and A P */
 static void tr_c_operands(const tilerap_csr_device_product X, const double *aval, const double *bval,
@@ -169,6 +170,7 @@ static void tr_c_operands(const tilerap_csr_device_product X, const double *aval
   *lidx = X->kind == TILERAP_CSR_AB ? NULL : X->tvidx;
   *r = X->kind == TILERAP_CSR_PTAP ? X->apval : bval;
 }
+#endif
 
 static int tr_same_operand(const tilerap_csr_device_i32 *X, const tilerap_csr_device_i32 *Y)
 {
