@@ -377,6 +377,10 @@ TILERAP_EXPORT int tilerap_atb_plan_create(const tilerap_tile_matrix *A, const t
 TILERAP_EXPORT int tilerap_atb_numeric(tilerap_atb_plan plan, const tilerap_tile_matrix *A,
                         const tilerap_tile_matrix *B, tilerap_tile_matrix *C);
 TILERAP_EXPORT void tilerap_atb_plan_destroy(tilerap_atb_plan *plan);
+/* The plan's path and counts, as tilerap_spgemm_plan_info gives them
+ * (those of the product it runs: A^T B with A^T formed on the CUDA
+ * engine's tile path). */
+TILERAP_EXPORT int tilerap_atb_plan_info(tilerap_atb_plan plan, tilerap_spgemm_info *info);
 TILERAP_EXPORT int tilerap_atb(const tilerap_tile_matrix *A, const tilerap_tile_matrix *B,
                 const tilerap_options *opt, tilerap_tile_matrix **C);
 

@@ -171,7 +171,8 @@ TILERAP_EXPORT int tilerap_csr_device_product_fill_i32(tilerap_csr_device_produc
                                                        int32_t *c_rowptr, int32_t *c_colidx, double *c_val);
 /* C's values, in the layout of the fill, for the operands' current values
  * (a product created with TILERAP_CSR_REUSE and filled; else
- * TILERAP_ERR_INVALID); both operands need values (TILERAP_ERR_NULL), in
+ * TILERAP_ERR_INVALID); both operands need values (TILERAP_ERR_NULL; NULL
+ * is taken for an operand without entries), in
  * the arrays given here (they may differ from create's).  Their structure
  * must be the product's: the same structure arrays and shapes are checked
  * (TILERAP_ERR_STRUCTURE), their contents are not (callers track

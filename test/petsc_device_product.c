@@ -146,6 +146,40 @@ static PetscErrorCode check(Mat C, Mat Cref, const char *what)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+/* The "tilerap path" line of C's -mat_view ::ascii_info into buf. */
+static PetscErrorCode path_of(Mat C, char *buf, size_t len)
+{
+  PetscViewer sv;
+  const char *file = "petsc_device_product.view.out";
+  char        all[8192] = "";
+
+  PetscFunctionBeginUser;
+  PetscCall(PetscViewerASCIIOpen(PETSC_COMM_SELF, file, &sv));
+  PetscCall(PetscViewerPushFormat(sv, PETSC_VIEWER_ASCII_INFO));
+  PetscCall(MatView(C, sv));
+  PetscCall(PetscViewerPopFormat(sv));
+  PetscCall(PetscViewerDestroy(&sv));
+  {
+    FILE  *f   = fopen(file, "r");
+    size_t got = f ? fread(all, 1, sizeof all - 1, f) : 0;
+    all[got]   = 0;
+    if (f) fclose(f);
+    remove(file);
+  }
+  {
+    const char *p = strstr(all, "tilerap path ");
+    size_t      k = 0;
+    for (; p && p[k] && p[k] != '\n' && k + 1 < len; k++) buf[k] = p[k];
+    buf[k] = 0;
+  }
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* The route the products take now: the device CSR products on
+ * AIJCUSPARSE's arrays (default), or the tile plans (-mat_tile_path tiles,
+ * set as the TILERAP_PATH knob here). */
+static PetscBool tile_route = PETSC_FALSE;
+
 static PetscErrorCode plans_now(PetscInt *n)
 {
   PetscFunctionBeginUser;
@@ -171,8 +205,13 @@ static PetscErrorCode one_product(Mat X, Mat Y, Mat Xc, Mat Yc, MatProductType t
   PetscCall(product(Xh, Yh, type, MAT_INITIAL_MATRIX, &Cref));
   PetscCall(product(Xc, Yc, type, MAT_INITIAL_MATRIX, &Ccu));
   PetscCall(product(X, Y, type, MAT_INITIAL_MATRIX, &C));
-  PetscCall(PetscSNPrintf(what, sizeof what, "%s %s first", name, MatProductTypes[type]));
+  PetscCall(PetscSNPrintf(what, sizeof what, "%s %s first (%s route)", name, MatProductTypes[type], tile_route ? "tile" : "device CSR"));
   PetscCall(check(C, Cref, what));
+  {
+    char path[512];
+    PetscCall(path_of(C, path, sizeof path));
+    tap_ok(strstr(path, tile_route ? "entries per tile" : "tilerap path device-csr") != NULL, "%s: C's view names the route: %s", what, path);
+  }
   {
     PetscBool same;
     PetscReal err;
@@ -190,7 +229,7 @@ static PetscErrorCode one_product(Mat X, Mat Y, Mat Xc, Mat Yc, MatProductType t
   PetscCall(product(X, Y, type, MAT_REUSE_MATRIX, &C));
   g1 = petsc_gtoc_ct;
   PetscCall(plans_now(&p1));
-  PetscCall(PetscSNPrintf(what, sizeof what, "%s %s re-run after new device values", name, MatProductTypes[type]));
+  PetscCall(PetscSNPrintf(what, sizeof what, "%s %s re-run after new device values (%s route)", name, MatProductTypes[type], tile_route ? "tile" : "device CSR"));
   tap_ok(p1 == p0 && g1 == g0, "%s: numeric only (plans +%d), device-to-host copies logged +%g", what, (int)(p1 - p0), (double)(g1 - g0));
   PetscCall(check(C, Cref, what));
   {
@@ -420,6 +459,77 @@ static PetscErrorCode more_checks(void)
 }
 
 /* GAMG on the device: iterations of seqtile equal those of aijcusparse. */
+/* Where the device CSR route hands over: a row longer than the CSR path's
+ * rows take (32768 entries) goes the tile way; an operand bound to the
+ * CPU between runs makes the re-run plan again on the host arrays. */
+static PetscErrorCode route_checks(void)
+{
+  Mat       Ac, Pc, A, P, C, Ah, Ph, Cref;
+  PetscInt  p0, p1;
+  char      path[512];
+
+  PetscFunctionBeginUser;
+  PetscCall(irregular_mat(MATSEQAIJCUSPARSE, 40009, 123, 7, 21, &Ac));
+  PetscCall(tall_mat(MATSEQAIJCUSPARSE, 40009, 1511, 5, &Pc));
+  PetscCall(to_tile(Ac, &A));
+  PetscCall(to_tile(Pc, &P));
+  PetscCall(MatConvert(Ac, MATSEQAIJ, MAT_INITIAL_MATRIX, &Ah));
+  PetscCall(MatConvert(Pc, MATSEQAIJ, MAT_INITIAL_MATRIX, &Ph));
+  PetscCall(MatPtAP(Ah, Ph, MAT_INITIAL_MATRIX, PETSC_DETERMINE, &Cref));
+  PetscCall(MatPtAP(A, P, MAT_INITIAL_MATRIX, PETSC_DETERMINE, &C));
+  PetscCall(check(C, Cref, "PtAP, A with a row of 40009 entries"));
+  PetscCall(path_of(C, path, sizeof path));
+  tap_ok(strstr(path, "entries per tile") != NULL, "a row of 40009 entries: the tile route (%s)", path);
+  PetscCall(MatDestroy(&C));
+  PetscCall(MatDestroy(&Cref));
+  PetscCall(MatDestroy(&A));
+  PetscCall(MatDestroy(&P));
+  PetscCall(MatDestroy(&Ah));
+  PetscCall(MatDestroy(&Ph));
+  PetscCall(MatDestroy(&Ac));
+  PetscCall(MatDestroy(&Pc));
+
+  PetscCall(grid_mat(MATSEQAIJCUSPARSE, 31, 27, &Ac));
+  PetscCall(tall_mat(MATSEQAIJCUSPARSE, 31 * 27, 211, 8, &Pc));
+  PetscCall(to_tile(Ac, &A));
+  PetscCall(to_tile(Pc, &P));
+  PetscCall(MatPtAP(A, P, MAT_INITIAL_MATRIX, PETSC_DETERMINE, &C));
+  PetscCall(path_of(C, path, sizeof path));
+  tap_ok(strstr(path, "device-csr") != NULL, "PtAP of device operands: the device CSR route (%s)", path);
+  PetscCall(MatBindToCPU(A, PETSC_TRUE));
+  PetscCall(MatScale(A, 3.0));
+  PetscCall(plans_now(&p0));
+  PetscCall(MatPtAP(A, P, MAT_REUSE_MATRIX, PETSC_DETERMINE, &C));
+  PetscCall(plans_now(&p1));
+  PetscCall(MatConvert(A, MATSEQAIJ, MAT_INITIAL_MATRIX, &Ah));
+  PetscCall(MatConvert(P, MATSEQAIJ, MAT_INITIAL_MATRIX, &Ph));
+  PetscCall(MatPtAP(Ah, Ph, MAT_INITIAL_MATRIX, PETSC_DETERMINE, &Cref));
+  tap_ok(p1 == p0 + 1, "PtAP re-run with A bound to the CPU since: planned again (+%d)", (int)(p1 - p0));
+  PetscCall(values_ok(C, Cref, "PtAP re-run with A bound to the CPU since"));
+  PetscCall(path_of(C, path, sizeof path));
+  tap_ok(strstr(path, "entries per tile") != NULL, "... on the tile route (%s)", path);
+  /* released, new values on the device; the reference from A's values as
+   * they are then (AIJCUSPARSE does not mark values written while bound to
+   * the CPU as newer than its device copy: they are not A's after release) */
+  PetscCall(MatBindToCPU(A, PETSC_FALSE));
+  PetscCall(MatScale(A, 0.5));
+  PetscCall(MatDestroy(&Ah));
+  PetscCall(MatDestroy(&Cref));
+  PetscCall(MatConvert(A, MATSEQAIJ, MAT_INITIAL_MATRIX, &Ah));
+  PetscCall(MatPtAP(Ah, Ph, MAT_INITIAL_MATRIX, PETSC_DETERMINE, &Cref));
+  PetscCall(MatPtAP(A, P, MAT_REUSE_MATRIX, PETSC_DETERMINE, &C));
+  PetscCall(check(C, Cref, "PtAP re-run with A released to the device"));
+  PetscCall(MatDestroy(&C));
+  PetscCall(MatDestroy(&Cref));
+  PetscCall(MatDestroy(&A));
+  PetscCall(MatDestroy(&P));
+  PetscCall(MatDestroy(&Ah));
+  PetscCall(MatDestroy(&Ph));
+  PetscCall(MatDestroy(&Ac));
+  PetscCall(MatDestroy(&Pc));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 static PetscErrorCode gamg_iterations(MatType type, PetscInt *its, PetscReal *rnorm, PetscInt *plans)
 {
   Mat      A;
@@ -473,6 +583,11 @@ int main(int argc, char **argv)
   PetscCall(tall_mat(MATSEQAIJCUSPARSE, 41 * 37, 389, 3, &Pc));
   PetscCall(tu_random_mat(PETSC_COMM_SELF, MATSEQAIJCUSPARSE, 41 * 37, 61, 3, PETSC_FALSE, 1, 1, 11, &Bc));
   PetscCall(products_of(Ac, Pc, Bc, "grid 41x37"));
+  tile_route = PETSC_TRUE;
+  tap_ok(tilerap_tuning_set("TILERAP_PATH", "tiles") == TILERAP_SUCCESS, "TILERAP_PATH=tiles: the tile plans");
+  PetscCall(products_of(Ac, Pc, Bc, "grid 41x37"));
+  tap_ok(tilerap_tuning_set("TILERAP_PATH", "auto") == TILERAP_SUCCESS, "TILERAP_PATH=auto again");
+  tile_route = PETSC_FALSE;
   PetscCall(MatDestroy(&Ac));
   PetscCall(MatDestroy(&Pc));
   PetscCall(MatDestroy(&Bc));
@@ -481,11 +596,17 @@ int main(int argc, char **argv)
   PetscCall(tall_mat(MATSEQAIJCUSPARSE, 1003, 97, 9, &Pc));
   PetscCall(tu_random_mat(PETSC_COMM_SELF, MATSEQAIJCUSPARSE, 1003, 1, 2, PETSC_FALSE, 1, 1, 13, &Bc));
   PetscCall(products_of(Ac, Pc, Bc, "irregular 1003 (dense row, empty row), P 1003x97, B 1003x1"));
+  tile_route = PETSC_TRUE;
+  tap_ok(tilerap_tuning_set("TILERAP_PATH", "tiles") == TILERAP_SUCCESS, "TILERAP_PATH=tiles: the tile plans");
+  PetscCall(products_of(Ac, Pc, Bc, "irregular 1003 (dense row, empty row), P 1003x97, B 1003x1"));
+  tap_ok(tilerap_tuning_set("TILERAP_PATH", "auto") == TILERAP_SUCCESS, "TILERAP_PATH=auto again");
+  tile_route = PETSC_FALSE;
   PetscCall(MatDestroy(&Ac));
   PetscCall(MatDestroy(&Pc));
   PetscCall(MatDestroy(&Bc));
 
   PetscCall(more_checks());
+  PetscCall(route_checks());
 
   PetscCall(gamg_iterations(MATSEQAIJCUSPARSE, &its_ref, &r_ref, &plans_ref));
   PetscCall(gamg_iterations(MATSEQTILE, &its, &r, &plans));

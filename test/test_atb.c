@@ -58,6 +58,13 @@ static void check(tilerap_engine e, tilerap_memtype mem, int32_t m, int32_t k, i
   tap_ok(er <= 1e-14, "%s/%s %s: (%d x %d)^T (%d x %d), relerr %.2e%s%s", en, mn, what, m, k, m, n, er, err ? ": " : "",
          err ? tilerap_last_error() : "");
   if (!err && tC->memtype == TILERAP_MEM_HOST) tap_ok(tilerap_tile_check(tC) == 0, "%s/%s %s: C consistent", en, mn, what);
+  if (!err) {
+    tilerap_spgemm_info info;
+    const int ierr = tilerap_atb_plan_info(plan, &info);
+    tap_ok(!ierr && info.c_nnz == tC->nnz && (info.path == TILERAP_PATH_CSR || info.path == TILERAP_PATH_TILES) && (info.flops > 0) == (R->nnz > 0),
+           "%s/%s %s: plan info: path %s, %lld entries of C (C has %lld), %lld flops", en, mn, what, tilerap_path_name(info.path),
+           (long long)info.c_nnz, (long long)tC->nnz, (long long)info.flops);
+  }
   tilerap_csr_destroy(&R);
   if (!err) { /* new values, same structures: numeric only */
     ref_randomize_values(A, seed);

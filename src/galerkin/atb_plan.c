@@ -18,6 +18,7 @@ struct tilerap_atb_plan_s {
   tilerap_tile_matrix *At;   /* CUDA: A^T on the device */
   int64_t *perm;             /* At->val[q] = A->val[perm[q]], device memory */
   tr_csr_path *csr;          /* the CSR path (csr_path.c): no A^T, no tile plan */
+  tilerap_spgemm_info info;  /* the CSR path's (the tile plans keep their own) */
 };
 
 void tilerap_atb_plan_destroy(tilerap_atb_plan *plan)
@@ -62,7 +63,7 @@ static int tr_atb_plan_new(const tilerap_tile_matrix *A, const tilerap_tile_matr
   if ((err = tr_plan_core_begin(&G->core, opt, A, who, &o)) || (err = tr_plan_core_mirror(&G->core, A, B, &wA, &wB)))
     goto fail;
   if (tr_csr_path_choose(A, B, o.engine))
-    err = tr_csr_path_create(wA, 1, wB, o.engine, o.stream, o.plan_values, runs, &G->csr, &wC, NULL);
+    err = tr_csr_path_create(wA, 1, wB, o.engine, o.stream, o.plan_values, runs, &G->csr, &wC, &G->info);
   else if (o.engine == TILERAP_ENGINE_CPU)
     err = tr_cpu_spgemm_plan_create_atb(wA, wB, &o, &G->plan, &wC);
   else if (!(err = tilerap_tile_transpose(wA, &G->At, &G->perm)))
@@ -102,6 +103,14 @@ int tilerap_atb_numeric(tilerap_atb_plan G, const tilerap_tile_matrix *A, const 
 #endif
   }
   return err ? err : tr_plan_core_numeric_out(&G->core, wC, C);
+}
+
+int tilerap_atb_plan_info(tilerap_atb_plan G, tilerap_spgemm_info *info)
+{
+  if (!G || !info) return tilerap_set_error(TILERAP_ERR_NULL, "tilerap_atb_plan_info: NULL argument");
+  if (G->plan) return tilerap_spgemm_plan_info(G->plan, info);
+  *info = G->info;
+  return TILERAP_SUCCESS;
 }
 
 int tilerap_atb(const tilerap_tile_matrix *A, const tilerap_tile_matrix *B, const tilerap_options *opt,

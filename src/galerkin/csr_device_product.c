@@ -238,7 +238,8 @@ int tilerap_csr_device_product_numeric_i32(tilerap_csr_device_product X, const t
                                                     "product's (structure arrays or shapes differ)");
   if (X->cnnz > 0 && !c_val)
     return tilerap_set_error(TILERAP_ERR_NULL, "tilerap_csr_device_product_numeric_i32: c_val is NULL");
-  if (!A->val || !B->val)
+  /* an operand without entries may have no value array (PETSc's empty blocks) */
+  if ((!A->val && X->annz > 0) || (!B->val && X->bnnz > 0))
     return tilerap_set_error(TILERAP_ERR_NULL, "tilerap_csr_device_product_numeric_i32: an operand has no values");
   X->a.val = A->val; /* the transposed operand's values come from the latest run's arrays */
   X->b.val = B->val;

@@ -182,6 +182,19 @@ PetscErrorCode TileDeviceValuesEnd(Mat C, PetscScalar **ca);
  * it, so a tile PtAP forms it in its setup too rather than leaving it to
  * the first solve. */
 PetscErrorCode TileFormExplicitTranspose(Mat P);
+/* mat_seqtile_device_product.c: a product on the operands' device CSR
+ * (tilerap's device CSR products; no tile form).  Plan: *dp NULL when
+ * that route does not apply (C, A or B without a device CSR, or an
+ * operand row too long for the CSR path: the tile route then), else C's
+ * AIJ structure made and the values kept for the numeric phase.  Numeric:
+ * C's values into its device CSR (*fresh: those of the plan, the operands
+ * unchanged since); *stale when an operand or C has left the device since
+ * the plan (nothing done: plan again). */
+typedef struct TileDeviceProduct TileDeviceProduct;
+PetscErrorCode TileDeviceProductPlan(Mat C, MatProductType type, Mat A, Mat B, TileDeviceProduct **dp);
+PetscErrorCode TileDeviceProductNumeric(Mat C, TileDeviceProduct *dp, Mat A, Mat B, PetscBool *stale, PetscBool *fresh);
+PetscErrorCode TileDeviceProductView(TileDeviceProduct *dp, PetscViewer viewer);
+PetscErrorCode TileDeviceProductDestroy(TileDeviceProduct **dp);
 /* Around an MPI product's symbolic phase: no explicit transposes of the
  * local products' operands. */
 void TileLocalProductsPush(void);

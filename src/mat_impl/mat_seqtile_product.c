@@ -7,7 +7,10 @@
  * conversions to and from tiles cost more than a product, and PETSc's
  * setups make most products once).  -mat_tile_path tiles takes the tile
  * plans instead.
- * CUDA engine (and the CPU engine's tile route), symbolic: tile copies of
+ * CUDA engine with operands and C on AIJCUSPARSE: the device CSR route
+ * (mat_seqtile_device_product.c), no tile form either, unless
+ * -mat_tile_path tiles or an operand's row is too long for it.
+ * CUDA engine otherwise (and the CPU engine's tile route), symbolic: tile copies of
  * the operands, the plan, C's tile form (the plan's output, kept as C's
  * tile copy) and C's complete AIJ structure.  Numeric (MAT_REUSE_MATRIX as
  * well): operands' tile values refreshed, the plan's numeric phase, C's
@@ -41,6 +44,9 @@ typedef struct {
   tilerap_atb_plan    atb;
   PetscBool           device;       /* CUDA engine: operands, plan and C on the device */
   tilerap_csr_plan    csr;          /* CPU engine's CSR route: the plan on the AIJ arrays */
+#if TILE_DEVICE_AIJ
+  TileDeviceProduct  *dcsr;         /* CUDA engine's device CSR route (AIJCUSPARSE's arrays) */
+#endif
   int64_t            *arp, *brp;    /* ... the operands' row pointers as it reads them */
   int32_t            *acol, *bcol;  /* ... and columns (64-bit PetscInt builds only) */
   tilerap_csr        *cfirst;       /* C as the CSR plan made it, with values from A, B at ast, bst */
@@ -69,6 +75,9 @@ static PetscErrorCode TileProductDestroy(TILE_PRODUCT_DESTROY_ARG arg)
   tilerap_atb_plan_destroy(&pd->atb);
   tilerap_csr_plan_destroy(&pd->csr);
   tilerap_csr_destroy(&pd->cfirst);
+#if TILE_DEVICE_AIJ
+  PetscCall(TileDeviceProductDestroy(&pd->dcsr));
+#endif
   PetscCall(PetscFree4(pd->arp, pd->brp, pd->acol, pd->bcol));
   PetscCall(TileCacheReset(&pd->own_a));
   PetscCall(TileCacheReset(&pd->own_b));
@@ -130,12 +139,19 @@ static PetscErrorCode TileProductView(Mat C, PetscViewer viewer)
       PetscCall(PetscViewerASCIIPrintf(viewer, "tilerap path aij-csr: the CSR plan on the AIJ arrays, no tile form (CPU engine; -mat_tile_path tiles for the tile plans), %" PetscInt64_FMT " entries of C, %" PetscInt64_FMT " flops a numeric run\n", (PetscInt64)cnnz, (PetscInt64)flops));
       PetscFunctionReturn(PETSC_SUCCESS);
     }
+#if TILE_DEVICE_AIJ
+    if (pd->dcsr) {
+      PetscCall(TileDeviceProductView(pd->dcsr, viewer));
+      PetscFunctionReturn(PETSC_SUCCESS);
+    }
+#endif
     /* which path the plan took and what it chose by (TILERAP_PATH) */
     tilerap_spgemm_info i;
     tilerap_ptap_info   g;
     int                 have = 0;
     if (pd->ptap && !tilerap_ptap_plan_info(pd->ptap, &g)) { i = g.ap; have = 1; }
     else if (pd->ab && !tilerap_spgemm_plan_info(pd->ab, &i)) have = 1;
+    else if (pd->atb && !tilerap_atb_plan_info(pd->atb, &i)) have = 1;
     if (have)
       PetscCall(PetscViewerASCIIPrintf(viewer, "tilerap path %s (operands' mean entries per tile %.2f and %.2f; -mat_tile_path)\n", tilerap_path_name(i.path), i.a_fill, i.b_fill));
     if (have && pd->ptap) { /* both halves of the Galerkin product */
@@ -348,6 +364,21 @@ static PetscErrorCode TileProductPlan(Mat C, TileProduct *pd, Mat A, Mat B)
   tilerap_csr_plan_destroy(&pd->csr);
   tilerap_csr_destroy(&pd->cfirst);
   PetscCall(PetscFree(pd->fresh));
+#if TILE_DEVICE_AIJ
+  PetscCall(TileDeviceProductDestroy(&pd->dcsr));
+  if (pd->device) { /* the device CSR route where C and the operands have a device CSR */
+    PetscCall(TileDeviceProductPlan(C, pd->type, A, B, &pd->dcsr));
+    if (pd->dcsr) {
+      PetscCall(TileProductPlanned(pd, A, B));
+      pd->Cplan = NULL;
+      pd->Cdev  = NULL;
+      pd->Cgen  = cc->gen;
+      pd->cnz   = C->nonzerostate;
+      PetscCall(PetscFree(pd->perm));
+      PetscFunctionReturn(PETSC_SUCCESS);
+    }
+  }
+#endif
   if (!pd->device && tr_knob_int(TR_KNOB_PATH) != 1) { /* the CSR route unless -mat_tile_path tiles */
     PetscCall(TileProductPlanCSR(C, pd, A, B));
     pd->Cplan = NULL;
@@ -526,11 +557,36 @@ static PetscErrorCode TileProductNumeric(Mat C, Mat A, Mat B)
   PetscCall(PetscObjectGetId((PetscObject)A, &aid));
   PetscCall(PetscObjectGetId((PetscObject)B, &bid));
   PetscCall(TileGetData(C, &ct));
-  if (aid != pd->aid || bid != pd->bid || A->nonzerostate != pd->anz || B->nonzerostate != pd->bnz || C->nonzerostate != pd->cnz || (!pd->csr && (!ct || ct->cache.gen != pd->Cgen))) {
-    PetscCall(PetscInfo(C, "tilerap: operands or C changed structure (or object) since the plan: planning again\n"));
-    PetscCall(TileProductPlan(C, pd, A, B));
-    PetscCall(TileGetData(C, &ct));
+  {
+    PetscBool tiles = (PetscBool)!pd->csr; /* a tile plan: C's tile form is its output */
+#if TILE_DEVICE_AIJ
+    if (pd->dcsr) tiles = PETSC_FALSE;
+#endif
+    if (aid != pd->aid || bid != pd->bid || A->nonzerostate != pd->anz || B->nonzerostate != pd->bnz || C->nonzerostate != pd->cnz || (tiles && (!ct || ct->cache.gen != pd->Cgen))) {
+      PetscCall(PetscInfo(C, "tilerap: operands or C changed structure (or object) since the plan: planning again\n"));
+      PetscCall(TileProductPlan(C, pd, A, B));
+      PetscCall(TileGetData(C, &ct));
+    }
   }
+#if TILE_DEVICE_AIJ
+  if (pd->dcsr) {
+    PetscBool stale, fresh;
+    PetscCall(TileDeviceProductNumeric(C, pd->dcsr, A, B, &stale, &fresh));
+    if (stale) {
+      PetscCall(PetscInfo(C, "tilerap: an operand or C left the device since the plan: planning again\n"));
+      PetscCall(TileProductPlan(C, pd, A, B));
+      PetscCall(TileProductNumeric(C, A, B));
+      PetscFunctionReturn(PETSC_SUCCESS);
+    }
+    if (fresh) pd->nfresh++;
+    else pd->nnumeric++;
+    if (ct) { /* a tile copy of C made meanwhile is stale */
+      ct->cache.state_plus_one = PETSC_FALSE;
+      ct->cache.Dvalid         = PETSC_FALSE;
+    }
+    PetscFunctionReturn(PETSC_SUCCESS);
+  }
+#endif
   if (pd->csr) {
     PetscCall(TileProductNumericCSR(C, pd, A, B));
     PetscFunctionReturn(PETSC_SUCCESS);

@@ -1,0 +1,263 @@
+/* MATSEQTILE products on the operands' device CSR (a PETSc built with
+ * CUDA, the CUDA engine, AIJCUSPARSE underneath): C = A*B, A^T*B and
+ * P^T A P by tilerap's device CSR products (tilerap_device.h) straight on
+ * AIJCUSPARSE's device arrays, C's values straight into C's device CSR.
+ * No tile copy of an operand or of C: a product made once (GAMG's
+ * prolongator smoothing and graph squaring, every first Galerkin product)
+ * costs less this way than through the tile plans, whose conversions each
+ * way are a third of such a product (BENCHMARKS.md 3b), and needs no tile
+ * copies' memory.  The tile route stays for -mat_tile_path tiles and for
+ * operands with a row too long for the CSR path's rows
+ * (tilerap_csr_device_path_i32).
+ *
+ * Symbolic: the product made and filled (structure and values, sorted
+ * rows); C's structure comes to the host, where PETSc's AIJ keeps it; the
+ * values wait on the device for the numeric phase that follows.  Numeric:
+ * those values when the operands are unchanged, else a numeric run (no
+ * allocation, no wait: what numeric runs need is kept from the start, as
+ * AIJCUSPARSE keeps its SpGEMM buffers). */
+#include "mat_seqtile_impl.h"
+
+#if TILE_DEVICE_AIJ
+
+struct TileDeviceProduct {
+  tilerap_csr_kind           kind;
+  tilerap_csr_device_product X;
+  int32_t                    m;         /* C's rows */
+  int64_t                    cnnz;
+  double                    *first;     /* C's values from the fill (device), for the numeric phase after it */
+  PetscObjectState           ast, bst;  /* ... valid while A and B stay in these states */
+  PetscInt                   nnumeric, nremade;
+};
+
+static tilerap_csr_kind TileDeviceKind(MatProductType type)
+{
+  return type == MATPRODUCT_PtAP ? TILERAP_CSR_PTAP : type == MATPRODUCT_AtB ? TILERAP_CSR_ATB : TILERAP_CSR_AB;
+}
+
+/* X's device CSR as the device products read it (AIJCUSPARSE's own
+ * arrays, valid while X is unchanged), or mem HOST when X has none. */
+static PetscErrorCode TileDeviceOperand(Mat X, TileAIJArrays *arr, tilerap_csr_device_i32 *v)
+{
+  PetscInt m, n;
+
+  PetscFunctionBegin;
+  PetscCall(PetscMemzero(arr, sizeof *arr));
+  PetscCheck(X->assembled, PetscObjectComm((PetscObject)X), PETSC_ERR_ARG_WRONGSTATE, "Matrix must be assembled before a product");
+  PetscCall(MatGetSize(X, &m, &n));
+  PetscCheck(m < INT32_MAX && n < INT32_MAX, PetscObjectComm((PetscObject)X), PETSC_ERR_ARG_OUTOFRANGE, "tilerap indexes rows and columns with 32 bits");
+  PetscCall(TileAIJArraysBegin(X, PETSC_TRUE, arr));
+  v->m      = (int32_t)m;
+  v->n      = (int32_t)n;
+  v->rowptr = (const int32_t *)arr->ai;
+  v->colidx = (const int32_t *)arr->aj;
+  v->val    = (const double *)arr->aa;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode TileDeviceProductDestroy(TileDeviceProduct **pdp)
+{
+  PetscFunctionBegin;
+  if (!pdp || !*pdp) PetscFunctionReturn(PETSC_SUCCESS);
+  tilerap_csr_device_product_destroy(&(*pdp)->X);
+  tilerap_device_free((*pdp)->first);
+  PetscCall(PetscFree(*pdp));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* dp->X made anew (kept for numeric runs) and filled: C's structure into C's host
+ * arrays (restructure) or checked against them, its values into cval
+ * (device; NULL: into dp->first). */
+static PetscErrorCode TileDeviceProductMake(Mat C, TileDeviceProduct *dp, const tilerap_csr_device_i32 *va, const tilerap_csr_device_i32 *vb, PetscBool restructure, double *cval)
+{
+  MPI_Comm  comm = PetscObjectComm((PetscObject)C);
+  int32_t  *drp = NULL, *dcol = NULL, *hrp = NULL;
+  int64_t  *rp64 = NULL;
+  PetscInt *cols;
+  int       err;
+
+  PetscFunctionBegin;
+  tilerap_csr_device_product_destroy(&dp->X);
+  tilerap_device_free(dp->first);
+  dp->first = NULL;
+  PetscCall(PetscLogEventBegin(TILE_Plan, C, 0, 0, 0));
+  err = tilerap_csr_device_product_create_i32(dp->kind, va, vb, TILERAP_CSR_REUSE, &dp->X, &dp->cnnz);
+  PetscCall(PetscLogEventEnd(TILE_Plan, C, 0, 0, 0));
+  TileCall(comm, err);
+  PetscCall(PetscLogEventBegin(TILE_Struct, C, 0, 0, 0));
+  if (!(err = tilerap_device_malloc(((size_t)dp->m + 1) * sizeof(int32_t), (void **)&drp)) && !(err = tilerap_device_malloc((size_t)(dp->cnnz ? dp->cnnz : 1) * sizeof(int32_t), (void **)&dcol)) && !cval)
+    err = tilerap_device_malloc((size_t)(dp->cnnz ? dp->cnnz : 1) * sizeof(double), (void **)&dp->first);
+  if (!err) err = tilerap_csr_device_product_fill_i32(dp->X, va, vb, 0, drp, dcol, cval ? cval : dp->first);
+  if (err) {
+    tilerap_device_free(drp);
+    tilerap_device_free(dcol);
+    TileCall(comm, err);
+  }
+  PetscCall(PetscMalloc2(dp->m + 1, &hrp, dp->m + 1, &rp64));
+  err = tilerap_memcpy(hrp, TILERAP_MEM_HOST, drp, TILERAP_MEM_DEVICE, ((size_t)dp->m + 1) * sizeof(int32_t));
+  tilerap_device_free(drp);
+  if (err) {
+    tilerap_device_free(dcol);
+    PetscCall(PetscFree2(hrp, rp64));
+    TileCall(comm, err);
+  }
+  for (int32_t i = 0; i <= dp->m; i++) rp64[i] = hrp[i];
+  if (restructure) {
+    /* C's AIJ structure (the columns come down into the array PETSc's
+     * preallocation made), zero values; the device CSR is made from it
+     * at the numeric phase, as AIJCUSPARSE's own products leave it */
+    PetscCall(TileStructureBegin(C, dp->m, rp64, &cols));
+    err = dp->cnnz > 0 ? tilerap_memcpy(cols, TILERAP_MEM_HOST, dcol, TILERAP_MEM_DEVICE, (size_t)dp->cnnz * sizeof(int32_t)) : TILERAP_SUCCESS;
+    tilerap_device_free(dcol);
+    if (err) PetscCall(PetscFree2(hrp, rp64));
+    TileCall(comm, err);
+    PetscCall(TileStructureEnd(C, cols, dp->cnnz, NULL, TILERAP_MEM_HOST));
+  } else {
+    /* the same operand patterns make the same C: checked, not trusted */
+    const PetscInt *ci, *cj;
+    PetscInt        n;
+    PetscBool       done, same;
+    int32_t        *hcol = NULL;
+    PetscCall(PetscMalloc1(dp->cnnz, &hcol));
+    err = dp->cnnz > 0 ? tilerap_memcpy(hcol, TILERAP_MEM_HOST, dcol, TILERAP_MEM_DEVICE, (size_t)dp->cnnz * sizeof(int32_t)) : TILERAP_SUCCESS;
+    tilerap_device_free(dcol);
+    if (err) {
+      PetscCall(PetscFree(hcol));
+      PetscCall(PetscFree2(hrp, rp64));
+      TileCall(comm, err);
+    }
+    PetscCall(MatGetRowIJ(C, 0, PETSC_FALSE, PETSC_FALSE, &n, &ci, &cj, &done));
+    same = (PetscBool)(done && n == dp->m && ci[n] == dp->cnnz);
+    for (PetscInt i = 0; same && i <= n; i++) same = (PetscBool)(ci[i] == rp64[i]);
+    for (int64_t k = 0; same && k < dp->cnnz; k++) same = (PetscBool)(cj[k] == hcol[k]);
+    PetscCall(MatRestoreRowIJ(C, 0, PETSC_FALSE, PETSC_FALSE, &n, &ci, &cj, &done));
+    PetscCall(PetscFree(hcol));
+    PetscCheck(same, comm, PETSC_ERR_PLIB, "the product of unchanged operand patterns differs from C's structure");
+  }
+  PetscCall(PetscFree2(hrp, rp64));
+  PetscCall(PetscLogEventEnd(TILE_Struct, C, 0, 0, 0));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode TileDeviceProductPlan(Mat C, MatProductType type, Mat A, Mat B, TileDeviceProduct **out)
+{
+  TileDeviceProduct     *dp = NULL;
+  TileAIJArrays          ra, rb;
+  tilerap_csr_device_i32 va, vb;
+  tilerap_path           path = TILERAP_PATH_TILES;
+  Mat_SeqTile           *ct;
+  PetscErrorCode         ierr;
+  int                    err;
+
+  PetscFunctionBegin;
+  *out = NULL;
+  PetscCall(TileGetData(C, &ct));
+  if (!ct || !ct->device_aij || C->boundtocpu) PetscFunctionReturn(PETSC_SUCCESS);
+  PetscCall(TileDeviceJoinPETSc());
+  PetscCall(TileDeviceOperand(A, &ra, &va));
+  ierr = TileDeviceOperand(B, &rb, &vb);
+  if (ierr) {
+    PetscCall(TileAIJArraysEnd(A, &ra));
+    PetscCall(ierr);
+  }
+  if (ra.mem == TILERAP_MEM_DEVICE && rb.mem == TILERAP_MEM_DEVICE) {
+    err = tilerap_csr_device_path_i32(TileDeviceKind(type), &va, &vb, &path, NULL);
+    ierr = TileCheckError_Private(PetscObjectComm((PetscObject)C), err, "tilerap_csr_device_path_i32");
+    if (!ierr && path == TILERAP_PATH_CSR) {
+      ierr = PetscNew(&dp);
+      if (!ierr) {
+        dp->kind = TileDeviceKind(type);
+        dp->m    = (int32_t)C->rmap->n;
+        ierr = TileDeviceProductMake(C, dp, &va, &vb, PETSC_TRUE, NULL);
+      }
+      if (!ierr) ierr = PetscObjectStateGet((PetscObject)A, &dp->ast);
+      if (!ierr) ierr = PetscObjectStateGet((PetscObject)B, &dp->bst);
+    }
+  }
+  PetscCall(TileAIJArraysEnd(A, &ra));
+  PetscCall(TileAIJArraysEnd(B, &rb));
+  if (ierr) PetscCall(TileDeviceProductDestroy(&dp));
+  PetscCall(ierr);
+  *out = dp;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode TileDeviceProductNumeric(Mat C, TileDeviceProduct *dp, Mat A, Mat B, PetscBool *stale, PetscBool *fresh)
+{
+  MPI_Comm               comm = PetscObjectComm((PetscObject)C);
+  TileAIJArrays          ra, rb;
+  tilerap_csr_device_i32 va, vb;
+  PetscScalar           *ca = NULL;
+  PetscObjectState       ast, bst;
+  PetscErrorCode         ierr;
+  int                    err = TILERAP_SUCCESS;
+
+  PetscFunctionBegin;
+  *stale = *fresh = PETSC_FALSE;
+  PetscCall(TileDeviceJoinPETSc());
+  PetscCall(TileDeviceOperand(A, &ra, &va));
+  ierr = TileDeviceOperand(B, &rb, &vb);
+  if (ierr) {
+    PetscCall(TileAIJArraysEnd(A, &ra));
+    PetscCall(ierr);
+  }
+  if (ra.mem != TILERAP_MEM_DEVICE || rb.mem != TILERAP_MEM_DEVICE || C->boundtocpu) {
+    /* an operand or C went to the host since the plan: the caller plans again */
+    PetscCall(TileAIJArraysEnd(A, &ra));
+    PetscCall(TileAIJArraysEnd(B, &rb));
+    *stale = PETSC_TRUE;
+    PetscFunctionReturn(PETSC_SUCCESS);
+  }
+  PetscCall(PetscObjectStateGet((PetscObject)A, &ast));
+  PetscCall(PetscObjectStateGet((PetscObject)B, &bst));
+  ierr = PetscLogEventBegin(TILE_Numeric, A, B, C, 0);
+  if (!ierr) ierr = TileDeviceValuesBegin(C, &ca);
+  if (!ierr) {
+    if (dp->first && ast == dp->ast && bst == dp->bst) { /* the fill's values: the operands are as they were */
+      err = tilerap_memcpy(ca, TILERAP_MEM_DEVICE, dp->first, TILERAP_MEM_DEVICE, (size_t)dp->cnnz * sizeof(double));
+      *fresh = PETSC_TRUE;
+    } else {
+      err = tilerap_csr_device_product_numeric_i32(dp->X, &va, &vb, (double *)ca);
+      if (err == TILERAP_ERR_STRUCTURE) {
+        /* AIJCUSPARSE moved an operand's unchanged pattern to new arrays
+         * (its device copy rebuilt): the product made again on them, its
+         * fill into C's values */
+        ierr = TileDeviceProductMake(C, dp, &va, &vb, PETSC_FALSE, (double *)ca);
+        err  = TILERAP_SUCCESS;
+        dp->nremade++;
+      }
+      dp->nnumeric++;
+    }
+    if (!ierr && !err) ierr = TileDeviceJoinTilerap(ca, dp->cnnz);
+    {
+      PetscErrorCode e2 = TileDeviceValuesEnd(C, &ca);
+      if (!ierr) ierr = e2;
+    }
+  }
+  tilerap_device_free(dp->first);
+  dp->first = NULL;
+  {
+    PetscErrorCode e2 = PetscLogEventEnd(TILE_Numeric, A, B, C, 0);
+    if (!ierr) ierr = e2;
+  }
+  PetscCall(TileAIJArraysEnd(A, &ra));
+  PetscCall(TileAIJArraysEnd(B, &rb));
+  PetscCall(ierr);
+  TileCall(comm, err);
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode TileDeviceProductView(TileDeviceProduct *dp, PetscViewer viewer)
+{
+  int64_t flops = 0, longest = 0;
+
+  PetscFunctionBegin;
+  TileCall(PETSC_COMM_SELF, tilerap_csr_device_product_info(dp->X, NULL, NULL, NULL, &flops, &longest));
+  PetscCall(PetscViewerASCIIPrintf(viewer,
+                                   "tilerap path device-csr: device CSR products on AIJCUSPARSE's arrays, no tile form (operands' longest row %" PetscInt64_FMT "; -mat_tile_path tiles for the tile plans), %" PetscInt64_FMT
+                                   " entries of C, %" PetscInt64_FMT " flops a numeric run, %" PetscInt_FMT " numeric run(s), %" PetscInt_FMT " made again on moved operand arrays\n",
+                                   (PetscInt64)longest, (PetscInt64)dp->cnnz, (PetscInt64)flops, dp->nnumeric, dp->nremade));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+#endif
