@@ -173,8 +173,24 @@ static __global__ void k_bin(int pass, int count_pass, int32_t m, const unsigned
   if (b >= 0) rows[base[b] + rank] = i;
 }
 
-/* Bins the rows (for the count, or by length once crp exists): sizes read
- * back, then the row lists; P->bin_start set */
+/* The bin sizes of pass 0 turned into pass 1's cursors in place (an
+ * exclusive scan), with a copy in cursor[TR_CSR_BINS ..] for the host. */
+static __global__ void k_bin_starts(unsigned long long *cursor)
+{
+  unsigned long long run = 0;
+  for (int b = 0; b < TR_CSR_BINS; b++) {
+    const unsigned long long c = cursor[b];
+    cursor[b] = run;
+    cursor[TR_CSR_BINS + b] = run;
+    run += c;
+  }
+}
+
+/* Bins the rows (for the count, or by length once crp exists): both passes
+ * queued, then one read of the bins' starts and of cursor[2 * TR_CSR_BINS]
+ * (the caller's value: A's multiply-adds, C's entries) into
+ * hb[TR_CSR_BINS ..]; P->bin_start set.  The one wait of the binning: the
+ * host needs the bins' sizes for the launches. */
 static int tr_bin_rows(tr_cuda_csr_product *P, int count_pass, const unsigned long long *ub, unsigned long long *cursor,
                        unsigned long long *hb)
 {
@@ -185,22 +201,20 @@ static int tr_bin_rows(tr_cuda_csr_product *P, int count_pass, const unsigned lo
     k_bin<<<tr_blocks(m, 256), 256, 0, s>>>(0, count_pass, m, ub, P->crp, cursor, NULL);
     TR_RET(tr_cuda_check_launch("CSR path bins"));
   }
-  TR_RET(tr_readback(hb, cursor, TR_CSR_BINS * sizeof(*hb), s, "CSR path bins"));
-  unsigned long long start[TR_CSR_BINS];
-  P->bin_start[0] = 0;
-  for (int b = 0; b < TR_CSR_BINS; b++) {
-    start[b] = (unsigned long long)P->bin_start[b];
-    P->bin_start[b + 1] = P->bin_start[b] + (int64_t)hb[b];
-  }
-  TR_RET_CU(cudaMemcpyAsync(cursor, start, sizeof start, cudaMemcpyHostToDevice, s), "CSR path bins");
+  k_bin_starts<<<1, 1, 0, s>>>(cursor);
+  TR_RET(tr_cuda_check_launch("CSR path bins"));
   if (m > 0) {
     k_bin<<<tr_blocks(m, 256), 256, 0, s>>>(1, count_pass, m, ub, P->crp, cursor, P->rows);
     TR_RET(tr_cuda_check_launch("CSR path bins"));
   }
-  /* start[] is read by the copy above before the host reuses it */
-  TR_RET_CU(cudaStreamSynchronize(s), "CSR path bins");
+  TR_RET(tr_readback(hb + TR_CSR_BINS, cursor + TR_CSR_BINS, (TR_CSR_BINS + 1) * sizeof(*hb), s, "CSR path bins"));
+  for (int b = 0; b < TR_CSR_BINS; b++) P->bin_start[b] = (int64_t)hb[TR_CSR_BINS + b];
+  P->bin_start[TR_CSR_BINS] = m;
   return TILERAP_SUCCESS;
 }
+
+/* one value into device memory without a host buffer to keep alive */
+static __global__ void k_set_u32(uint32_t *p, uint32_t v) { *p = v; }
 
 /* ------------------------------------------------- shared-table groups */
 template <int G>
@@ -763,9 +777,10 @@ extern "C" int tr_cuda_csr_product_keep_record(tr_cuda_csr_product *P, int64_t a
   TR_TRY_CU(cub::DeviceScan::InclusiveSum(NULL, P->rec_scan_bytes, P->rec_ptr, P->rec_ptr, P->cnnz, s),
             "CSR path record");
   TR_TRY(tr_dalloc(&P->rec_scan, P->rec_scan_bytes ? P->rec_scan_bytes : 1, s, "CSR path record"));
-  /* the end of the last entry's range, which the runs never write */
-  TR_TRY_CU(cudaMemcpyAsync(P->rec_ptr + P->cnnz, &total, sizeof total, cudaMemcpyHostToDevice, s), "CSR path record");
-  TR_TRY_CU(cudaStreamSynchronize(s), "CSR path record");
+  /* the end of the last entry's range, which the runs never write (a
+   * kernel, not a copy from the host: no wait) */
+  k_set_u32<<<1, 1, 0, s>>>(P->rec_ptr + P->cnnz, total);
+  TR_TRY(tr_cuda_check_launch("CSR path record"));
   *kept = 1;
   return TILERAP_SUCCESS;
 cleanup:
@@ -851,9 +866,8 @@ extern "C" int tr_cuda_csr_product_create(int32_t m, int32_t n, const int64_t *a
   TR_TRY_CU(cub::DeviceReduce::Sum(NULL, scan_bytes, ub, cursor + 2 * TR_CSR_BINS, m, s), "CSR path sum");
   TR_TRY(tr_dalloc(&scan, scan_bytes, s, "scan storage"));
   TR_TRY_CU(cub::DeviceReduce::Sum(scan, scan_bytes, ub, cursor + 2 * TR_CSR_BINS, m, s), "CSR path sum");
-  TR_TRY(tr_bin_rows(P, 1, ub, cursor, hb));
+  TR_TRY(tr_bin_rows(P, 1, ub, cursor, hb)); /* reads the sum back with the bins */
   tr_dfree(scan, s); scan = NULL;
-  TR_TRY(tr_readback(&hb[2 * TR_CSR_BINS], cursor + 2 * TR_CSR_BINS, sizeof hb[0], s, "CSR path sum"));
   P->macs = (int64_t)hb[2 * TR_CSR_BINS];
   {
     const int64_t ndense = P->bin_start[TR_CSR_BINS] - P->bin_start[TR_CSR_BINS - 1];
@@ -886,9 +900,11 @@ extern "C" int tr_cuda_csr_product_create(int32_t m, int32_t n, const int64_t *a
   TR_TRY_CU(cub::DeviceScan::ExclusiveSum(NULL, scan_bytes, cnt, P->crp, m + 1, s), "CSR path scan");
   TR_TRY(tr_dalloc(&scan, scan_bytes, s, "scan storage"));
   TR_TRY_CU(cub::DeviceScan::ExclusiveSum(scan, scan_bytes, cnt, P->crp, m + 1, s), "CSR path scan");
-  TR_TRY(tr_readback(&P->cnnz, P->crp + m, sizeof(int64_t), s, "CSR path size"));
-  /* fill and numeric runs: bins by C's row lengths */
+  /* fill and numeric runs: bins by C's row lengths; C's size read back with them */
+  TR_TRY_CU(cudaMemcpyAsync(cursor + 2 * TR_CSR_BINS, P->crp + m, sizeof(int64_t), cudaMemcpyDeviceToDevice, s),
+            "CSR path size");
   TR_TRY(tr_bin_rows(P, 0, ub, cursor, hb));
+  P->cnnz = (int64_t)hb[2 * TR_CSR_BINS];
   TR_TRY(tr_dalloc((void **)&P->ccol, (size_t)P->cnnz * sizeof(int32_t), s, "CSR path columns"));
   *cnnz = P->cnnz;
   *macs = P->macs;
