@@ -149,23 +149,10 @@ static PetscErrorCode check(Mat C, Mat Cref, const char *what)
 /* The "tilerap path" line of C's -mat_view ::ascii_info into buf. */
 static PetscErrorCode path_of(Mat C, char *buf, size_t len)
 {
-  PetscViewer sv;
-  const char *file = "petsc_device_product.view.out";
-  char        all[8192] = "";
+  char all[8192];
 
   PetscFunctionBeginUser;
-  PetscCall(PetscViewerASCIIOpen(PETSC_COMM_SELF, file, &sv));
-  PetscCall(PetscViewerPushFormat(sv, PETSC_VIEWER_ASCII_INFO));
-  PetscCall(MatView(C, sv));
-  PetscCall(PetscViewerPopFormat(sv));
-  PetscCall(PetscViewerDestroy(&sv));
-  {
-    FILE  *f   = fopen(file, "r");
-    size_t got = f ? fread(all, 1, sizeof all - 1, f) : 0;
-    all[got]   = 0;
-    if (f) fclose(f);
-    remove(file);
-  }
+  PetscCall(tu_view_info(C, "petsc_device_product.view.out", all, sizeof all));
   {
     const char *p = strstr(all, "tilerap path ");
     size_t      k = 0;
@@ -449,12 +436,7 @@ static PetscErrorCode more_checks(void)
   PetscCall(plans_now(&p1));
   tap_ok(p1 == p0 + 1, "PtAP MAT_REUSE_MATRIX after a new nonzero in A: planned again (plans +%d)", (int)(p1 - p0));
   PetscCall(values_ok(C, Cref, "PtAP after a new nonzero in A"));
-  PetscCall(MatDestroy(&C));
-  PetscCall(MatDestroy(&Cref));
-  PetscCall(MatDestroy(&A));
-  PetscCall(MatDestroy(&P));
-  PetscCall(MatDestroy(&Ac));
-  PetscCall(MatDestroy(&Pc));
+  PetscCall(tu_destroy_mats(6, (Mat *[]){&C, &Cref, &A, &P, &Ac, &Pc}));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -480,14 +462,7 @@ static PetscErrorCode route_checks(void)
   PetscCall(check(C, Cref, "PtAP, A with a row of 40009 entries"));
   PetscCall(path_of(C, path, sizeof path));
   tap_ok(strstr(path, "entries per tile") != NULL, "a row of 40009 entries: the tile route (%s)", path);
-  PetscCall(MatDestroy(&C));
-  PetscCall(MatDestroy(&Cref));
-  PetscCall(MatDestroy(&A));
-  PetscCall(MatDestroy(&P));
-  PetscCall(MatDestroy(&Ah));
-  PetscCall(MatDestroy(&Ph));
-  PetscCall(MatDestroy(&Ac));
-  PetscCall(MatDestroy(&Pc));
+  PetscCall(tu_destroy_mats(8, (Mat *[]){&C, &Cref, &A, &P, &Ah, &Ph, &Ac, &Pc}));
 
   PetscCall(grid_mat(MATSEQAIJCUSPARSE, 31, 27, &Ac));
   PetscCall(tall_mat(MATSEQAIJCUSPARSE, 31 * 27, 211, 8, &Pc));
@@ -519,14 +494,7 @@ static PetscErrorCode route_checks(void)
   PetscCall(MatPtAP(Ah, Ph, MAT_INITIAL_MATRIX, PETSC_DETERMINE, &Cref));
   PetscCall(MatPtAP(A, P, MAT_REUSE_MATRIX, PETSC_DETERMINE, &C));
   PetscCall(check(C, Cref, "PtAP re-run with A released to the device"));
-  PetscCall(MatDestroy(&C));
-  PetscCall(MatDestroy(&Cref));
-  PetscCall(MatDestroy(&A));
-  PetscCall(MatDestroy(&P));
-  PetscCall(MatDestroy(&Ah));
-  PetscCall(MatDestroy(&Ph));
-  PetscCall(MatDestroy(&Ac));
-  PetscCall(MatDestroy(&Pc));
+  PetscCall(tu_destroy_mats(8, (Mat *[]){&C, &Cref, &A, &P, &Ah, &Ph, &Ac, &Pc}));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 

@@ -102,13 +102,6 @@ static PetscErrorCode api_product(MatProductType type, Mat A, Mat B, MatReuse re
   PetscFunctionReturn(0);
 }
 
-static PetscErrorCode destroy_mats(int n, Mat *m[])
-{
-  PetscFunctionBeginUser;
-  for (int k = 0; k < n; k++) PetscCall(MatDestroy(m[k]));
-  PetscFunctionReturn(0);
-}
-
 /* ||X - Y||_F / ||Y||_F for any two matrices of the same size (patterns may
  * differ: a product planned again has the new pattern, MPIAIJ's reuse
  * keeps the old one). */
@@ -658,7 +651,7 @@ static PetscErrorCode test_products_choice(PetscMPIInt rank, PetscMPIInt size)
     PetscCall(tu_ok((PetscBool)(ok && err <= 1e-12 && err2 <= 1e-12),
                     "PtAP (mpitile, mpitile) with -mat_tile_mpi_products %s on %d rank(s): %s (this rank: %d COO assemblies, %d tile plans of local products), rel. difference %.2e, after reuse %.2e",
                     choice[c], (int)size, want_tile ? "the backend algorithm" : "MPIAIJ's own algorithm", (int)(c1 - c0), (int)(p1 - p0), (double)err, (double)err2));
-    PetscCall(destroy_mats(6, (Mat *[]){&C, &Cref, &A, &P, &Aa, &Pa}));
+    PetscCall(tu_destroy_mats(6, (Mat *[]){&C, &Cref, &A, &P, &Aa, &Pa}));
   }
   PetscCall(PetscOptionsSetValue(NULL, "-mat_tile_mpi_products", "tile"));
   PetscFunctionReturn(0);
@@ -749,7 +742,7 @@ static PetscErrorCode test_view_during_product(PetscMPIInt rank, PetscMPIInt siz
   PetscCall(fresh_product(MATPRODUCT_PtAP, Aa, Pa, &Cref));
   PetscCall(value_diff(C, Cref, &err));
   PetscCall(tu_ok(err <= 1e-12, "PtAP (mpitile, mpitile) with -mat_view ascii_info inside the product and MatView after: rel. difference to MPIAIJ %.2e", (double)err));
-  PetscCall(destroy_mats(6, (Mat *[]){&C, &Cref, &A, &P, &Aa, &Pa}));
+  PetscCall(tu_destroy_mats(6, (Mat *[]){&C, &Cref, &A, &P, &Aa, &Pa}));
   PetscFunctionReturn(0);
 }
 

@@ -65,17 +65,23 @@ static PetscErrorCode bad_option_settype(MPI_Comm comm, const char *option, cons
   PetscFunctionReturn(0);
 }
 
-/* MatView of A in ASCII_INFO format into the file fname. */
-static PetscErrorCode view_info(Mat A, const char *fname)
+/* Whether a line of A's MatView in ASCII_INFO format holds every one of
+ * the n strings want[]; the line found goes to the TAP diagnostics. */
+static PetscErrorCode view_line_has(Mat A, int n, const char *const want[], PetscBool *found)
 {
-  PetscViewer v;
+  char  buf[8192], *save = NULL;
 
   PetscFunctionBeginUser;
-  PetscCall(PetscViewerASCIIOpen(PetscObjectComm((PetscObject)A), fname, &v));
-  PetscCall(PetscViewerPushFormat(v, PETSC_VIEWER_ASCII_INFO));
-  PetscCall(MatView(A, v));
-  PetscCall(PetscViewerPopFormat(v));
-  PetscCall(PetscViewerDestroy(&v));
+  *found = PETSC_FALSE;
+  PetscCall(tu_view_info(A, "petsc_seqtile_basic_view.txt", buf, sizeof buf));
+  for (char *line = strtok_r(buf, "\n", &save); line && !*found; line = strtok_r(NULL, "\n", &save)) {
+    PetscBool all = PETSC_TRUE;
+    for (int k = 0; k < n && all; k++) all = (PetscBool)(strstr(line, want[k]) != NULL);
+    if (all) {
+      *found = PETSC_TRUE;
+      tap_diag("%s", line);
+    }
+  }
   PetscFunctionReturn(0);
 }
 
@@ -263,20 +269,10 @@ int main(int argc, char **argv)
 
   /* view: ascii_info shows tile statistics */
   {
-    char        fname[] = "petsc_seqtile_basic_view.txt", line[512];
-    FILE       *f;
-    PetscBool   found = PETSC_FALSE;
-    char        engine[32];
+    PetscBool found = PETSC_FALSE;
+    char      engine[32];
     PetscCall(PetscSNPrintf(engine, sizeof engine, "engine %s", tilerap_engine_name(tilerap_engine_resolve(TILERAP_ENGINE_AUTO))));
-    PetscCall(view_info(A, fname));
-    f = fopen(fname, "r");
-    while (f && fgets(line, sizeof line, f))
-      if (strstr(line, "tilerap:") && strstr(line, "tiles") && strstr(line, "mean entries per tile") && strstr(line, engine)) {
-        found = PETSC_TRUE;
-        tap_diag("%s", strtok(line, "\n"));
-      }
-    if (f) fclose(f);
-    remove(fname);
+    PetscCall(view_line_has(A, 4, (const char *const[]){"tilerap:", "tiles", "mean entries per tile", engine}, &found));
     tap_ok(found, "MatView ascii_info prints tiles, mean entries per tile and the engine");
   }
 
@@ -301,20 +297,13 @@ int main(int argc, char **argv)
   {
     Mat            E;
     PetscErrorCode ierr;
-    char           fname[] = "petsc_seqtile_basic_tc.txt", line[512];
-    FILE          *f;
     PetscBool      found = PETSC_FALSE;
     PetscCall(PetscOptionsSetValue(NULL, "-tc_mat_tile_tc_threshold", "256"));
     PetscCall(PetscOptionsSetValue(NULL, "-tc_mat_tile_precision", "bf16"));
     PetscCall(MatDuplicate(A, MAT_COPY_VALUES, &E));
     PetscCall(MatSetOptionsPrefix(E, "tc_"));
     PetscCall(MatSetFromOptions(E));
-    PetscCall(view_info(E, fname));
-    f = fopen(fname, "r");
-    while (f && fgets(line, sizeof line, f))
-      if (strstr(line, "tensor-core threshold 256 (bf16)")) found = PETSC_TRUE;
-    if (f) fclose(f);
-    remove(fname);
+    PetscCall(view_line_has(E, 1, (const char *const[]){"tensor-core threshold 256 (bf16)"}, &found));
     tap_ok(found, "-mat_tile_tc_threshold 256 -mat_tile_precision bf16 read and shown by MatView");
     PetscCall(PetscOptionsSetValue(NULL, "-tc_mat_tile_precision", "fp8"));
     PetscCall(PetscPushErrorHandler(PetscReturnErrorHandler, NULL));
@@ -344,12 +333,7 @@ int main(int argc, char **argv)
         PetscCall(PetscPopErrorHandler());
         found = PETSC_FALSE;
         if (!ierr) {
-          PetscCall(view_info(E, fname));
-          f = fopen(fname, "r");
-          while (f && fgets(line, sizeof line, f))
-            if (strstr(line, shown[k])) found = PETSC_TRUE;
-          if (f) fclose(f);
-          remove(fname);
+          PetscCall(view_line_has(E, 1, (const char *const[]){shown[k]}, &found));
         }
         tap_ok(!ierr && found, "-mat_tile_tc_threshold %s after 256 is read and shown by MatView as '%s' (%d)", val[k], shown[k], (int)ierr);
       }
@@ -364,19 +348,12 @@ int main(int argc, char **argv)
   {
     Mat            E;
     PetscErrorCode ierr;
-    char           fname[] = "petsc_seqtile_basic_kernel.txt", line[512];
-    FILE          *f;
     PetscBool      found = PETSC_FALSE;
     PetscCall(PetscOptionsSetValue(NULL, "-kn_mat_tile_cpu_kernel", "recorded"));
     PetscCall(MatDuplicate(A, MAT_COPY_VALUES, &E));
     PetscCall(MatSetOptionsPrefix(E, "kn_"));
     PetscCall(MatSetFromOptions(E));
-    PetscCall(view_info(E, fname));
-    f = fopen(fname, "r");
-    while (f && fgets(line, sizeof line, f))
-      if (strstr(line, "CPU kernel recorded")) found = PETSC_TRUE;
-    if (f) fclose(f);
-    remove(fname);
+    PetscCall(view_line_has(E, 1, (const char *const[]){"CPU kernel recorded"}, &found));
     tap_ok(found, "-mat_tile_cpu_kernel recorded read and shown by MatView");
     PetscCall(PetscOptionsSetValue(NULL, "-kn_mat_tile_cpu_kernel", "fastest"));
     PetscCall(PetscPushErrorHandler(PetscReturnErrorHandler, NULL));

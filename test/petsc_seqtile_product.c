@@ -254,25 +254,12 @@ static PetscErrorCode regression_checks(MPI_Comm comm)
   /* -mat_view ::ascii_info of a product's C says which path its plan took
    * and by what (the operands' entries per tile) */
   {
-    Mat         A3, P3, C;
-    PetscViewer sv;
-    char        buf[4096] = "";
+    Mat  A3, P3, C;
+    char buf[4096] = "";
     PetscCall(tu_random_mat(comm, MATSEQTILE, 3 * n, 3 * n, 5, PETSC_TRUE, 1, 1, 911, &A3));
     PetscCall(tu_random_mat(comm, MATSEQTILE, 3 * n, n, 2, PETSC_FALSE, 1, 1, 912, &P3));
     PetscCall(MatPtAP(A3, P3, MAT_INITIAL_MATRIX, 2.0, &C));
-    const char *path = "petsc_seqtile_product.view.out";
-    PetscCall(PetscViewerASCIIOpen(comm, path, &sv));
-    PetscCall(PetscViewerPushFormat(sv, PETSC_VIEWER_ASCII_INFO));
-    PetscCall(MatView(C, sv));
-    PetscCall(PetscViewerPopFormat(sv));
-    PetscCall(PetscViewerDestroy(&sv));
-    {
-      FILE  *f = fopen(path, "r");
-      size_t got = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
-      buf[got] = 0;
-      if (f) fclose(f);
-      remove(path);
-    }
+    PetscCall(tu_view_info(C, "petsc_seqtile_product.view.out", buf, sizeof buf));
     tap_ok(strstr(buf, "tilerap path ") && strstr(buf, device_route ? "tilerap path device-csr" : tile_route ? "mean entries per tile" : "the CSR plan on the AIJ arrays"), "-mat_view ::ascii_info of a PtAP product names its path (%s)",
            strstr(buf, "tilerap path ") ? strstr(buf, "tilerap path ") : buf);
     PetscCall(MatDestroy(&C));

@@ -187,6 +187,36 @@ static inline PetscErrorCode tu_galerkin_levels(PC pc, PetscInt nlev, Mat op[], 
 }
 
 /* Number of times a log event ran so far (logging must be on). */
+/* MatDestroy of each of n matrices */
+static inline PetscErrorCode tu_destroy_mats(int n, Mat *m[])
+{
+  PetscFunctionBeginUser;
+  for (int k = 0; k < n; k++) PetscCall(MatDestroy(m[k]));
+  PetscFunctionReturn(0);
+}
+
+/* X's -mat_view ::ascii_info text (through a file: PETSc's string viewer
+ * takes no ASCII formats), at most len - 1 characters into buf */
+static inline PetscErrorCode tu_view_info(Mat X, const char *file, char *buf, size_t len)
+{
+  PetscViewer sv;
+
+  PetscFunctionBeginUser;
+  PetscCall(PetscViewerASCIIOpen(PetscObjectComm((PetscObject)X), file, &sv));
+  PetscCall(PetscViewerPushFormat(sv, PETSC_VIEWER_ASCII_INFO));
+  PetscCall(MatView(X, sv));
+  PetscCall(PetscViewerPopFormat(sv));
+  PetscCall(PetscViewerDestroy(&sv));
+  {
+    FILE  *f   = fopen(file, "r");
+    size_t got = f ? fread(buf, 1, len - 1, f) : 0;
+    buf[got]   = 0;
+    if (f) fclose(f);
+    remove(file);
+  }
+  PetscFunctionReturn(0);
+}
+
 static inline PetscErrorCode tu_event_count(const char *name, PetscInt *count)
 {
   PetscLogEvent      ev;

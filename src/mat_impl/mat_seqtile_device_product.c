@@ -55,6 +55,23 @@ static PetscErrorCode TileDeviceOperand(Mat X, TileAIJArrays *arr, tilerap_csr_d
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+/* Both operands' device CSR after PETSc's queued work (A's given back if
+ * B's fails). */
+static PetscErrorCode TileDeviceOperands(Mat A, Mat B, TileAIJArrays *ra, tilerap_csr_device_i32 *va, TileAIJArrays *rb, tilerap_csr_device_i32 *vb)
+{
+  PetscErrorCode ierr;
+
+  PetscFunctionBegin;
+  PetscCall(TileDeviceJoinPETSc());
+  PetscCall(TileDeviceOperand(A, ra, va));
+  ierr = TileDeviceOperand(B, rb, vb);
+  if (ierr) {
+    PetscCall(TileAIJArraysEnd(A, ra));
+    PetscCall(ierr);
+  }
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 PetscErrorCode TileDeviceProductDestroy(TileDeviceProduct **pdp)
 {
   PetscFunctionBegin;
@@ -153,13 +170,8 @@ PetscErrorCode TileDeviceProductPlan(Mat C, MatProductType type, Mat A, Mat B, T
   *out = NULL;
   PetscCall(TileGetData(C, &ct));
   if (!ct || !ct->device_aij || C->boundtocpu) PetscFunctionReturn(PETSC_SUCCESS);
-  PetscCall(TileDeviceJoinPETSc());
-  PetscCall(TileDeviceOperand(A, &ra, &va));
-  ierr = TileDeviceOperand(B, &rb, &vb);
-  if (ierr) {
-    PetscCall(TileAIJArraysEnd(A, &ra));
-    PetscCall(ierr);
-  }
+  PetscCall(TileDeviceOperands(A, B, &ra, &va, &rb, &vb));
+  ierr = PETSC_SUCCESS;
   if (ra.mem == TILERAP_MEM_DEVICE && rb.mem == TILERAP_MEM_DEVICE) {
     err = tilerap_csr_device_path_i32(TileDeviceKind(type), &va, &vb, &path, NULL);
     ierr = TileCheckError_Private(PetscObjectComm((PetscObject)C), err, "tilerap_csr_device_path_i32");
@@ -194,13 +206,7 @@ PetscErrorCode TileDeviceProductNumeric(Mat C, TileDeviceProduct *dp, Mat A, Mat
 
   PetscFunctionBegin;
   *stale = *fresh = PETSC_FALSE;
-  PetscCall(TileDeviceJoinPETSc());
-  PetscCall(TileDeviceOperand(A, &ra, &va));
-  ierr = TileDeviceOperand(B, &rb, &vb);
-  if (ierr) {
-    PetscCall(TileAIJArraysEnd(A, &ra));
-    PetscCall(ierr);
-  }
+  PetscCall(TileDeviceOperands(A, B, &ra, &va, &rb, &vb));
   if (ra.mem != TILERAP_MEM_DEVICE || rb.mem != TILERAP_MEM_DEVICE || C->boundtocpu) {
     /* an operand or C went to the host since the plan: the caller plans again */
     PetscCall(TileAIJArraysEnd(A, &ra));

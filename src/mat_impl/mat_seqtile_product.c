@@ -329,6 +329,19 @@ static PetscErrorCode TileProductPlanCSR(Mat C, TileProduct *pd, Mat A, Mat B)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+/* A route with no tile form of C (the CSR plan, the device CSR
+ * products): what the numeric phase checks C against. */
+static PetscErrorCode TileProductUntiled(TileProduct *pd, Mat C, const TileCache *cc)
+{
+  PetscFunctionBegin;
+  pd->Cplan = NULL;
+  pd->Cdev  = NULL;
+  pd->Cgen  = cc->gen;
+  pd->cnz   = C->nonzerostate;
+  PetscCall(PetscFree(pd->perm));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 static PetscErrorCode TileProductPlan(Mat C, TileProduct *pd, Mat A, Mat B)
 {
   MPI_Comm                   comm = PetscObjectComm((PetscObject)C);
@@ -370,22 +383,14 @@ static PetscErrorCode TileProductPlan(Mat C, TileProduct *pd, Mat A, Mat B)
     PetscCall(TileDeviceProductPlan(C, pd->type, A, B, &pd->dcsr));
     if (pd->dcsr) {
       PetscCall(TileProductPlanned(pd, A, B));
-      pd->Cplan = NULL;
-      pd->Cdev  = NULL;
-      pd->Cgen  = cc->gen;
-      pd->cnz   = C->nonzerostate;
-      PetscCall(PetscFree(pd->perm));
+      PetscCall(TileProductUntiled(pd, C, cc));
       PetscFunctionReturn(PETSC_SUCCESS);
     }
   }
 #endif
   if (!pd->device && tr_knob_int(TR_KNOB_PATH) != 1) { /* the CSR route unless -mat_tile_path tiles */
     PetscCall(TileProductPlanCSR(C, pd, A, B));
-    pd->Cplan = NULL;
-    pd->Cdev  = NULL;
-    pd->Cgen  = cc->gen;
-    pd->cnz   = C->nonzerostate;
-    PetscCall(PetscFree(pd->perm));
+    PetscCall(TileProductUntiled(pd, C, cc));
     PetscFunctionReturn(PETSC_SUCCESS);
   }
 
