@@ -209,6 +209,9 @@ static PetscErrorCode one_product(Mat X, Mat Y, Mat Xc, Mat Yc, MatProductType t
   PetscCall(MatScale(X, 0.5));
   PetscCall(MatScale(Xc, 0.5));
   PetscCall(MatScale(Xh, 0.5));
+  PetscCall(MatScale(Y, 2.0)); /* both operands' new values are read */
+  PetscCall(MatScale(Yc, 2.0));
+  PetscCall(MatScale(Yh, 2.0));
   PetscCall(product(Xh, Yh, type, MAT_REUSE_MATRIX, &Cref));
   PetscCall(product(Xc, Yc, type, MAT_REUSE_MATRIX, &Ccu));
   PetscCall(plans_now(&p0));
@@ -446,9 +449,10 @@ static PetscErrorCode more_checks(void)
  * CPU between runs makes the re-run plan again on the host arrays. */
 static PetscErrorCode route_checks(void)
 {
-  Mat       Ac, Pc, A, P, C, Ah, Ph, Cref;
-  PetscInt  p0, p1;
-  char      path[512];
+  Mat              Ac, Pc, A, P, C, Ah, Ph, Cref;
+  PetscInt         p0, p1;
+  PetscObjectState nzs;
+  char             path[512];
 
   PetscFunctionBeginUser;
   PetscCall(irregular_mat(MATSEQAIJCUSPARSE, 40009, 123, 7, 21, &Ac));
@@ -474,8 +478,10 @@ static PetscErrorCode route_checks(void)
   PetscCall(MatBindToCPU(A, PETSC_TRUE));
   PetscCall(MatScale(A, 3.0));
   PetscCall(plans_now(&p0));
+  nzs = C->nonzerostate;
   PetscCall(MatPtAP(A, P, MAT_REUSE_MATRIX, PETSC_DETERMINE, &C));
   PetscCall(plans_now(&p1));
+  tap_ok(C->nonzerostate == nzs, "PtAP planned again for unchanged patterns keeps C's structure (nonzerostate %d -> %d)", (int)nzs, (int)C->nonzerostate);
   PetscCall(MatConvert(A, MATSEQAIJ, MAT_INITIAL_MATRIX, &Ah));
   PetscCall(MatConvert(P, MATSEQAIJ, MAT_INITIAL_MATRIX, &Ph));
   PetscCall(MatPtAP(Ah, Ph, MAT_INITIAL_MATRIX, PETSC_DETERMINE, &Cref));

@@ -186,7 +186,6 @@ static inline PetscErrorCode tu_galerkin_levels(PC pc, PetscInt nlev, Mat op[], 
   PetscFunctionReturn(0);
 }
 
-/* Number of times a log event ran so far (logging must be on). */
 /* MatDestroy of each of n matrices */
 static inline PetscErrorCode tu_destroy_mats(int n, Mat *m[])
 {
@@ -217,6 +216,7 @@ static inline PetscErrorCode tu_view_info(Mat X, const char *file, char *buf, si
   PetscFunctionReturn(0);
 }
 
+/* Number of times a log event ran so far (logging must be on). */
 static inline PetscErrorCode tu_event_count(const char *name, PetscInt *count)
 {
   PetscLogEvent      ev;

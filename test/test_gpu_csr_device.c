@@ -154,20 +154,23 @@ static tilerap_csr *drop_column(const tilerap_csr *H, int32_t c)
 static void check_refill_and_new_arrays(uint64_t *seed);
 
 /* An operand without entries and without a value array (PETSc's empty
- * off-diagonal blocks): A*E and E^T*B, made, filled and re-run on new
- * values of the other operand, are empty. */
+ * off-diagonal blocks): A*E, E^T*B and E^T*S*E (S square), made, filled
+ * and re-run on new values of the other operand, are empty. */
 static void check_empty_operand(uint64_t *seed)
 {
-  tilerap_csr *A = ref_random(57, 40, 0.1, 3, seed), *B = ref_random(40, 31, 0.1, 3, seed), *E = NULL;
+  tilerap_csr *A = ref_random(57, 40, 0.1, 3, seed), *B = ref_random(40, 31, 0.1, 3, seed),
+              *S = ref_random(40, 40, 0.2, 0, seed), *E = NULL;
   if (tilerap_csr_create(40, 23, 0, &E)) abort();
   for (int32_t i = 0; i <= 40; i++) E->rowptr[i] = 0;
-  dcsr dA = up(A, 0, seed), dB = up(B, 0, seed), dE = up(E, 0, seed);
+  dcsr dA = up(A, 0, seed), dB = up(B, 0, seed), dS = up(S, 0, seed), dE = up(E, 0, seed);
   dE.v.val = NULL;
-  for (int k = 0; k < 2; k++) {
-    const tilerap_csr_kind kind = k ? TILERAP_CSR_ATB : TILERAP_CSR_AB;
-    dcsr *other = k ? &dB : &dA;
-    const tilerap_csr_device_i32 *l = k ? &dE.v : &dA.v, *r = k ? &dB.v : &dE.v;
-    const int32_t cm = k ? 23 : 57, cn = k ? 31 : 23;
+  for (int k = 0; k < 3; k++) {
+    static const tilerap_csr_kind kinds[3] = {TILERAP_CSR_AB, TILERAP_CSR_ATB, TILERAP_CSR_PTAP};
+    static const char *const names[3] = {"A*E", "E^T*B", "E^T*S*E"};
+    const tilerap_csr_kind kind = kinds[k];
+    dcsr *other = k == 0 ? &dA : k == 1 ? &dB : &dS;
+    const tilerap_csr_device_i32 *l = k == 1 ? &dE.v : &other->v, *r = k == 1 ? &dB.v : &dE.v;
+    const int32_t cm = k ? 23 : 57, cn = k == 1 ? 31 : 23;
     tilerap_csr_device_product X = NULL;
     int64_t cnnz = -1;
     int32_t *crp = dup_to_device(NULL, ((size_t)cm + 1) * 4), *ccol = dup_to_device(NULL, 4);
@@ -178,13 +181,13 @@ static void check_empty_operand(uint64_t *seed)
     if (!err) err = tilerap_csr_device_product_numeric_i32(X, l, r, cval);
     tilerap_csr *C = err ? NULL : down(cm, cn, crp, ccol, cval);
     tap_ok(!err && cnnz == 0 && C && C->nnz == 0, "%s with an operand without entries or values: made, filled, re-run; C %d x %d empty (%s)",
-           k ? "E^T*B" : "A*E", cm, cn, err ? tilerap_last_error() : "ok");
+           names[k], cm, cn, err ? tilerap_last_error() : "ok");
     tilerap_csr_destroy(&C);
     tilerap_device_free(crp); tilerap_device_free(ccol); tilerap_device_free(cval);
     tilerap_csr_device_product_destroy(&X);
   }
-  down_free(&dA); down_free(&dB); down_free(&dE);
-  tilerap_csr_destroy(&A); tilerap_csr_destroy(&B); tilerap_csr_destroy(&E);
+  down_free(&dA); down_free(&dB); down_free(&dS); down_free(&dE);
+  tilerap_csr_destroy(&A); tilerap_csr_destroy(&B); tilerap_csr_destroy(&S); tilerap_csr_destroy(&E);
 }
 
 /* one product on the device against the reference R; diag: ask for the

@@ -82,77 +82,93 @@ PetscErrorCode TileDeviceProductDestroy(TileDeviceProduct **pdp)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-/* dp->X made anew (kept for numeric runs) and filled: C's structure into C's host
- * arrays (restructure) or checked against them, its values into cval
- * (device; NULL: into dp->first). */
-static PetscErrorCode TileDeviceProductMake(Mat C, TileDeviceProduct *dp, const tilerap_csr_device_i32 *va, const tilerap_csr_device_i32 *vb, PetscBool restructure, double *cval)
+/* Host copies of the filled product's structure (TileDeviceProductFill). */
+typedef struct {
+  int32_t *drp, *dcol; /* device */
+  int32_t *hrp, *hcol; /* host */
+  int64_t *rp64;
+} TileDeviceFillBuffers;
+
+/* dp->X made anew (kept for numeric runs: TILERAP_CSR_REUSE, as
+ * AIJCUSPARSE keeps its SpGEMM buffers) and filled, the values into
+ * dp->first, the structure to the host in b. */
+static PetscErrorCode TileDeviceProductFill(Mat C, TileDeviceProduct *dp, const tilerap_csr_device_i32 *va, const tilerap_csr_device_i32 *vb, TileDeviceFillBuffers *b)
 {
-  MPI_Comm  comm = PetscObjectComm((PetscObject)C);
-  int32_t  *drp = NULL, *dcol = NULL, *hrp = NULL;
-  int64_t  *rp64 = NULL;
+  MPI_Comm comm = PetscObjectComm((PetscObject)C);
+  size_t   nz   = (size_t)(dp->cnnz ? dp->cnnz : 1);
+  int      err;
+
+  PetscFunctionBegin;
+  PetscCall(PetscLogEventBegin(TILE_Plan, C, 0, 0, 0));
+  err = tilerap_csr_device_product_create_i32(dp->kind, va, vb, TILERAP_CSR_REUSE, &dp->X, &dp->cnnz);
+  PetscCall(PetscLogEventEnd(TILE_Plan, C, 0, 0, 0));
+  TileCall(comm, err);
+  nz = (size_t)(dp->cnnz ? dp->cnnz : 1);
+  TileCall(comm, tilerap_device_malloc(((size_t)dp->m + 1) * sizeof(int32_t), (void **)&b->drp));
+  TileCall(comm, tilerap_device_malloc(nz * sizeof(int32_t), (void **)&b->dcol));
+  TileCall(comm, tilerap_device_malloc(nz * sizeof(double), (void **)&dp->first));
+  TileCall(comm, tilerap_csr_device_product_fill_i32(dp->X, va, vb, 0, b->drp, b->dcol, dp->first));
+  PetscCall(PetscMalloc1(dp->m + 1, &b->hrp));
+  PetscCall(PetscMalloc1(dp->m + 1, &b->rp64));
+  PetscCall(PetscMalloc1(nz, &b->hcol));
+  TileCall(comm, tilerap_memcpy(b->hrp, TILERAP_MEM_HOST, b->drp, TILERAP_MEM_DEVICE, ((size_t)dp->m + 1) * sizeof(int32_t)));
+  if (dp->cnnz > 0) TileCall(comm, tilerap_memcpy(b->hcol, TILERAP_MEM_HOST, b->dcol, TILERAP_MEM_DEVICE, (size_t)dp->cnnz * sizeof(int32_t)));
+  for (int32_t i = 0; i <= dp->m; i++) b->rp64[i] = b->hrp[i];
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* C's structure from the filled product's: kept where it is the same,
+ * else made (may_restructure) or refused. */
+static PetscErrorCode TileDeviceProductStructure(Mat C, const TileDeviceProduct *dp, const TileDeviceFillBuffers *b, PetscBool may_restructure)
+{
+  PetscBool same;
   PetscInt *cols;
-  int       err;
+
+  PetscFunctionBegin;
+  PetscCall(TileStructureIs(C, dp->m, b->rp64, b->hcol, &same));
+  if (same) PetscFunctionReturn(PETSC_SUCCESS);
+  PetscCheck(may_restructure, PetscObjectComm((PetscObject)C), PETSC_ERR_PLIB, "the product of unchanged operand patterns differs from C's structure");
+  PetscCall(TileStructureBegin(C, dp->m, b->rp64, &cols));
+  for (int64_t k = 0; k < dp->cnnz; k++) cols[k] = (PetscInt)b->hcol[k];
+  PetscCall(TileStructureEnd(C, cols, dp->cnnz, NULL, TILERAP_MEM_HOST));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* dp->X made anew and filled (TileDeviceProductFill), its values waiting
+ * in dp->first.  C keeps its structure where it is the product's (a plan
+ * made again for operands of unchanged patterns: C's nonzerostate kept),
+ * else C's AIJ structure is made from the product's (may_restructure; an
+ * error otherwise), values zero: the device CSR is made from it at the
+ * numeric phase, as AIJCUSPARSE's own products leave it.  On failure dp
+ * holds no product (a numeric phase plans again). */
+static PetscErrorCode TileDeviceProductMake(Mat C, TileDeviceProduct *dp, const tilerap_csr_device_i32 *va, const tilerap_csr_device_i32 *vb, PetscBool may_restructure)
+{
+  TileDeviceFillBuffers b = {NULL, NULL, NULL, NULL, NULL};
+  PetscErrorCode        ierr;
 
   PetscFunctionBegin;
   tilerap_csr_device_product_destroy(&dp->X);
   tilerap_device_free(dp->first);
   dp->first = NULL;
-  PetscCall(PetscLogEventBegin(TILE_Plan, C, 0, 0, 0));
-  err = tilerap_csr_device_product_create_i32(dp->kind, va, vb, TILERAP_CSR_REUSE, &dp->X, &dp->cnnz);
-  PetscCall(PetscLogEventEnd(TILE_Plan, C, 0, 0, 0));
-  TileCall(comm, err);
   PetscCall(PetscLogEventBegin(TILE_Struct, C, 0, 0, 0));
-  if (!(err = tilerap_device_malloc(((size_t)dp->m + 1) * sizeof(int32_t), (void **)&drp)) && !(err = tilerap_device_malloc((size_t)(dp->cnnz ? dp->cnnz : 1) * sizeof(int32_t), (void **)&dcol)) && !cval)
-    err = tilerap_device_malloc((size_t)(dp->cnnz ? dp->cnnz : 1) * sizeof(double), (void **)&dp->first);
-  if (!err) err = tilerap_csr_device_product_fill_i32(dp->X, va, vb, 0, drp, dcol, cval ? cval : dp->first);
-  if (err) {
-    tilerap_device_free(drp);
-    tilerap_device_free(dcol);
-    TileCall(comm, err);
+  ierr = TileDeviceProductFill(C, dp, va, vb, &b);
+  tilerap_device_free(b.drp);
+  tilerap_device_free(b.dcol);
+  if (!ierr) ierr = TileDeviceProductStructure(C, dp, &b, may_restructure);
+  {
+    PetscErrorCode e2 = PetscFree(b.hrp);
+    if (!e2) e2 = PetscFree(b.rp64);
+    if (!e2) e2 = PetscFree(b.hcol);
+    if (!ierr) ierr = e2;
+    e2 = PetscLogEventEnd(TILE_Struct, C, 0, 0, 0);
+    if (!ierr) ierr = e2;
   }
-  PetscCall(PetscMalloc2(dp->m + 1, &hrp, dp->m + 1, &rp64));
-  err = tilerap_memcpy(hrp, TILERAP_MEM_HOST, drp, TILERAP_MEM_DEVICE, ((size_t)dp->m + 1) * sizeof(int32_t));
-  tilerap_device_free(drp);
-  if (err) {
-    tilerap_device_free(dcol);
-    PetscCall(PetscFree2(hrp, rp64));
-    TileCall(comm, err);
+  if (ierr) {
+    tilerap_csr_device_product_destroy(&dp->X);
+    tilerap_device_free(dp->first);
+    dp->first = NULL;
   }
-  for (int32_t i = 0; i <= dp->m; i++) rp64[i] = hrp[i];
-  if (restructure) {
-    /* C's AIJ structure (the columns come down into the array PETSc's
-     * preallocation made), zero values; the device CSR is made from it
-     * at the numeric phase, as AIJCUSPARSE's own products leave it */
-    PetscCall(TileStructureBegin(C, dp->m, rp64, &cols));
-    err = dp->cnnz > 0 ? tilerap_memcpy(cols, TILERAP_MEM_HOST, dcol, TILERAP_MEM_DEVICE, (size_t)dp->cnnz * sizeof(int32_t)) : TILERAP_SUCCESS;
-    tilerap_device_free(dcol);
-    if (err) PetscCall(PetscFree2(hrp, rp64));
-    TileCall(comm, err);
-    PetscCall(TileStructureEnd(C, cols, dp->cnnz, NULL, TILERAP_MEM_HOST));
-  } else {
-    /* the same operand patterns make the same C: checked, not trusted */
-    const PetscInt *ci, *cj;
-    PetscInt        n;
-    PetscBool       done, same;
-    int32_t        *hcol = NULL;
-    PetscCall(PetscMalloc1(dp->cnnz, &hcol));
-    err = dp->cnnz > 0 ? tilerap_memcpy(hcol, TILERAP_MEM_HOST, dcol, TILERAP_MEM_DEVICE, (size_t)dp->cnnz * sizeof(int32_t)) : TILERAP_SUCCESS;
-    tilerap_device_free(dcol);
-    if (err) {
-      PetscCall(PetscFree(hcol));
-      PetscCall(PetscFree2(hrp, rp64));
-      TileCall(comm, err);
-    }
-    PetscCall(MatGetRowIJ(C, 0, PETSC_FALSE, PETSC_FALSE, &n, &ci, &cj, &done));
-    same = (PetscBool)(done && n == dp->m && ci[n] == dp->cnnz);
-    for (PetscInt i = 0; same && i <= n; i++) same = (PetscBool)(ci[i] == rp64[i]);
-    for (int64_t k = 0; same && k < dp->cnnz; k++) same = (PetscBool)(cj[k] == hcol[k]);
-    PetscCall(MatRestoreRowIJ(C, 0, PETSC_FALSE, PETSC_FALSE, &n, &ci, &cj, &done));
-    PetscCall(PetscFree(hcol));
-    PetscCheck(same, comm, PETSC_ERR_PLIB, "the product of unchanged operand patterns differs from C's structure");
-  }
-  PetscCall(PetscFree2(hrp, rp64));
-  PetscCall(PetscLogEventEnd(TILE_Struct, C, 0, 0, 0));
+  PetscCall(ierr);
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -168,6 +184,9 @@ PetscErrorCode TileDeviceProductPlan(Mat C, MatProductType type, Mat A, Mat B, T
 
   PetscFunctionBegin;
   *out = NULL;
+  /* AIJCUSPARSE's device indices are 32-bit: C's columns come down into
+   * PetscInt arrays of that width only */
+  if (PetscDefined(USE_64BIT_INDICES)) PetscFunctionReturn(PETSC_SUCCESS);
   PetscCall(TileGetData(C, &ct));
   if (!ct || !ct->device_aij || C->boundtocpu) PetscFunctionReturn(PETSC_SUCCESS);
   PetscCall(TileDeviceOperands(A, B, &ra, &va, &rb, &vb));
@@ -180,7 +199,7 @@ PetscErrorCode TileDeviceProductPlan(Mat C, MatProductType type, Mat A, Mat B, T
       if (!ierr) {
         dp->kind = TileDeviceKind(type);
         dp->m    = (int32_t)C->rmap->n;
-        ierr = TileDeviceProductMake(C, dp, &va, &vb, PETSC_TRUE, NULL);
+        ierr = TileDeviceProductMake(C, dp, &va, &vb, PETSC_TRUE);
       }
       if (!ierr) ierr = PetscObjectStateGet((PetscObject)A, &dp->ast);
       if (!ierr) ierr = PetscObjectStateGet((PetscObject)B, &dp->bst);
@@ -207,8 +226,9 @@ PetscErrorCode TileDeviceProductNumeric(Mat C, TileDeviceProduct *dp, Mat A, Mat
   PetscFunctionBegin;
   *stale = *fresh = PETSC_FALSE;
   PetscCall(TileDeviceOperands(A, B, &ra, &va, &rb, &vb));
-  if (ra.mem != TILERAP_MEM_DEVICE || rb.mem != TILERAP_MEM_DEVICE || C->boundtocpu) {
-    /* an operand or C went to the host since the plan: the caller plans again */
+  if (ra.mem != TILERAP_MEM_DEVICE || rb.mem != TILERAP_MEM_DEVICE || C->boundtocpu || !dp->X) {
+    /* an operand or C went to the host since the plan (or the product
+     * could not be made again): the caller plans again */
     PetscCall(TileAIJArraysEnd(A, &ra));
     PetscCall(TileAIJArraysEnd(B, &rb));
     *stale = PETSC_TRUE;
@@ -227,9 +247,9 @@ PetscErrorCode TileDeviceProductNumeric(Mat C, TileDeviceProduct *dp, Mat A, Mat
       if (err == TILERAP_ERR_STRUCTURE) {
         /* AIJCUSPARSE moved an operand's unchanged pattern to new arrays
          * (its device copy rebuilt): the product made again on them, its
-         * fill into C's values */
-        ierr = TileDeviceProductMake(C, dp, &va, &vb, PETSC_FALSE, (double *)ca);
-        err  = TILERAP_SUCCESS;
+         * structure checked against C's before its values go there */
+        ierr = TileDeviceProductMake(C, dp, &va, &vb, PETSC_FALSE);
+        err  = ierr ? TILERAP_SUCCESS : tilerap_memcpy(ca, TILERAP_MEM_DEVICE, dp->first, TILERAP_MEM_DEVICE, (size_t)dp->cnnz * sizeof(double));
         dp->nremade++;
       }
       dp->nnumeric++;
@@ -260,7 +280,7 @@ PetscErrorCode TileDeviceProductView(TileDeviceProduct *dp, PetscViewer viewer)
   PetscFunctionBegin;
   TileCall(PETSC_COMM_SELF, tilerap_csr_device_product_info(dp->X, NULL, NULL, NULL, &flops, &longest));
   PetscCall(PetscViewerASCIIPrintf(viewer,
-                                   "tilerap path device-csr: device CSR products on AIJCUSPARSE's arrays, no tile form (operands' longest row %" PetscInt64_FMT "; -mat_tile_path tiles for the tile plans), %" PetscInt64_FMT
+                                   "tilerap path device-csr: device CSR products on AIJCUSPARSE's arrays, no tile form (A's longest row %" PetscInt64_FMT "; -mat_tile_path tiles for the tile plans), %" PetscInt64_FMT
                                    " entries of C, %" PetscInt64_FMT " flops a numeric run, %" PetscInt_FMT " numeric run(s), %" PetscInt_FMT " made again on moved operand arrays\n",
                                    (PetscInt64)longest, (PetscInt64)dp->cnnz, (PetscInt64)flops, dp->nnumeric, dp->nremade));
   PetscFunctionReturn(PETSC_SUCCESS);

@@ -225,6 +225,12 @@ PetscErrorCode TileWrapProductPhase(Mat C, PetscErrorCode (**op)(Mat), PetscErro
  * MatSetValues row by row costs a call per row, MatSeqAIJSetPreallocationCSR
  * a search per entry. */
 PetscErrorCode TileStructureBegin(Mat C, int32_t m, const int64_t *rowptr, PetscInt **cols);
+/* *same: C is assembled with exactly this structure (host row pointers,
+ * sorted 32-bit columns).  A product planned again for operands of
+ * unchanged patterns then keeps C as it stands, nonzerostate included:
+ * a new preallocation would tell C's users (a coarse solver, PCSetUp)
+ * that its pattern changed. */
+PetscErrorCode TileStructureIs(Mat C, int32_t m, const int64_t *rowptr, const int32_t *colidx, PetscBool *same);
 PetscErrorCode TileStructureEnd(Mat C, PetscInt *cols, int64_t nz, const double *vals, tilerap_memtype vals_mem);
 /* MatCreateGraph of a seqtile (mat_seqtile_graph.c): the strength graph
  * by the engine (tilerap_csr_graph_i32 or its device form), the same as

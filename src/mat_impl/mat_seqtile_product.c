@@ -268,12 +268,36 @@ PetscErrorCode TileStructureEnd(Mat C, PetscInt *cols, int64_t nz, const double 
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-/* The same from host CSR arrays in tilerap's layout. */
+PetscErrorCode TileStructureIs(Mat C, int32_t m, const int64_t *rowptr, const int32_t *colidx, PetscBool *same)
+{
+  const PetscInt *ci, *cj;
+  PetscInt        n;
+  PetscBool       done;
+
+  PetscFunctionBegin;
+  *same = PETSC_FALSE;
+  if (!C->assembled || !C->preallocated) PetscFunctionReturn(PETSC_SUCCESS);
+  PetscCall(MatGetRowIJ(C, 0, PETSC_FALSE, PETSC_FALSE, &n, &ci, &cj, &done));
+  if (done && n == m && ci[m] == (PetscInt)rowptr[m]) {
+    PetscBool eq = PETSC_TRUE;
+    for (PetscInt i = 0; eq && i <= m; i++) eq = (PetscBool)(ci[i] == (PetscInt)rowptr[i]);
+    for (int64_t k = 0; eq && k < rowptr[m]; k++) eq = (PetscBool)(cj[k] == (PetscInt)colidx[k]);
+    *same = eq;
+  }
+  PetscCall(MatRestoreRowIJ(C, 0, PETSC_FALSE, PETSC_FALSE, &n, &ci, &cj, &done));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* The same from host CSR arrays in tilerap's layout; nothing where C has
+ * that structure already (TileStructureIs). */
 static PetscErrorCode TileAssembleStructure(Mat C, int32_t m, const int64_t *rowptr, const int32_t *colidx)
 {
   PetscInt *cols;
+  PetscBool same;
 
   PetscFunctionBegin;
+  PetscCall(TileStructureIs(C, m, rowptr, colidx, &same));
+  if (same) PetscFunctionReturn(PETSC_SUCCESS);
   PetscCall(TileStructureBegin(C, m, rowptr, &cols));
   for (int64_t k = 0; k < rowptr[m]; k++) cols[k] = (PetscInt)colidx[k];
   PetscCall(TileStructureEnd(C, cols, rowptr[m], NULL, TILERAP_MEM_HOST));
@@ -427,23 +451,32 @@ static PetscErrorCode TileProductPlan(Mat C, TileProduct *pd, Mat A, Mat B)
     TileCall(comm, err);
     PetscCall(PetscFree(pd->perm)); /* values come down in CSR order: no permutation */
     pd->cnnz = (PetscInt)out->nnz;
-    /* complete host CSR after symbolic, zero values; the columns come down
-     * straight into C's column array where PetscInt is 32-bit */
-    PetscCall(TileStructureBegin(C, (int32_t)m, rp, &cols));
-  #if defined(PETSC_USE_64BIT_INDICES)
-    {
+    if (C->assembled && C->preallocated) {
+      /* a plan made again: C's structure kept where it is the product's */
       int32_t *cj32;
-      PetscCall(PetscMalloc1(out->nnz, &cj32));
+      PetscCall(PetscMalloc1(out->nnz ? out->nnz : 1, &cj32));
       err = tilerap_tile_to_csr_device(out, NULL, cj32, NULL, TILERAP_MEM_HOST);
-      for (int64_t k = 0; k < out->nnz && !err; k++) cols[k] = cj32[k];
+      if (!err) PetscCall(TileAssembleStructure(C, (int32_t)m, rp, cj32));
       PetscCall(PetscFree(cj32));
-    }
+    } else {
+      /* complete host CSR after symbolic, zero values; the columns come
+       * down straight into C's column array where PetscInt is 32-bit */
+      PetscCall(TileStructureBegin(C, (int32_t)m, rp, &cols));
+  #if defined(PETSC_USE_64BIT_INDICES)
+      {
+        int32_t *cj32;
+        PetscCall(PetscMalloc1(out->nnz, &cj32));
+        err = tilerap_tile_to_csr_device(out, NULL, cj32, NULL, TILERAP_MEM_HOST);
+        for (int64_t k = 0; k < out->nnz && !err; k++) cols[k] = cj32[k];
+        PetscCall(PetscFree(cj32));
+      }
   #else
-    err = tilerap_tile_to_csr_device(out, NULL, (int32_t *)cols, NULL, TILERAP_MEM_HOST);
+      err = tilerap_tile_to_csr_device(out, NULL, (int32_t *)cols, NULL, TILERAP_MEM_HOST);
   #endif
+      if (!err) PetscCall(TileStructureEnd(C, cols, out->nnz, NULL, TILERAP_MEM_HOST));
+    }
     if (err) PetscCall(PetscFree(rp));
     TileCall(comm, err);
-    PetscCall(TileStructureEnd(C, cols, out->nnz, NULL, TILERAP_MEM_HOST));
     PetscCall(PetscFree(rp));
     PetscCall(PetscLogEventEnd(TILE_Struct, C, 0, 0, 0));
   } else {
