@@ -95,7 +95,7 @@ typedef struct {
 static PetscErrorCode TileDeviceProductFill(Mat C, TileDeviceProduct *dp, const tilerap_csr_device_i32 *va, const tilerap_csr_device_i32 *vb, TileDeviceFillBuffers *b)
 {
   MPI_Comm comm = PetscObjectComm((PetscObject)C);
-  size_t   nz   = (size_t)(dp->cnnz ? dp->cnnz : 1);
+  size_t   nz;
   int      err;
 
   PetscFunctionBegin;
@@ -122,15 +122,14 @@ static PetscErrorCode TileDeviceProductFill(Mat C, TileDeviceProduct *dp, const 
 static PetscErrorCode TileDeviceProductStructure(Mat C, const TileDeviceProduct *dp, const TileDeviceFillBuffers *b, PetscBool may_restructure)
 {
   PetscBool same;
-  PetscInt *cols;
 
   PetscFunctionBegin;
+  if (may_restructure) {
+    PetscCall(TileAssembleStructure(C, dp->m, b->rp64, b->hcol));
+    PetscFunctionReturn(PETSC_SUCCESS);
+  }
   PetscCall(TileStructureIs(C, dp->m, b->rp64, b->hcol, &same));
-  if (same) PetscFunctionReturn(PETSC_SUCCESS);
-  PetscCheck(may_restructure, PetscObjectComm((PetscObject)C), PETSC_ERR_PLIB, "the product of unchanged operand patterns differs from C's structure");
-  PetscCall(TileStructureBegin(C, dp->m, b->rp64, &cols));
-  for (int64_t k = 0; k < dp->cnnz; k++) cols[k] = (PetscInt)b->hcol[k];
-  PetscCall(TileStructureEnd(C, cols, dp->cnnz, NULL, TILERAP_MEM_HOST));
+  PetscCheck(same, PetscObjectComm((PetscObject)C), PETSC_ERR_PLIB, "the product of unchanged operand patterns differs from C's structure");
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 

@@ -231,6 +231,9 @@ PetscErrorCode TileStructureBegin(Mat C, int32_t m, const int64_t *rowptr, Petsc
  * a new preallocation would tell C's users (a coarse solver, PCSetUp)
  * that its pattern changed. */
 PetscErrorCode TileStructureIs(Mat C, int32_t m, const int64_t *rowptr, const int32_t *colidx, PetscBool *same);
+/* Both from host CSR arrays in tilerap's layout: C's structure, values
+ * zero, unless C has it already (TileStructureIs). */
+PetscErrorCode TileAssembleStructure(Mat C, int32_t m, const int64_t *rowptr, const int32_t *colidx);
 PetscErrorCode TileStructureEnd(Mat C, PetscInt *cols, int64_t nz, const double *vals, tilerap_memtype vals_mem);
 /* MatCreateGraph of a seqtile (mat_seqtile_graph.c): the strength graph
  * by the engine (tilerap_csr_graph_i32 or its device form), the same as

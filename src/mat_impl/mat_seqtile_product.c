@@ -288,9 +288,7 @@ PetscErrorCode TileStructureIs(Mat C, int32_t m, const int64_t *rowptr, const in
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-/* The same from host CSR arrays in tilerap's layout; nothing where C has
- * that structure already (TileStructureIs). */
-static PetscErrorCode TileAssembleStructure(Mat C, int32_t m, const int64_t *rowptr, const int32_t *colidx)
+PetscErrorCode TileAssembleStructure(Mat C, int32_t m, const int64_t *rowptr, const int32_t *colidx)
 {
   PetscInt *cols;
   PetscBool same;
@@ -451,29 +449,18 @@ static PetscErrorCode TileProductPlan(Mat C, TileProduct *pd, Mat A, Mat B)
     TileCall(comm, err);
     PetscCall(PetscFree(pd->perm)); /* values come down in CSR order: no permutation */
     pd->cnnz = (PetscInt)out->nnz;
-    if (C->assembled && C->preallocated) {
-      /* a plan made again: C's structure kept where it is the product's */
+    if (!PetscDefined(USE_64BIT_INDICES) && !(C->assembled && C->preallocated)) {
+      /* C's first structure, zero values: the columns come down straight
+       * into C's column array (32-bit PetscInt) */
+      PetscCall(TileStructureBegin(C, (int32_t)m, rp, &cols));
+      err = tilerap_tile_to_csr_device(out, NULL, (int32_t *)cols, NULL, TILERAP_MEM_HOST);
+      if (!err) PetscCall(TileStructureEnd(C, cols, out->nnz, NULL, TILERAP_MEM_HOST));
+    } else { /* through a 32-bit copy; a plan made again keeps C's structure where it is the product's */
       int32_t *cj32;
       PetscCall(PetscMalloc1(out->nnz ? out->nnz : 1, &cj32));
       err = tilerap_tile_to_csr_device(out, NULL, cj32, NULL, TILERAP_MEM_HOST);
       if (!err) PetscCall(TileAssembleStructure(C, (int32_t)m, rp, cj32));
       PetscCall(PetscFree(cj32));
-    } else {
-      /* complete host CSR after symbolic, zero values; the columns come
-       * down straight into C's column array where PetscInt is 32-bit */
-      PetscCall(TileStructureBegin(C, (int32_t)m, rp, &cols));
-  #if defined(PETSC_USE_64BIT_INDICES)
-      {
-        int32_t *cj32;
-        PetscCall(PetscMalloc1(out->nnz, &cj32));
-        err = tilerap_tile_to_csr_device(out, NULL, cj32, NULL, TILERAP_MEM_HOST);
-        for (int64_t k = 0; k < out->nnz && !err; k++) cols[k] = cj32[k];
-        PetscCall(PetscFree(cj32));
-      }
-  #else
-      err = tilerap_tile_to_csr_device(out, NULL, (int32_t *)cols, NULL, TILERAP_MEM_HOST);
-  #endif
-      if (!err) PetscCall(TileStructureEnd(C, cols, out->nnz, NULL, TILERAP_MEM_HOST));
     }
     if (err) PetscCall(PetscFree(rp));
     TileCall(comm, err);

@@ -189,7 +189,7 @@ static __global__ void k_bin_starts(unsigned long long *cursor)
 /* Bins the rows (for the count, or by length once crp exists): both passes
  * queued, then one read of the bins' starts and of cursor[2 * TR_CSR_BINS]
  * (the caller's value: A's multiply-adds, C's entries) into
- * hb[TR_CSR_BINS ..]; P->bin_start set.  The one wait of the binning: the
+ * hb[0 .. TR_CSR_BINS]; P->bin_start set.  The one wait of the binning: the
  * host needs the bins' sizes for the launches. */
 static int tr_bin_rows(tr_cuda_csr_product *P, int count_pass, const unsigned long long *ub, unsigned long long *cursor,
                        unsigned long long *hb)
@@ -207,8 +207,8 @@ static int tr_bin_rows(tr_cuda_csr_product *P, int count_pass, const unsigned lo
     k_bin<<<tr_blocks(m, 256), 256, 0, s>>>(1, count_pass, m, ub, P->crp, cursor, P->rows);
     TR_RET(tr_cuda_check_launch("CSR path bins"));
   }
-  TR_RET(tr_readback(hb + TR_CSR_BINS, cursor + TR_CSR_BINS, (TR_CSR_BINS + 1) * sizeof(*hb), s, "CSR path bins"));
-  for (int b = 0; b < TR_CSR_BINS; b++) P->bin_start[b] = (int64_t)hb[TR_CSR_BINS + b];
+  TR_RET(tr_readback(hb, cursor + TR_CSR_BINS, (TR_CSR_BINS + 1) * sizeof(*hb), s, "CSR path bins"));
+  for (int b = 0; b < TR_CSR_BINS; b++) P->bin_start[b] = (int64_t)hb[b];
   P->bin_start[TR_CSR_BINS] = m;
   return TILERAP_SUCCESS;
 }
@@ -845,7 +845,7 @@ extern "C" int tr_cuda_csr_product_create(int32_t m, int32_t n, const int64_t *a
   P->s = s; P->m = m; P->n = n; P->arp = arp; P->acol = acol; P->brp = brp; P->bcol = bcol;
   unsigned long long *ub = NULL, *cursor = NULL;
   int64_t *cnt = NULL;
-  unsigned long long hb[2 * TR_CSR_BINS + 1];
+  unsigned long long hb[TR_CSR_BINS + 1];
   void *scan = NULL;
   size_t scan_bytes = 0;
   int err = TILERAP_SUCCESS;
@@ -868,7 +868,7 @@ extern "C" int tr_cuda_csr_product_create(int32_t m, int32_t n, const int64_t *a
   TR_TRY_CU(cub::DeviceReduce::Sum(scan, scan_bytes, ub, cursor + 2 * TR_CSR_BINS, m, s), "CSR path sum");
   TR_TRY(tr_bin_rows(P, 1, ub, cursor, hb)); /* reads the sum back with the bins */
   tr_dfree(scan, s); scan = NULL;
-  P->macs = (int64_t)hb[2 * TR_CSR_BINS];
+  P->macs = (int64_t)hb[TR_CSR_BINS];
   {
     const int64_t ndense = P->bin_start[TR_CSR_BINS] - P->bin_start[TR_CSR_BINS - 1];
     if (ndense > 0) {
@@ -904,7 +904,7 @@ extern "C" int tr_cuda_csr_product_create(int32_t m, int32_t n, const int64_t *a
   TR_TRY_CU(cudaMemcpyAsync(cursor + 2 * TR_CSR_BINS, P->crp + m, sizeof(int64_t), cudaMemcpyDeviceToDevice, s),
             "CSR path size");
   TR_TRY(tr_bin_rows(P, 0, ub, cursor, hb));
-  P->cnnz = (int64_t)hb[2 * TR_CSR_BINS];
+  P->cnnz = (int64_t)hb[TR_CSR_BINS];
   TR_TRY(tr_dalloc((void **)&P->ccol, (size_t)P->cnnz * sizeof(int32_t), s, "CSR path columns"));
   *cnnz = P->cnnz;
   *macs = P->macs;
