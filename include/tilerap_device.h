@@ -194,11 +194,10 @@ TILERAP_EXPORT int tilerap_csr_device_product_info(tilerap_csr_device_product X,
 TILERAP_EXPORT void tilerap_csr_device_product_destroy(tilerap_csr_device_product *X);
 /* The path a product made once of these device operands takes: CSR (the
  * calls above) or TILES (tilerap_tile_from_csr_device, the tile plans and
- * back), by TILERAP_PATH, and with "auto" (the default) CSR unless a row
- * of A holds more than 32768 entries: the CSR path's hash rows take a row
- * of C on one thread block, the tile path spreads it over its tiles.  One
- * read of A's row pointers, unchecked (waits for the device);
- * *a_longest_row (optional) is -1 when TILERAP_PATH names the path. */
+ * back), by TILERAP_PATH: CSR for "auto" (the default) and "csr", TILES
+ * for "tiles".  *a_longest_row (optional; NULL: no work on the device) is
+ * the longest row of A, read from its row pointers, unchecked (waits for
+ * the device). */
 TILERAP_EXPORT int tilerap_csr_device_path_i32(tilerap_csr_kind kind, const tilerap_csr_device_i32 *A,
                                                const tilerap_csr_device_i32 *B, tilerap_path *path,
                                                int64_t *a_longest_row);

@@ -285,25 +285,76 @@ static void check_irregular(const char *spec, int classical, uint64_t *seed)
   tilerap_csr_destroy(&A); tilerap_csr_destroy(&P);
 }
 
-/* the decision of tilerap_csr_device_path_i32 by A's longest row */
-static void check_path(const char *spec, tilerap_path want, uint64_t *seed)
+/* m x k, k small: row i in column i mod k, every third row also in the
+ * next column (P^T's rows hold m/k entries and more) */
+static tilerap_csr *tall_skinny(int32_t m, int32_t k, uint64_t *seed)
+{
+  tilerap_csr *P = NULL;
+  if (tilerap_csr_create(m, k, (int64_t)m + m / 3 + 1, &P)) abort();
+  int64_t nz = 0;
+  for (int32_t i = 0; i < m; i++) {
+    P->rowptr[i] = nz;
+    const int32_t c = i % k, d = (c + 1) % k;
+    const int two = i % 3 == 0 && d != c;
+    if (two && d < c) P->colidx[nz] = d, P->val[nz++] = ref_rand01(seed) + 0.5;
+    P->colidx[nz] = c, P->val[nz++] = ref_rand01(seed) + 0.5;
+    if (two && d > c) P->colidx[nz] = d, P->val[nz++] = ref_rand01(seed) + 0.5;
+  }
+  P->rowptr[m] = nz;
+  P->nnz = nz;
+  return P;
+}
+
+/* Rows of more than 65536 products, which the kernels split over many
+ * blocks (the first product, the hash-free numeric runs and the record of
+ * later runs): the dense row of a grid Laplacian at 150000 rows, and the
+ * rows of P^T for a tall-skinny P */
+static void check_split_rows(uint64_t *seed)
+{
+  tilerap_csr *A = NULL, *P = NULL;
+  if (tilerap_model_irregular("denserow:150000", 7, &A) || tilerap_model_sa_prolongator(A, 2.0 / 3.0, &P)) {
+    tap_ok(0, "denserow:150000 and its prolongator: %s", tilerap_last_error());
+  } else {
+    char what[96];
+    snprintf(what, sizeof what, "denserow:150000, SA P (%d x %d)", P->m, P->n);
+    check(TILERAP_CSR_PTAP, A, P, 1, 1, what, seed);
+    check(TILERAP_CSR_AB, A, P, 0, 0, what, seed);
+    check(TILERAP_CSR_ATB, P, A, 1, 0, what, seed);
+  }
+  tilerap_csr_destroy(&A); tilerap_csr_destroy(&P);
+  if (tilerap_model_irregular("random:60000", 7, &A)) { tap_ok(0, "random:60000: %s", tilerap_last_error()); return; }
+  for (int32_t k = 1; k <= 3; k++) {
+    char what[96];
+    P = tall_skinny(A->m, k, seed);
+    snprintf(what, sizeof what, "random:60000, tall-skinny P (%d x %d)", P->m, P->n);
+    check(TILERAP_CSR_PTAP, A, P, 1, 0, what, seed);
+    check(TILERAP_CSR_ATB, P, A, 0, 0, what, seed);
+    tilerap_csr_destroy(&P);
+  }
+  tilerap_csr_destroy(&A);
+}
+
+/* tilerap_csr_device_path_i32: the CSR path unless TILERAP_PATH names the
+ * tile path, whatever A's longest row (a dense row's products are split
+ * over many blocks); A's longest row when asked for */
+static void check_path(const char *spec, uint64_t *seed)
 {
   tilerap_csr *A = NULL;
   if (tilerap_model_irregular(spec, 7, &A)) { tap_ok(0, "model %s", spec); return; }
   dcsr dA = up(A, 0, seed);
+  const char *knob = getenv("TILERAP_PATH");
+  const tilerap_path want = knob && !strcmp(knob, "tiles") ? TILERAP_PATH_TILES : TILERAP_PATH_CSR;
   tilerap_path path = want == TILERAP_PATH_CSR ? TILERAP_PATH_TILES : TILERAP_PATH_CSR;
   int64_t longest = 0;
   int err = tilerap_csr_device_path_i32(TILERAP_CSR_PTAP, &dA.v, &dA.v, &path, &longest);
   int64_t ref = 0;
   for (int32_t i = 0; i < A->m; i++)
     if (A->rowptr[i + 1] - A->rowptr[i] > ref) ref = A->rowptr[i + 1] - A->rowptr[i];
-  const char *knob = getenv("TILERAP_PATH");
-  if (knob && *knob && strcmp(knob, "auto")) {
-    want = !strcmp(knob, "csr") ? TILERAP_PATH_CSR : TILERAP_PATH_TILES;
-    ref = -1; /* a named path reads no row pointers */
-  }
   tap_ok(!err && path == want && longest == ref, "%s: path %s (longest row %lld, reference %lld)", spec,
          tilerap_path_name(path), (long long)longest, (long long)ref);
+  path = want == TILERAP_PATH_CSR ? TILERAP_PATH_TILES : TILERAP_PATH_CSR;
+  err = tilerap_csr_device_path_i32(TILERAP_CSR_AB, &dA.v, &dA.v, &path, NULL);
+  tap_ok(!err && path == want, "%s: path %s without the longest row", spec, tilerap_path_name(path));
   down_free(&dA);
   tilerap_csr_destroy(&A);
 }
@@ -441,9 +492,10 @@ int main(int argc, char **argv)
   check(TILERAP_CSR_ATB, B, A, 1, 0, "(301 x 77)^T times 301 x 301", &seed);
   tilerap_csr_destroy(&A); tilerap_csr_destroy(&P1); tilerap_csr_destroy(&P3); tilerap_csr_destroy(&B);
   tilerap_csr_destroy(&W);
-  check_path("mesh2d:3000", TILERAP_PATH_CSR, &seed);
-  check_path("powerlaw:3000", TILERAP_PATH_CSR, &seed);
-  check_path("denserow:40000", TILERAP_PATH_TILES, &seed);
+  check_path("mesh2d:3000", &seed);
+  check_path("powerlaw:3000", &seed);
+  check_path("denserow:40000", &seed);
+  check_split_rows(&seed);
   check_misuse(&seed);
   check_refill_and_new_arrays(&seed);
   check_empty_operand(&seed);

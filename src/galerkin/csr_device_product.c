@@ -287,12 +287,10 @@ int tilerap_csr_device_product_info(tilerap_csr_device_product X, int32_t *c_m, 
   return TILERAP_SUCCESS;
 }
 
-/* Above this many entries in a row of A, one-shot products take the tile
- * path.  Measured on the H100 through the hypre hook (BENCHMARKS.md 3b):
- * power-law graphs (longest rows 1259 and 2210) ran faster on the CSR
- * path, a grid with one dense row (490000 entries) 2.8x slower there. */
-#define TR_CSR_DEVICE_MAX_ROW 32768
-
+/* "auto" is the CSR path for every pattern: since its rows of many
+ * products are split over many blocks (csr_cuda_product.cu), the grid with
+ * one dense row of 490000 entries, which took the tile path before, is
+ * faster here too (hypre hook: 3.96 against 6.35 ms; BENCHMARKS.md 9b). */
 int tilerap_csr_device_path_i32(tilerap_csr_kind kind, const tilerap_csr_device_i32 *A,
                                 const tilerap_csr_device_i32 *B, tilerap_path *path, int64_t *a_longest_row)
 {
@@ -306,11 +304,8 @@ int tilerap_csr_device_path_i32(tilerap_csr_kind kind, const tilerap_csr_device_
 #else
   if (!tilerap_engine_available(TILERAP_ENGINE_CUDA))
     return tilerap_set_error(TILERAP_ERR_ENGINE, "device CSR products need the CUDA engine and a visible GPU");
-  const int knob = tr_knob_int(TR_KNOB_PATH); /* 0 auto, 1 tiles, 2 csr */
-  int64_t longest = -1;
-  if (!knob && (err = tr_cuda_csr_longest_row_i32(A->m, A->rowptr, &longest))) return err;
-  *path = knob == 1 || (knob == 0 && longest > TR_CSR_DEVICE_MAX_ROW) ? TILERAP_PATH_TILES : TILERAP_PATH_CSR;
-  if (a_longest_row) *a_longest_row = longest;
+  *path = tr_knob_int(TR_KNOB_PATH) == 1 ? TILERAP_PATH_TILES : TILERAP_PATH_CSR; /* 0 auto, 1 tiles, 2 csr */
+  if (a_longest_row && (err = tr_cuda_csr_longest_row_i32(A->m, A->rowptr, a_longest_row))) return err;
   return TILERAP_SUCCESS;
 #endif
 }

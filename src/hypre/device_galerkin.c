@@ -312,8 +312,8 @@ int tr_hypre_device_rapkt(hypre_ParCSRMatrix *R, hypre_ParCSRMatrix *A, hypre_Pa
   {
     const tilerap_csr_device_i32 a = csr_operand(Ad), p = csr_operand(Pd);
     tilerap_path route = TILERAP_PATH_TILES;
-    int64_t longest = 0;
-    int err = tilerap_csr_device_path_i32(TILERAP_CSR_PTAP, &a, &p, &route, &longest);
+    int64_t longest = -1; /* read for the verbose report only: a wait */
+    int err = tilerap_csr_device_path_i32(TILERAP_CSR_PTAP, &a, &p, &route, tr_hypre_verbose() >= 2 ? &longest : NULL);
     if (err) return fail(err, "device Galerkin product");
     if (route == TILERAP_PATH_CSR) return rapkt_csr_route(R, A, P, keep_transpose, has_diagonal, longest, &c, C_out);
   }
@@ -415,8 +415,9 @@ static int triple(hypre_CSRMatrix *X, hypre_CSRMatrix *Y, hypre_CSRMatrix *Z, hy
   {
     const tilerap_csr_device_i32 y = csr_operand(Y), z = csr_operand(Z);
     tilerap_path route = TILERAP_PATH_TILES;
-    int64_t longest = 0;
-    const int err = tilerap_csr_device_path_i32(TILERAP_CSR_AB, &y, &z, &route, &longest);
+    int64_t longest = -1;
+    const int err =
+        tilerap_csr_device_path_i32(TILERAP_CSR_AB, &y, &z, &route, tr_hypre_verbose() >= 2 ? &longest : NULL);
     if (err) return fail(err, "device triple product");
     if (route == TILERAP_PATH_CSR) {
       clock_mark(&c, TR_PH_IN);

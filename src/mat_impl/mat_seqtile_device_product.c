@@ -6,8 +6,7 @@
  * prolongator smoothing and graph squaring, every first Galerkin product)
  * costs less this way than through the tile plans, whose conversions each
  * way are a third of such a product (BENCHMARKS.md 3b), and needs no tile
- * copies' memory.  The tile route stays for -mat_tile_path tiles and for
- * operands with a row too long for the CSR path's rows
+ * copies' memory.  The tile route stays for -mat_tile_path tiles
  * (tilerap_csr_device_path_i32).
  *
  * Symbolic: the product made and filled (structure and values, sorted

@@ -33,7 +33,7 @@
 #define TR_CSR_FILL 1
 #define TR_CSR_NUMERIC 2
 #define TR_CSR_EMPTY INT_MAX
-#define TR_CSR_BINS 7 /* 0: empty rows, 1-5: shared tables, 6: dense accumulator */
+#define TR_CSR_BINS 8 /* 0: empty rows, 1-5: shared tables, 6: dense accumulator, 7: split rows */
 #define TR_DENSE_THREADS 512
 
 struct tr_cuda_csr_product {
@@ -48,6 +48,9 @@ struct tr_cuda_csr_product {
   int64_t bin_start[TR_CSR_BINS + 1];
   void *dense;                     /* per block: n int32 flags, then n doubles */
   int dense_blocks;
+  void *split;                     /* the split rows' accumulators, as dense's, one per row in flight */
+  int split_slots;
+  int sms;                         /* the device's multiprocessors */
   /* the dense rows in shared memory, per mode (0: not there), and the
    * grid that fits the device */
   size_t shm_bytes[3];
@@ -123,15 +126,23 @@ static __global__ void k_row_bound(int32_t m, int64_t annz, const int64_t *__res
  *   4    32   512   c <= 341
  *   5    256  2048  c <= 1365, or ub > TR_BIN_HEAVY
  *   6    a block over a dense accumulator (global memory)
+ *   7    ub > TR_BIN_SPLIT: many blocks over one accumulator
  * A row of more than TR_BIN_HEAVY products takes a block's group whatever
  * its length: left to one warp, the few such rows of a coarse Pᵀ·AP (rows
  * of 300 entries summing 10⁵ products) set the kernel's length while the
  * GPU idled (classical 2-D mesh, level 3: one launch of 43 blocks, 1 ms at
  * 2 % of the SMs busy). */
 #define TR_BIN_HEAVY 8192
+/* A row of more than TR_BIN_SPLIT products (a dense row of A, a dense
+ * column of P in P^T·AP) is split over many blocks sharing one global
+ * accumulator, so that no launch lasts as long as its longest row: on one
+ * block, a grid Laplacian's single dense row (490000 entries) took 2.7 ms
+ * of a 8.8 ms product, and its record 155 ms on one warp. */
+#define TR_BIN_SPLIT 65536
 static __device__ __forceinline__ int tr_bin_of(unsigned long long c, unsigned long long ub)
 {
   if (c == 0) return 0;
+  if (ub > TR_BIN_SPLIT) return 7;
   if (c <= 341 && ub > TR_BIN_HEAVY) return 5;
   if (c <= 21) return ub <= 64 ? 1 : 2;
   if (c <= 85) return 3;
@@ -508,6 +519,32 @@ static __device__ __forceinline__ void tr_dense_values_out(int64_t p0, int64_t p
   }
 }
 
+/* FILL: a row's flagged columns in order, each thread a run of columns,
+ * and their values, zeroed as read */
+static __device__ __forceinline__ void tr_dense_fill_out(int32_t n, int32_t stamp, const int32_t *flag, double *acc,
+                                                         int64_t c0, int32_t *ccol, double *cval, tr_dense_tmp &tmp)
+{
+  const int32_t run = (n + TR_DENSE_THREADS - 1) / TR_DENSE_THREADS;
+  const int32_t lo = min(n, (int32_t)threadIdx.x * run), hi = min(n, lo + run);
+  long long mine = 0, before;
+  for (int32_t c = lo; c < hi; c++) mine += flag[c] == stamp;
+  tr_dense_tmp::Scan(tmp.s).ExclusiveSum(mine, before);
+  int64_t p = c0 + before;
+  for (int32_t c = lo; c < hi; c++)
+    if (flag[c] == stamp) {
+      ccol[p] = c;
+      if (cval) cval[p] = acc[c];
+      acc[c] = 0.0;
+      p++;
+    }
+}
+
+/* the accumulator of a dense row: n flags (aligned), then n values */
+static __host__ __device__ __forceinline__ size_t tr_dense_width(int32_t n)
+{
+  return ((size_t)n * sizeof(int32_t) + 255) / 256 * 256 + (size_t)n * sizeof(double);
+}
+
 /* A block per row (rows taken in turn by the grid), an accumulator of
  * n flags and n values per block in global memory.  Flags carry a stamp
  * per row and mode (never cleared); values are zeroed as they are read. */
@@ -517,7 +554,7 @@ static __global__ void __launch_bounds__(TR_DENSE_THREADS)
 {
   __shared__ tr_dense_tmp tmp;
   __shared__ tr_dense_prod prod;
-  const size_t width = ((size_t)n * sizeof(int32_t) + 255) / 256 * 256 + (size_t)n * sizeof(double);
+  const size_t width = tr_dense_width(n);
   int32_t *flag = (int32_t *)((char *)ws + blockIdx.x * width);
   double *acc = (double *)((char *)flag + ((size_t)n * sizeof(int32_t) + 255) / 256 * 256);
   for (int64_t slot = blockIdx.x; slot < nrows; slot += gridDim.x) {
@@ -542,20 +579,8 @@ static __global__ void __launch_bounds__(TR_DENSE_THREADS)
       continue;
     }
     __syncthreads();
-    if (mode == TR_CSR_FILL) { /* each thread a run of columns, in order */
-      const int32_t run = (n + TR_DENSE_THREADS - 1) / TR_DENSE_THREADS;
-      const int32_t lo = min(n, (int32_t)threadIdx.x * run), hi = min(n, lo + run);
-      long long mine = 0, before;
-      for (int32_t c = lo; c < hi; c++) mine += flag[c] == stamp;
-      tr_dense_tmp::Scan(tmp.s).ExclusiveSum(mine, before);
-      int64_t p = crp[i] + before;
-      for (int32_t c = lo; c < hi; c++)
-        if (flag[c] == stamp) {
-          ccol[p] = c;
-          if (cval) cval[p] = acc[c];
-          acc[c] = 0.0;
-          p++;
-        }
+    if (mode == TR_CSR_FILL) {
+      tr_dense_fill_out(n, stamp, flag, acc, crp[i], ccol, cval, tmp);
     } else {
       tr_dense_values_out(crp[i], crp[i + 1], ccol, cval, cvidx, acc);
     }
@@ -625,6 +650,64 @@ static __global__ void __launch_bounds__(TR_DENSE_THREADS)
   }
 }
 
+/* Split rows: X blocks per row, block x taking the x-th of X equal runs
+ * of the row's A entries (its products dealt over the block's threads),
+ * all of a row's blocks on one global accumulator (slot = the row's place
+ * in this launch).  COUNT adds each block's new columns to crp[i] (zeroed
+ * by the caller); FILL and NUMERIC accumulate, k_split_out writes. */
+static __global__ void __launch_bounds__(TR_DENSE_THREADS)
+    k_split_rows(int mode, const int32_t *__restrict__ rows, int X, int32_t n, tr_operand A, tr_operand B,
+                 int64_t *crp, void *ws)
+{
+  __shared__ tr_dense_tmp tmp;
+  __shared__ tr_dense_prod prod;
+  const int64_t slot = blockIdx.x / X, x = blockIdx.x % X;
+  int32_t *flag = (int32_t *)((char *)ws + slot * tr_dense_width(n));
+  double *acc = (double *)((char *)flag + ((size_t)n * sizeof(int32_t) + 255) / 256 * 256);
+  const int32_t i = rows[slot];
+  const int32_t stamp = mode == TR_CSR_COUNT ? i + 1 : -(i + 1);
+  const int64_t a0 = A.rp[i], len = A.rp[i + 1] - a0;
+  const int64_t e0 = a0 + len * x / X, e1 = a0 + len * (x + 1) / X;
+  long long fresh_n = 0;
+  const bool values = mode != TR_CSR_COUNT && A.val;
+  tr_block_products<TR_DENSE_THREADS>(A, B, e0, e1, threadIdx.x, values, prod.scan, prod.incl, prod.bs, prod.av,
+                                      [&](int64_t f, double av, int64_t) {
+    const int32_t c = B.col[f];
+    if (mode == TR_CSR_COUNT) {
+      if (flag[c] != stamp && atomicExch(&flag[c], stamp) != stamp) fresh_n++;
+    } else {
+      if (mode == TR_CSR_FILL && flag[c] != stamp) flag[c] = stamp; /* every block writes the same stamp */
+      if (values) atomicAdd(&acc[c], av * tr_val(B, f));
+    }
+  });
+  if (mode == TR_CSR_COUNT) {
+    const long long total = tr_dense_tmp::Reduce(tmp.r).Sum(fresh_n);
+    if (threadIdx.x == 0 && total) atomicAdd((unsigned long long *)&crp[i], (unsigned long long)total);
+  }
+}
+
+/* the split rows' columns (FILL) or values (NUMERIC) once all their
+ * blocks are done: a block per row */
+static __global__ void __launch_bounds__(TR_DENSE_THREADS)
+    k_split_out(int mode, const int32_t *__restrict__ rows, int32_t n, const int64_t *__restrict__ crp, int32_t *ccol,
+                double *cval, const int64_t *__restrict__ cvidx, void *ws)
+{
+  __shared__ tr_dense_tmp tmp;
+  int32_t *flag = (int32_t *)((char *)ws + blockIdx.x * tr_dense_width(n));
+  double *acc = (double *)((char *)flag + ((size_t)n * sizeof(int32_t) + 255) / 256 * 256);
+  const int32_t i = rows[blockIdx.x];
+  if (mode == TR_CSR_FILL) tr_dense_fill_out(n, -(i + 1), flag, acc, crp[i], ccol, cval, tmp);
+  else tr_dense_values_out(crp[i], crp[i + 1], ccol, cval, cvidx, acc);
+}
+
+/* blocks per split row: the device filled a few times over by the rows of
+ * one launch */
+static int tr_split_blocks(const tr_cuda_csr_product *P, int64_t nrows)
+{
+  const int64_t x = 4 * (int64_t)P->sms / (nrows > 0 ? nrows : 1);
+  return (int)(x < 1 ? 1 : x > 1024 ? 1024 : x);
+}
+
 /* Dynamic shared memory of the dense rows in each mode, where it fits
  * (else 0: the global accumulator), and the blocks that fit the device at
  * once.  COUNT's bitmap is cleared whole after each row: it is kept to 16
@@ -682,25 +765,54 @@ static __device__ __forceinline__ int64_t tr_entry_of(const int64_t *__restrict_
   return lo;
 }
 
-/* a warp per row of C.  PLACE 0: ptr[p] counts entry p's products;
- * PLACE 1 (ptr the inclusive scan of the counts): each product's value
- * positions go to the end of its entry's range, ptr[p] counting down to
- * the range's start */
+/* PLACE 0: ptr[p] counts entry p's products; PLACE 1 (ptr the inclusive
+ * scan of the counts): each product's value positions go to the end of its
+ * entry's range, ptr[p] counting down to the range's start */
 template <int PLACE>
-static __global__ void k_record(int32_t m, tr_operand A, tr_operand B, const int64_t *__restrict__ crp,
-                                const int32_t *__restrict__ ccol, uint32_t *ptr, int32_t *ra, int32_t *rb)
+static __device__ __forceinline__ void tr_record_product(const tr_operand &A, const tr_operand &B,
+                                                         const int64_t *__restrict__ crp,
+                                                         const int32_t *__restrict__ ccol, int32_t i, int64_t f,
+                                                         int64_t e, uint32_t *ptr, int32_t *ra, int32_t *rb)
 {
-  const int64_t i = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) >> 5;
-  if (i >= m) return; /* the whole warp */
+  const int64_t p = tr_entry_of(crp, ccol, i, B.col[f]);
+  if (!PLACE) {
+    atomicAdd(&ptr[p], 1u);
+  } else {
+    const uint32_t q = atomicSub(&ptr[p], 1u) - 1u;
+    ra[q] = (int32_t)(A.vidx ? A.vidx[e] : e);
+    rb[q] = (int32_t)(B.vidx ? B.vidx[f] : f);
+  }
+}
+
+/* a warp per row of C (the rows of the table bins 1-4) */
+template <int PLACE>
+static __global__ void k_record(const int32_t *__restrict__ rows, int64_t nrows, tr_operand A, tr_operand B,
+                                const int64_t *__restrict__ crp, const int32_t *__restrict__ ccol, uint32_t *ptr,
+                                int32_t *ra, int32_t *rb)
+{
+  const int64_t slot = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) >> 5;
+  if (slot >= nrows) return; /* the whole warp */
+  const int32_t i = rows[slot];
   tr_warp_products(A, B, A.rp[i], A.rp[i + 1], threadIdx.x & 31, false, [&](int64_t f, double, int64_t e) {
-    const int64_t p = tr_entry_of(crp, ccol, (int32_t)i, B.col[f]);
-    if (!PLACE) {
-      atomicAdd(&ptr[p], 1u);
-    } else {
-      const uint32_t q = atomicSub(&ptr[p], 1u) - 1u;
-      ra[q] = (int32_t)(A.vidx ? A.vidx[e] : e);
-      rb[q] = (int32_t)(B.vidx ? B.vidx[f] : f);
-    }
+    tr_record_product<PLACE>(A, B, crp, ccol, i, f, e, ptr, ra, rb);
+  });
+}
+
+/* X blocks per row (the rows of bins 5-7: long, heavy and split), as
+ * k_split_rows deals them */
+template <int PLACE>
+static __global__ void __launch_bounds__(TR_DENSE_THREADS)
+    k_record_split(const int32_t *__restrict__ rows, int X, tr_operand A, tr_operand B,
+                   const int64_t *__restrict__ crp, const int32_t *__restrict__ ccol, uint32_t *ptr, int32_t *ra,
+                   int32_t *rb)
+{
+  __shared__ tr_dense_prod prod;
+  const int64_t slot = blockIdx.x / X, x = blockIdx.x % X;
+  const int32_t i = rows[slot];
+  const int64_t a0 = A.rp[i], len = A.rp[i + 1] - a0;
+  tr_block_products<TR_DENSE_THREADS>(A, B, a0 + len * x / X, a0 + len * (x + 1) / X, threadIdx.x, false, prod.scan,
+                                      prod.incl, prod.bs, prod.av, [&](int64_t f, double, int64_t e) {
+    tr_record_product<PLACE>(A, B, crp, ccol, i, f, e, ptr, ra, rb);
   });
 }
 
@@ -737,17 +849,27 @@ static __global__ void k_recorded(int64_t cnnz, const uint32_t *__restrict__ ptr
 static int tr_record(tr_cuda_csr_product *P, const tr_operand &A, const tr_operand &B)
 {
   const cudaStream_t s = P->s;
-  const unsigned grid = tr_blocks((int64_t)P->m * 32, 256);
+  const int64_t nwarp = P->bin_start[5] - P->bin_start[1], nblock = P->bin_start[8] - P->bin_start[5];
+  const int32_t *wrows = P->rows + P->bin_start[1], *brows = P->rows + P->bin_start[5];
+  const int X = tr_split_blocks(P, nblock);
   TR_RET_CU(cudaMemsetAsync(P->rec_ptr, 0, (size_t)P->cnnz * sizeof(uint32_t), s), "CSR path record");
-  if (P->m > 0) {
-    k_record<0><<<grid, 256, 0, s>>>(P->m, A, B, P->crp, P->ccol, P->rec_ptr, NULL, NULL);
-    TR_RET(tr_cuda_check_launch("CSR path record"));
-  }
-  size_t bytes = P->rec_scan_bytes;
-  TR_RET_CU(cub::DeviceScan::InclusiveSum(P->rec_scan, bytes, P->rec_ptr, P->rec_ptr, P->cnnz, s), "CSR path record");
-  if (P->m > 0) {
-    k_record<1><<<grid, 256, 0, s>>>(P->m, A, B, P->crp, P->ccol, P->rec_ptr, P->rec_a, P->rec_b);
-    TR_RET(tr_cuda_check_launch("CSR path record"));
+  for (int place = 0; place < 2; place++) {
+    if (place) {
+      size_t bytes = P->rec_scan_bytes;
+      TR_RET_CU(cub::DeviceScan::InclusiveSum(P->rec_scan, bytes, P->rec_ptr, P->rec_ptr, P->cnnz, s),
+                "CSR path record");
+    }
+    int32_t *ra = place ? P->rec_a : NULL, *rb = place ? P->rec_b : NULL;
+    if (nwarp > 0) {
+      if (place) k_record<1><<<tr_blocks(nwarp * 32, 256), 256, 0, s>>>(wrows, nwarp, A, B, P->crp, P->ccol, P->rec_ptr, ra, rb);
+      else k_record<0><<<tr_blocks(nwarp * 32, 256), 256, 0, s>>>(wrows, nwarp, A, B, P->crp, P->ccol, P->rec_ptr, ra, rb);
+      TR_RET(tr_cuda_check_launch("CSR path record"));
+    }
+    if (nblock > 0) {
+      if (place) k_record_split<1><<<(unsigned)(nblock * X), TR_DENSE_THREADS, 0, s>>>(brows, X, A, B, P->crp, P->ccol, P->rec_ptr, ra, rb);
+      else k_record_split<0><<<(unsigned)(nblock * X), TR_DENSE_THREADS, 0, s>>>(brows, X, A, B, P->crp, P->ccol, P->rec_ptr, ra, rb);
+      TR_RET(tr_cuda_check_launch("CSR path record"));
+    }
   }
   return TILERAP_SUCCESS;
 }
@@ -805,6 +927,16 @@ static int tr_launch(const tr_cuda_csr_product *P, int mode, const tr_operand &A
     case 3: k_hash_rows<32, 128, 256><<<tr_blocks(nr, 8), 256, 0, s>>>(mode, sorted, rows, nr, A, B, crp, P->ccol, cval, cvidx); break;
     case 4: k_hash_rows<32, 512, 128><<<tr_blocks(nr, 4), 128, 0, s>>>(mode, sorted, rows, nr, A, B, crp, P->ccol, cval, cvidx); break;
     case 5: k_hash_rows<256, 2048, 256><<<(unsigned)nr, 256, 0, s>>>(mode, sorted, rows, nr, A, B, crp, P->ccol, cval, cvidx); break;
+    case 7: /* in launches of as many rows as there are accumulators */
+      for (int64_t r0 = 0; r0 < nr; r0 += P->split_slots) {
+        const int64_t k = nr - r0 < P->split_slots ? nr - r0 : P->split_slots;
+        const int X = tr_split_blocks(P, k);
+        k_split_rows<<<(unsigned)(k * X), TR_DENSE_THREADS, 0, s>>>(mode, rows + r0, X, P->n, A, B, crp, P->split);
+        if (mode != TR_CSR_COUNT)
+          k_split_out<<<(unsigned)k, TR_DENSE_THREADS, 0, s>>>(mode, rows + r0, P->n, crp, P->ccol, cval, cvidx,
+                                                              P->split);
+      }
+      break;
     default:
       if (P->shm_bytes[mode]) {
         const unsigned g = (unsigned)(nr < P->shm_blocks[mode] ? nr : P->shm_blocks[mode]);
@@ -829,6 +961,7 @@ extern "C" void tr_cuda_csr_product_destroy(tr_cuda_csr_product *P)
 {
   if (!P) return;
   tr_dfree(P->crp, P->s); tr_dfree(P->ccol, P->s); tr_dfree(P->rows, P->s); tr_dfree(P->dense, P->s);
+  tr_dfree(P->split, P->s);
   tr_record_free(P);
   free(P);
 }
@@ -870,7 +1003,11 @@ extern "C" int tr_cuda_csr_product_create(int32_t m, int32_t n, const int64_t *a
   tr_dfree(scan, s); scan = NULL;
   P->macs = (int64_t)hb[TR_CSR_BINS];
   {
-    const int64_t ndense = P->bin_start[TR_CSR_BINS] - P->bin_start[TR_CSR_BINS - 1];
+    int dev = 0;
+    TR_TRY_CU(cudaGetDevice(&dev), "CSR path");
+    TR_TRY_CU(cudaDeviceGetAttribute(&P->sms, cudaDevAttrMultiProcessorCount, dev), "CSR path");
+    const int64_t ndense = P->bin_start[7] - P->bin_start[6], nsplit = P->bin_start[8] - P->bin_start[7];
+    const size_t width = tr_dense_width(n);
     if (ndense > 0) {
       TR_TRY(tr_dense_shared_fit<TR_CSR_COUNT>(n, &P->shm_bytes[TR_CSR_COUNT], &P->shm_blocks[TR_CSR_COUNT]));
       TR_TRY(tr_dense_shared_fit<TR_CSR_FILL>(n, &P->shm_bytes[TR_CSR_FILL], &P->shm_blocks[TR_CSR_FILL]));
@@ -879,16 +1016,20 @@ extern "C" int tr_cuda_csr_product_create(int32_t m, int32_t n, const int64_t *a
     /* a global accumulator for the modes that shared memory cannot hold:
      * at most 2 blocks per SM, and at most 512 MB */
     if (ndense > 0 && !(P->shm_bytes[TR_CSR_COUNT] && P->shm_bytes[TR_CSR_FILL] && P->shm_bytes[TR_CSR_NUMERIC])) {
-      int dev = 0, sms = 1;
-      cudaGetDevice(&dev);
-      cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
-      const size_t width = ((size_t)n * sizeof(int32_t) + 255) / 256 * 256 + (size_t)n * sizeof(double);
-      int64_t nb = ndense < 2 * sms ? ndense : 2 * sms;
+      int64_t nb = ndense < 2 * P->sms ? ndense : 2 * P->sms;
       const int64_t cap = (int64_t)(((size_t)512 << 20) / (width ? width : 1));
       if (nb > cap) nb = cap > 0 ? cap : 1;
       P->dense_blocks = (int)nb;
       TR_TRY(tr_dalloc(&P->dense, (size_t)nb * width, s, "CSR path dense accumulators"));
       TR_TRY_CU(cudaMemsetAsync(P->dense, 0, (size_t)nb * width, s), "CSR path dense accumulators");
+    }
+    /* the split rows' accumulators: as many rows at once as 512 MB hold */
+    if (nsplit > 0) {
+      const int64_t cap = (int64_t)(((size_t)512 << 20) / (width ? width : 1));
+      const int64_t k = nsplit < cap ? nsplit : cap > 0 ? cap : 1;
+      P->split_slots = (int)k;
+      TR_TRY(tr_dalloc(&P->split, (size_t)k * width, s, "CSR path split rows"));
+      TR_TRY_CU(cudaMemsetAsync(P->split, 0, (size_t)k * width, s), "CSR path split rows");
     }
   }
   {
