@@ -290,7 +290,7 @@ int tilerap_csr_device_product_info(tilerap_csr_device_product X, int32_t *c_m, 
 /* "auto" is the CSR path for every pattern: since its rows of many
  * products are split over many blocks (csr_cuda_product.cu), the grid with
  * one dense row of 490000 entries, which took the tile path before, is
- * faster here too (hypre hook: 3.96 against 6.35 ms; BENCHMARKS.md 9b). */
+ * faster here too (hypre hook: 3.96 against 6.35 ms; BENCHMARKS.md 3b). */
 int tilerap_csr_device_path_i32(tilerap_csr_kind kind, const tilerap_csr_device_i32 *A,
                                 const tilerap_csr_device_i32 *B, tilerap_path *path, int64_t *a_longest_row)
 {

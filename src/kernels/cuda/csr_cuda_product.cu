@@ -135,9 +135,10 @@ static __global__ void k_row_bound(int32_t m, int64_t annz, const int64_t *__res
 #define TR_BIN_HEAVY 8192
 /* A row of more than TR_BIN_SPLIT products (a dense row of A, a dense
  * column of P in P^T·AP) is split over many blocks sharing one global
- * accumulator, so that no launch lasts as long as its longest row: on one
- * block, a grid Laplacian's single dense row (490000 entries) took 2.7 ms
- * of a 8.8 ms product, and its record 155 ms on one warp. */
+ * accumulator, so that no launch lasts as long as its longest row: a grid
+ * Laplacian with one dense row of 490000 entries took 8.9 ms for its
+ * level-0 P^T·AP with that row on one block, 2.0 ms split (H200), and the
+ * record's two kernels 155 ms with it on one warp. */
 #define TR_BIN_SPLIT 65536
 static __device__ __forceinline__ int tr_bin_of(unsigned long long c, unsigned long long ub)
 {
@@ -545,6 +546,13 @@ static __host__ __device__ __forceinline__ size_t tr_dense_width(int32_t n)
   return ((size_t)n * sizeof(int32_t) + 255) / 256 * 256 + (size_t)n * sizeof(double);
 }
 
+/* accumulator number slot of the workspace ws */
+static __device__ __forceinline__ void tr_dense_slot(void *ws, int32_t n, int64_t slot, int32_t **flag, double **acc)
+{
+  *flag = (int32_t *)((char *)ws + slot * tr_dense_width(n));
+  *acc = (double *)((char *)*flag + ((size_t)n * sizeof(int32_t) + 255) / 256 * 256);
+}
+
 /* A block per row (rows taken in turn by the grid), an accumulator of
  * n flags and n values per block in global memory.  Flags carry a stamp
  * per row and mode (never cleared); values are zeroed as they are read. */
@@ -554,9 +562,9 @@ static __global__ void __launch_bounds__(TR_DENSE_THREADS)
 {
   __shared__ tr_dense_tmp tmp;
   __shared__ tr_dense_prod prod;
-  const size_t width = tr_dense_width(n);
-  int32_t *flag = (int32_t *)((char *)ws + blockIdx.x * width);
-  double *acc = (double *)((char *)flag + ((size_t)n * sizeof(int32_t) + 255) / 256 * 256);
+  int32_t *flag;
+  double *acc;
+  tr_dense_slot(ws, n, blockIdx.x, &flag, &acc);
   for (int64_t slot = blockIdx.x; slot < nrows; slot += gridDim.x) {
     const int32_t i = rows[slot];
     const int32_t stamp = mode == TR_CSR_COUNT ? i + 1 : -(i + 1);
@@ -662,8 +670,9 @@ static __global__ void __launch_bounds__(TR_DENSE_THREADS)
   __shared__ tr_dense_tmp tmp;
   __shared__ tr_dense_prod prod;
   const int64_t slot = blockIdx.x / X, x = blockIdx.x % X;
-  int32_t *flag = (int32_t *)((char *)ws + slot * tr_dense_width(n));
-  double *acc = (double *)((char *)flag + ((size_t)n * sizeof(int32_t) + 255) / 256 * 256);
+  int32_t *flag;
+  double *acc;
+  tr_dense_slot(ws, n, slot, &flag, &acc);
   const int32_t i = rows[slot];
   const int32_t stamp = mode == TR_CSR_COUNT ? i + 1 : -(i + 1);
   const int64_t a0 = A.rp[i], len = A.rp[i + 1] - a0;
@@ -693,8 +702,9 @@ static __global__ void __launch_bounds__(TR_DENSE_THREADS)
                 double *cval, const int64_t *__restrict__ cvidx, void *ws)
 {
   __shared__ tr_dense_tmp tmp;
-  int32_t *flag = (int32_t *)((char *)ws + blockIdx.x * tr_dense_width(n));
-  double *acc = (double *)((char *)flag + ((size_t)n * sizeof(int32_t) + 255) / 256 * 256);
+  int32_t *flag;
+  double *acc;
+  tr_dense_slot(ws, n, blockIdx.x, &flag, &acc);
   const int32_t i = rows[blockIdx.x];
   if (mode == TR_CSR_FILL) tr_dense_fill_out(n, -(i + 1), flag, acc, crp[i], ccol, cval, tmp);
   else tr_dense_values_out(crp[i], crp[i + 1], ccol, cval, cvidx, acc);
@@ -845,33 +855,33 @@ static __global__ void k_recorded(int64_t cnnz, const uint32_t *__restrict__ ptr
   }
 }
 
+/* one pass of the record over every row with products: the table bins'
+ * rows a warp each, those of bins 5-7 over blocks */
+template <int PLACE>
+static int tr_record_pass(const tr_cuda_csr_product *P, const tr_operand &A, const tr_operand &B)
+{
+  const int64_t nwarp = P->bin_start[5] - P->bin_start[1], nblock = P->bin_start[8] - P->bin_start[5];
+  int32_t *ra = PLACE ? P->rec_a : NULL, *rb = PLACE ? P->rec_b : NULL;
+  if (nwarp > 0)
+    k_record<PLACE><<<tr_blocks(nwarp * 32, 256), 256, 0, P->s>>>(P->rows + P->bin_start[1], nwarp, A, B, P->crp,
+                                                                   P->ccol, P->rec_ptr, ra, rb);
+  if (nblock > 0) {
+    const int X = tr_split_blocks(P, nblock);
+    k_record_split<PLACE><<<(unsigned)(nblock * X), TR_DENSE_THREADS, 0, P->s>>>(P->rows + P->bin_start[5], X, A, B,
+                                                                                 P->crp, P->ccol, P->rec_ptr, ra, rb);
+  }
+  return tr_cuda_check_launch("CSR path record");
+}
+
 /* the record from the operands' views: launches only */
 static int tr_record(tr_cuda_csr_product *P, const tr_operand &A, const tr_operand &B)
 {
-  const cudaStream_t s = P->s;
-  const int64_t nwarp = P->bin_start[5] - P->bin_start[1], nblock = P->bin_start[8] - P->bin_start[5];
-  const int32_t *wrows = P->rows + P->bin_start[1], *brows = P->rows + P->bin_start[5];
-  const int X = tr_split_blocks(P, nblock);
-  TR_RET_CU(cudaMemsetAsync(P->rec_ptr, 0, (size_t)P->cnnz * sizeof(uint32_t), s), "CSR path record");
-  for (int place = 0; place < 2; place++) {
-    if (place) {
-      size_t bytes = P->rec_scan_bytes;
-      TR_RET_CU(cub::DeviceScan::InclusiveSum(P->rec_scan, bytes, P->rec_ptr, P->rec_ptr, P->cnnz, s),
-                "CSR path record");
-    }
-    int32_t *ra = place ? P->rec_a : NULL, *rb = place ? P->rec_b : NULL;
-    if (nwarp > 0) {
-      if (place) k_record<1><<<tr_blocks(nwarp * 32, 256), 256, 0, s>>>(wrows, nwarp, A, B, P->crp, P->ccol, P->rec_ptr, ra, rb);
-      else k_record<0><<<tr_blocks(nwarp * 32, 256), 256, 0, s>>>(wrows, nwarp, A, B, P->crp, P->ccol, P->rec_ptr, ra, rb);
-      TR_RET(tr_cuda_check_launch("CSR path record"));
-    }
-    if (nblock > 0) {
-      if (place) k_record_split<1><<<(unsigned)(nblock * X), TR_DENSE_THREADS, 0, s>>>(brows, X, A, B, P->crp, P->ccol, P->rec_ptr, ra, rb);
-      else k_record_split<0><<<(unsigned)(nblock * X), TR_DENSE_THREADS, 0, s>>>(brows, X, A, B, P->crp, P->ccol, P->rec_ptr, ra, rb);
-      TR_RET(tr_cuda_check_launch("CSR path record"));
-    }
-  }
-  return TILERAP_SUCCESS;
+  TR_RET_CU(cudaMemsetAsync(P->rec_ptr, 0, (size_t)P->cnnz * sizeof(uint32_t), P->s), "CSR path record");
+  TR_RET(tr_record_pass<0>(P, A, B));
+  size_t bytes = P->rec_scan_bytes;
+  TR_RET_CU(cub::DeviceScan::InclusiveSum(P->rec_scan, bytes, P->rec_ptr, P->rec_ptr, P->cnnz, P->s),
+            "CSR path record");
+  return tr_record_pass<1>(P, A, B);
 }
 
 static void tr_record_free(tr_cuda_csr_product *P)
@@ -1008,6 +1018,8 @@ extern "C" int tr_cuda_csr_product_create(int32_t m, int32_t n, const int64_t *a
     TR_TRY_CU(cudaDeviceGetAttribute(&P->sms, cudaDevAttrMultiProcessorCount, dev), "CSR path");
     const int64_t ndense = P->bin_start[7] - P->bin_start[6], nsplit = P->bin_start[8] - P->bin_start[7];
     const size_t width = tr_dense_width(n);
+    /* accumulators in 512 MB (at least one) */
+    const int64_t cap_raw = (int64_t)(((size_t)512 << 20) / (width ? width : 1)), cap = cap_raw > 0 ? cap_raw : 1;
     if (ndense > 0) {
       TR_TRY(tr_dense_shared_fit<TR_CSR_COUNT>(n, &P->shm_bytes[TR_CSR_COUNT], &P->shm_blocks[TR_CSR_COUNT]));
       TR_TRY(tr_dense_shared_fit<TR_CSR_FILL>(n, &P->shm_bytes[TR_CSR_FILL], &P->shm_blocks[TR_CSR_FILL]));
@@ -1017,16 +1029,14 @@ extern "C" int tr_cuda_csr_product_create(int32_t m, int32_t n, const int64_t *a
      * at most 2 blocks per SM, and at most 512 MB */
     if (ndense > 0 && !(P->shm_bytes[TR_CSR_COUNT] && P->shm_bytes[TR_CSR_FILL] && P->shm_bytes[TR_CSR_NUMERIC])) {
       int64_t nb = ndense < 2 * P->sms ? ndense : 2 * P->sms;
-      const int64_t cap = (int64_t)(((size_t)512 << 20) / (width ? width : 1));
-      if (nb > cap) nb = cap > 0 ? cap : 1;
+      if (nb > cap) nb = cap;
       P->dense_blocks = (int)nb;
       TR_TRY(tr_dalloc(&P->dense, (size_t)nb * width, s, "CSR path dense accumulators"));
       TR_TRY_CU(cudaMemsetAsync(P->dense, 0, (size_t)nb * width, s), "CSR path dense accumulators");
     }
     /* the split rows' accumulators: as many rows at once as 512 MB hold */
     if (nsplit > 0) {
-      const int64_t cap = (int64_t)(((size_t)512 << 20) / (width ? width : 1));
-      const int64_t k = nsplit < cap ? nsplit : cap > 0 ? cap : 1;
+      const int64_t k = nsplit < cap ? nsplit : cap;
       P->split_slots = (int)k;
       TR_TRY(tr_dalloc(&P->split, (size_t)k * width, s, "CSR path split rows"));
       TR_TRY_CU(cudaMemsetAsync(P->split, 0, (size_t)k * width, s), "CSR path split rows");
