@@ -22,7 +22,10 @@
  * record, design.md "Recorded re-runs"), the operands' mean entries
  * per tile (what it chose by) and the first product's peak device memory
  * above A and P, in MB, for tilerap (its pool's high-water mark: plan,
- * temporaries and C) and for cuSPARSE (its workspaces, P^T, AP and C).
+ * temporaries and C) and for cuSPARSE (its workspaces, P^T, AP and C),
+ * then (rMB) the same over the re-runs: tilerap's plan or reusable
+ * product, C and what the re-runs add (a record), and cuSPARSE's P^T, AP,
+ * C and reuse buffers.
  *
  * --tc T1,T2,...  tensor-core mode instead of cuSPARSE: per level, the
  *   numeric re-run with tensor cores off and with tc_threshold T1, T2, ...
@@ -132,7 +135,7 @@ static double dcsr_c_err(const dcsr_c *c, int n, const tilerap_csr *R)
   return e;
 }
 static void run_device_csr(const tilerap_csr *A, const tilerap_csr *P, const tilerap_csr *R, double *med, double *err,
-                           double *t, double *mb)
+                           double *t, double *mb, double *mb_rerun)
 {
   dcsr cA, cP;
   dcsr_upload(A, &cA); dcsr_upload(P, &cP);
@@ -154,6 +157,7 @@ static void run_device_csr(const tilerap_csr *A, const tilerap_csr *P, const til
   *mb = 1e-6 * (double)(peak - base);
   err[0] = dcsr_c_err(&c, P->n, R);
   dcsr_c_free(&c);
+  TR(tilerap_device_memory_reset_peak());
   dcsr_c_make(&a, &p, TILERAP_CSR_REUSE, &c);
   for (int r = -1; r < reps; r++) {
     gpu_tic();
@@ -162,6 +166,8 @@ static void run_device_csr(const tilerap_csr *A, const tilerap_csr *P, const til
     if (r >= 0) t[r] = ms;
   }
   med[1] = bench_median(t, reps);
+  TR(tilerap_device_memory(NULL, &peak));
+  *mb_rerun = 1e-6 * (double)(peak - base); /* the product kept for re-runs, its record included */
   err[1] = dcsr_c_err(&c, P->n, R);
   dcsr_c_free(&c);
   dcsr_free(&cA); dcsr_free(&cP);
@@ -194,7 +200,7 @@ static void run_case(const char *spec, double bw, cusparseHandle_t h)
   tilerap_options ocpu, ogpu;
   tilerap_options_default(&ocpu); ocpu.engine = TILERAP_ENGINE_CPU;
   tilerap_options_default(&ogpu); ogpu.engine = TILERAP_ENGINE_CUDA;
-  double tot[4] = {0}, totf = 0, mem_max[2] = {0, 0};
+  double tot[4] = {0}, totf = 0, mem_max[4] = {0, 0, 0, 0};
   int all_ok = 1;
   for (int lvl = 0; lvl < 4 && A->m >= 500; lvl++) {
     tilerap_csr *P = NULL;
@@ -209,11 +215,11 @@ static void run_case(const char *spec, double bw, cusparseHandle_t h)
       TR(tilerap_ptap(hA, hP, &ocpu, &hC));
       R = ref_tile_to_csr(hC);
     }
-    double t[64], med[4], err[4], dcsr_mb = 0;
+    double t[64], med[4], err[4], dcsr_mb = 0, dcsr_mb_rerun = 0;
     tilerap_ptap_info pinfo;
     memset(&pinfo, 0, sizeof pinfo);
-    size_t tl_base = 0, tl_peak = 0;
-    if (device_csr) run_device_csr(A, P, R, med, err, t, &dcsr_mb);
+    size_t tl_base = 0, tl_peak = 0, tl_peak_rerun = 0;
+    if (device_csr) run_device_csr(A, P, R, med, err, t, &dcsr_mb, &dcsr_mb_rerun);
     else {
     /* tilerap, device-resident */
     tilerap_tile_matrix *dA = NULL, *dP = NULL, *dC = NULL;
@@ -235,6 +241,7 @@ static void run_case(const char *spec, double bw, cusparseHandle_t h)
     med[0] = bench_median(t, reps);
     TR(tilerap_device_memory(NULL, &tl_peak));
     err[0] = bench_tile_relerr(dC, R);
+    TR(tilerap_device_memory_reset_peak());
     for (int r = -1; r < reps; r++) {
       gpu_tic();
       TR(tilerap_ptap_numeric(plan, dA, dP, dC));
@@ -242,6 +249,7 @@ static void run_case(const char *spec, double bw, cusparseHandle_t h)
       if (r >= 0) t[r] = ms;
     }
     med[1] = bench_median(t, reps);
+    TR(tilerap_device_memory(NULL, &tl_peak_rerun)); /* the plan, C and what re-runs add (a record) */
     err[1] = bench_tile_relerr(dC, R);
     TR(tilerap_ptap_plan_info(plan, &pinfo));
     tilerap_ptap_plan_destroy(&plan);
@@ -275,6 +283,7 @@ static void run_case(const char *spec, double bw, cusparseHandle_t h)
     tilerap_csr_destroy(&X);
     dcsr_free(&cAP); dcsr_free(&cC);
     cs_reuse r1, r2;
+    bench_dmem_reset_peak();
     cs_reuse_setup(h, &cA, &cP, &cAP, &r1);
     cs_reuse_setup(h, &cT, &cAP, &cC, &r2);
     for (int r = -1; r < reps; r++) {
@@ -286,6 +295,7 @@ static void run_case(const char *spec, double bw, cusparseHandle_t h)
       if (r >= 0) t[r] = ms;
     }
     med[3] = bench_median(t, reps);
+    const size_t cs_peak_rerun = bench_dmem_peak(); /* P^T, AP, C and the reuse buffers */
     X = dcsr_download(&cC);
     err[3] = bench_csr_relerr(X, R);
     tilerap_csr_destroy(&X);
@@ -299,19 +309,23 @@ static void run_case(const char *spec, double bw, cusparseHandle_t h)
     for (int i = 0; i < 4; i++) ok &= err[i] <= 1e-12;
     all_ok &= ok;
     const double tl_mb = device_csr ? dcsr_mb : 1e-6 * (double)(tl_peak - tl_base),
-                 cs_mb = 1e-6 * (double)(cs_peak - cs_base);
+                 cs_mb = 1e-6 * (double)(cs_peak - cs_base),
+                 tl_mb_rerun = device_csr ? dcsr_mb_rerun : 1e-6 * (double)(tl_peak_rerun - tl_base),
+                 cs_mb_rerun = 1e-6 * (double)(cs_peak_rerun - cs_base);
     char path[32]; /* "+rec": a product of the plan re-runs from a record */
     if (device_csr) snprintf(path, sizeof path, "dcsr");
     else
       snprintf(path, sizeof path, "%s%s", tilerap_path_name(pinfo.ap.path),
                pinfo.ap.recorded > 0 || pinfo.ptap.recorded > 0 ? "+rec" : "");
     printf("%s:%-6d %3d %9d %10lld %10lld %10lld  %8.3f %8.3f %8.3f %8.3f %8.4f  %6.1fx %6.1fx %6.1f  %.1e %.1e %.1e %.1e %s"
-           "  %s %.2f %.2f  MB %.1f %.1f\n",
+           "  %s %.2f %.2f  MB %.1f %.1f  rMB %.1f %.1f\n",
            name, n, lvl, A->m, (long long)A->nnz, (long long)P->nnz, (long long)R->nnz, med[0], med[1], med[2], med[3],
            floor_ms, med[2] / med[0], med[3] / med[1], med[1] / floor_ms, err[0], err[1], err[2], err[3],
-           ok ? "ok" : "FAIL", path, pinfo.ap.a_fill, pinfo.ap.b_fill, tl_mb, cs_mb);
+           ok ? "ok" : "FAIL", path, pinfo.ap.a_fill, pinfo.ap.b_fill, tl_mb, cs_mb, tl_mb_rerun, cs_mb_rerun);
     mem_max[0] = fmax(mem_max[0], tl_mb);
     mem_max[1] = fmax(mem_max[1], cs_mb);
+    mem_max[2] = fmax(mem_max[2], tl_mb_rerun);
+    mem_max[3] = fmax(mem_max[3], cs_mb_rerun);
     fflush(stdout);
     for (int i = 0; i < 4; i++) tot[i] += med[i];
     totf += floor_ms;
@@ -322,9 +336,10 @@ static void run_case(const char *spec, double bw, cusparseHandle_t h)
     dims[0] = cd[0]; dims[1] = cd[1]; dims[2] = cd[2];
   }
   printf("%s:%-6d all  tilerap first %.3f ms, numeric %.3f ms | cuSPARSE first %.3f ms, reuse %.3f ms | floor %.3f ms"
-         " | speedup first %.1fx, numeric %.1fx | peak MB tilerap %.1f cuSPARSE %.1f %s\n",
+         " | speedup first %.1fx, numeric %.1fx | peak MB tilerap %.1f cuSPARSE %.1f | re-run peak MB tilerap %.1f"
+         " cuSPARSE %.1f %s\n",
          name, n, tot[0], tot[1], tot[2], tot[3], totf, tot[2] / tot[0], tot[3] / tot[1], mem_max[0], mem_max[1],
-         all_ok ? "ok" : "FAIL");
+         mem_max[2], mem_max[3], all_ok ? "ok" : "FAIL");
   fflush(stdout);
   tilerap_csr_destroy(&A);
 }

@@ -31,21 +31,25 @@ def mmm(xs, fmt="%.3f"):
 
 def galerkin(files):
     pat = re.compile(r"^(\S+)\s+all\s+tilerap first ([\d.]+) ms, numeric ([\d.]+) ms \| cuSPARSE first ([\d.]+) ms, "
-                     r"reuse ([\d.]+) ms .*peak MB tilerap ([\d.]+) cuSPARSE ([\d.]+) (\S+)")
+                     r"reuse ([\d.]+) ms .*peak MB tilerap ([\d.]+) cuSPARSE ([\d.]+)"
+                     r"(?: \| re-run peak MB tilerap ([\d.]+) cuSPARSE ([\d.]+))? (\S+)$")
     rows = {}
     for f in files:
         for line in open(f):
             m = pat.match(line)
             if m:
-                rows.setdefault(m.group(1), []).append([float(x) for x in m.groups()[1:7]] + [m.group(8)])
-    print("| case | runs | tilerap first | cuSPARSE first | ratio | tilerap re-run | cuSPARSE re-run | ratio | peak MB tilerap / cuSPARSE | check |")
-    print("|---|---:|---|---|---:|---|---|---:|---|---|")
+                g = m.groups()
+                rows.setdefault(g[0], []).append([float(x) if x else -1.0 for x in g[1:9]] + [g[9]])
+    print("| case | runs | tilerap first | cuSPARSE first | ratio | tilerap re-run | cuSPARSE re-run | ratio "
+          "| peak MB first, tilerap / cuSPARSE | peak MB re-runs, tilerap / cuSPARSE | check |")
+    print("|---|---:|---|---|---:|---|---|---:|---|---|---|")
     for name, rs in rows.items():
         col = list(zip(*rs))
         tf, tn, cf, cn = (statistics.median(col[i]) for i in range(4))
-        print("| %s | %d | %s | %s | %.2f× | %s | %s | %.2f× | %.0f / %.0f | %s |" % (
+        rerun = "%.0f / %.0f" % (max(col[6]), max(col[7])) if min(col[6]) >= 0 else "n/a"
+        print("| %s | %d | %s | %s | %.2f× | %s | %s | %.2f× | %.0f / %.0f | %s | %s |" % (
             name, len(rs), mmm(col[0]), mmm(col[2]), cf / tf, mmm(col[1]), mmm(col[3]), cn / tn,
-            max(col[4]), max(col[5]), "ok" if all(c == "ok" for c in col[6]) else "FAIL"))
+            max(col[4]), max(col[5]), rerun, "ok" if all(c == "ok" for c in col[8]) else "FAIL"))
 
 
 def spgemm(files):

@@ -77,6 +77,29 @@ static __device__ __forceinline__ double tr_val(const tr_operand &X, int64_t e)
   return X.val ? X.val[X.vidx ? X.vidx[e] : e] : 0.0;
 }
 
+/* A lane's products that meet one accumulator slot in a row are summed in
+ * a register and added once, when the slot changes and at the end (flush,
+ * before the barrier that precedes the read-out).  fp64 atomics on shared
+ * memory are compare-and-swap loops that lanes on one address serialise:
+ * a one-column P, or a coarse P^T*AP of few columns, sent every product of
+ * a warp to one slot. */
+struct tr_run_sum {
+  int32_t at = -1;
+  double sum = 0.0;
+  __device__ __forceinline__ void add(double *acc, int32_t slot, double x)
+  {
+    if (slot == at) { sum += x; return; }
+    if (at >= 0) atomicAdd(&acc[at], sum);
+    at = slot;
+    sum = x;
+  }
+  __device__ __forceinline__ void flush(double *acc)
+  {
+    if (at >= 0) atomicAdd(&acc[at], sum);
+    at = -1;
+  }
+};
+
 /* ---------------------------------------------------------- row bounds */
 /* Each thread sums the B row lengths of 8 consecutive A entries and adds
  * them to their rows; a warp whose entries all lie in one row adds once. */
@@ -402,11 +425,18 @@ static __global__ void __launch_bounds__(BLOCK)
   {
     int fresh_n = 0;
     const bool values = mode != TR_CSR_COUNT && A.val;
+    int32_t last = -1; /* the lane's last column and its slot: a repeat skips the probe */
+    int h = 0;
+    tr_run_sum run;
     auto visit = [&](int64_t f, double av, int64_t) {
-      bool fresh;
-      const int h = tr_insert<S>(key, B.col[f], &fresh);
-      if (mode == TR_CSR_COUNT) fresh_n += fresh;
-      else if (values) atomicAdd(&val[h], av * tr_val(B, f));
+      const int32_t c = B.col[f];
+      if (c != last) {
+        bool fresh;
+        h = tr_insert<S>(key, c, &fresh);
+        last = c;
+        if (mode == TR_CSR_COUNT) fresh_n += fresh;
+      }
+      if (values) run.add(val, h, av * tr_val(B, f));
     };
     const int64_t a0 = active ? A.rp[i] : 0, a1 = active ? A.rp[i + 1] : 0;
     if constexpr (G < 32) { /* short rows with short bounds (bin 1): a lane per A entry */
@@ -422,6 +452,7 @@ static __global__ void __launch_bounds__(BLOCK)
       tr_block_products<G>(A, B, a0, a1, lane, values, prod.scan, prod.incl, prod.bs, prod.av, visit);
     }
     if (mode == TR_CSR_COUNT && fresh_n) atomicAdd(&scount[g], fresh_n);
+    run.flush(val);
   }
   tr_group_sync<G>();
   if (mode == TR_CSR_COUNT) {
@@ -570,6 +601,7 @@ static __global__ void __launch_bounds__(TR_DENSE_THREADS)
     const int32_t stamp = mode == TR_CSR_COUNT ? i + 1 : -(i + 1);
     long long fresh_n = 0;
     const bool values = mode != TR_CSR_COUNT && A.val;
+    tr_run_sum run;
     tr_block_products<TR_DENSE_THREADS>(A, B, A.rp[i], A.rp[i + 1], threadIdx.x, values, prod.scan, prod.incl,
                                         prod.bs, prod.av, [&](int64_t f, double av, int64_t) {
       const int32_t c = B.col[f];
@@ -577,9 +609,10 @@ static __global__ void __launch_bounds__(TR_DENSE_THREADS)
         if (flag[c] != stamp && atomicExch(&flag[c], stamp) != stamp) fresh_n++;
       } else {
         if (mode == TR_CSR_FILL) flag[c] = stamp;
-        if (values) atomicAdd(&acc[c], av * tr_val(B, f));
+        if (values) run.add(acc, c, av * tr_val(B, f));
       }
     });
+    run.flush(acc);
     if (mode == TR_CSR_COUNT) {
       const long long total = tr_dense_tmp::Reduce(tmp.r).Sum(fresh_n);
       if (threadIdx.x == 0) crp[i] = total; /* the row's count */
@@ -621,6 +654,7 @@ static __global__ void __launch_bounds__(TR_DENSE_THREADS)
   for (int64_t slot = blockIdx.x; slot < nrows; slot += gridDim.x) {
     const int32_t i = rows[slot];
     long long fresh_n = 0;
+    tr_run_sum run;
     tr_block_products<TR_DENSE_THREADS>(A, B, A.rp[i], A.rp[i + 1], threadIdx.x, values, prod.scan, prod.incl,
                                         prod.bs, prod.av, [&](int64_t f, double av, int64_t) {
       const int32_t c = B.col[f];
@@ -628,8 +662,9 @@ static __global__ void __launch_bounds__(TR_DENSE_THREADS)
         const uint32_t bit = 1u << (c & 31);
         if (!(bits[c >> 5] & bit) && !(atomicOr(&bits[c >> 5], bit) & bit)) fresh_n++;
       }
-      if (values) atomicAdd(&acc[c], av * tr_val(B, f));
+      if (values) run.add(acc, c, av * tr_val(B, f));
     });
+    if (values) run.flush(acc);
     __syncthreads();
     if (MODE == TR_CSR_COUNT) {
       const long long total = tr_dense_tmp::Reduce(tmp.r).Sum(fresh_n);
@@ -679,6 +714,7 @@ static __global__ void __launch_bounds__(TR_DENSE_THREADS)
   const int64_t e0 = a0 + len * x / X, e1 = a0 + len * (x + 1) / X;
   long long fresh_n = 0;
   const bool values = mode != TR_CSR_COUNT && A.val;
+  tr_run_sum run;
   tr_block_products<TR_DENSE_THREADS>(A, B, e0, e1, threadIdx.x, values, prod.scan, prod.incl, prod.bs, prod.av,
                                       [&](int64_t f, double av, int64_t) {
     const int32_t c = B.col[f];
@@ -686,9 +722,10 @@ static __global__ void __launch_bounds__(TR_DENSE_THREADS)
       if (flag[c] != stamp && atomicExch(&flag[c], stamp) != stamp) fresh_n++;
     } else {
       if (mode == TR_CSR_FILL && flag[c] != stamp) flag[c] = stamp; /* every block writes the same stamp */
-      if (values) atomicAdd(&acc[c], av * tr_val(B, f));
+      if (values) run.add(acc, c, av * tr_val(B, f));
     }
   });
+  run.flush(acc);
   if (mode == TR_CSR_COUNT) {
     const long long total = tr_dense_tmp::Reduce(tmp.r).Sum(fresh_n);
     if (threadIdx.x == 0 && total) atomicAdd((unsigned long long *)&crp[i], (unsigned long long)total);
