@@ -437,8 +437,9 @@ TILERAP_EXPORT const char *tilerap_csr_kind_name(tilerap_csr_kind kind);
 TILERAP_EXPORT int tilerap_csr_plan_create(tilerap_csr_kind kind, const tilerap_csr *A, const tilerap_csr *B,
                                            tilerap_csr_plan *plan, tilerap_csr **C);
 /* C's values (in C's CSR order) for the operands' current values; their
- * structure must be the plan's (checked: TILERAP_ERR_STRUCTURE, nothing
- * written).  No allocation. */
+ * structure must be the plan's, rows sorted (checked, nothing written:
+ * TILERAP_ERR_STRUCTURE for another structure, the codes of
+ * tilerap_csr_check for a malformed operand).  No allocation. */
 TILERAP_EXPORT int tilerap_csr_plan_numeric(tilerap_csr_plan plan, const tilerap_csr *A, const tilerap_csr *B,
                                             double *c_val);
 /* C's entries and 2 * the multiply-adds of a numeric run (either may be NULL) */

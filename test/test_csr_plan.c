@@ -147,7 +147,7 @@ static void check_errors(uint64_t *seed)
   err = tilerap_csr_plan_create(TILERAP_CSR_PTAP, A, P, NULL, &C);
   tap_ok(err == TILERAP_ERR_NULL, "NULL plan output: TILERAP_ERR_NULL (%d)", err);
   err = tilerap_csr_plan_create(TILERAP_CSR_PTAP, NULL, P, &plan, &C);
-  tap_ok(err != TILERAP_SUCCESS && !plan && !C, "NULL operand: an error (%d), no plan, no C", err);
+  tap_ok(err == TILERAP_ERR_NULL && !plan && !C, "NULL operand: TILERAP_ERR_NULL (%d), no plan, no C", err);
   err = tilerap_csr_plan_create((tilerap_csr_kind)7, A, P, &plan, &C);
   tap_ok(err == TILERAP_ERR_INVALID && !plan, "unknown product kind: TILERAP_ERR_INVALID (%d)", err);
   err = tilerap_csr_plan_create(TILERAP_CSR_AB, P, P, &plan, &C);
@@ -227,6 +227,54 @@ static void check_errors(uint64_t *seed)
     for (int64_t q = 0; q < C->nnz; q++) untouched &= v[q] == -7.0;
     tap_ok(!moved || (err == TILERAP_ERR_STRUCTURE && untouched), "numeric with P's entry in another row (same counts): TILERAP_ERR_STRUCTURE (%d), C untouched (moved %d)", err, moved);
     tilerap_csr_destroy(&Q);
+
+    /* the same matrices with one row's entries in another order (P for
+     * P^T: the plan's transpose maps value positions, so a plain hash of
+     * the entries would take them and give a wrong C) */
+    {
+      tilerap_csr *R = ref_copy(P);
+      int swapped = 0;
+      for (int32_t i = 0; i < R->m && !swapped; i++)
+        if (R->rowptr[i + 1] - R->rowptr[i] >= 2) {
+          const int64_t e = R->rowptr[i];
+          int32_t c = R->colidx[e]; R->colidx[e] = R->colidx[e + 1]; R->colidx[e + 1] = c;
+          double x = R->val[e]; R->val[e] = R->val[e + 1]; R->val[e + 1] = x;
+          swapped = 1;
+        }
+      err = tilerap_csr_plan_numeric(plan, A, R, v);
+      untouched = 1;
+      for (int64_t q = 0; q < C->nnz; q++) untouched &= v[q] == -7.0;
+      tap_ok(swapped && err == TILERAP_ERR_UNSORTED && untouched,
+             "numeric with P's row in another order (same matrix): TILERAP_ERR_UNSORTED (%d), C untouched: %s", err,
+             tilerap_last_error());
+      tilerap_csr_destroy(&R);
+    }
+    /* malformed row pointers of the plan's counts: checked before any column is read */
+    {
+      tilerap_csr *R = ref_copy(A);
+      int64_t *rp = R->rowptr;
+      const int64_t keep = rp[1];
+      rp[1] = R->nnz + 1000; /* rp[1] > rp[2]: out of the arrays if trusted */
+      err = tilerap_csr_plan_numeric(plan, R, P, v);
+      untouched = 1;
+      for (int64_t q = 0; q < C->nnz; q++) untouched &= v[q] == -7.0;
+      tap_ok(err == TILERAP_ERR_INVALID && untouched, "numeric with decreasing row pointers: TILERAP_ERR_INVALID (%d), C untouched", err);
+      rp[1] = -5;
+      err = tilerap_csr_plan_numeric(plan, R, P, v);
+      tap_ok(err == TILERAP_ERR_INVALID, "numeric with a negative row pointer: TILERAP_ERR_INVALID (%d)", err);
+      rp[1] = keep;
+      R->colidx[R->nnz - 1] = -3;
+      err = tilerap_csr_plan_numeric(plan, R, P, v);
+      tap_ok(err == TILERAP_ERR_RANGE, "numeric with a negative column: TILERAP_ERR_RANGE (%d)", err);
+      tilerap_csr_destroy(&R);
+    }
+    err = tilerap_csr_plan_numeric(plan, NULL, P, v);
+    tap_ok(err == TILERAP_ERR_NULL, "numeric with a NULL operand: TILERAP_ERR_NULL (%d)", err);
+    {
+      int64_t nn = 0;
+      err = tilerap_csr_plan_info(NULL, &nn, NULL);
+      tap_ok(err == TILERAP_ERR_NULL, "info of a NULL plan: TILERAP_ERR_NULL (%d)", err);
+    }
 
     err = tilerap_csr_plan_numeric(plan, P, P, v);
     tap_ok(err == TILERAP_ERR_STRUCTURE, "numeric with operands of other shapes: TILERAP_ERR_STRUCTURE (%d)", err);

@@ -140,6 +140,53 @@ int main(void)
     }
   }
   EXPECT(tilerap_tile_create(4, 4, 5, 10, TILERAP_MEM_HOST, &C), TILERAP_ERR_INVALID, "5 tiles in a 4x4 matrix");
+  EXPECT(tilerap_tile_create(3, 3, 1, 10, TILERAP_MEM_HOST, &C), TILERAP_ERR_INVALID, "10 entries in a 3x3 matrix");
+  EXPECT(tilerap_tile_create(3, 3, 1, 9, TILERAP_MEM_HOST, &C), TILERAP_SUCCESS, "9 entries in a 3x3 matrix");
+  tilerap_tile_destroy(&C);
+  /* numeric calls on matrices whose arrays are missing (a hand-made
+   * struct): TILERAP_ERR_NULL naming the matrix, for every plan kind and
+   * operand, C included, nothing written */
+  {
+    tilerap_csr *sq = ref_random(40, 40, 0.1, 3, &seed), *pp = ref_random(40, 9, 0.2, 0, &seed);
+    tilerap_tile_matrix *S = ref_csr_to_tile(sq), *Pt = ref_csr_to_tile(pp);
+    tilerap_options oc;
+    tilerap_options_default(&oc);
+    oc.engine = TILERAP_ENGINE_CPU;
+    tilerap_spgemm_plan sp = NULL;
+    tilerap_atb_plan ap = NULL;
+    tilerap_ptap_plan pp_ = NULL;
+    tilerap_tile_matrix *C1 = NULL, *C2 = NULL, *C3 = NULL;
+    if (tap_ok(!tilerap_spgemm_plan_create(S, S, &oc, &sp, &C1) && !tilerap_atb_plan_create(Pt, S, &oc, &ap, &C2) &&
+                   !tilerap_ptap_plan_create(S, Pt, &oc, &pp_, &C3),
+               "plans for the missing-array checks")) {
+      for (int which = 0; which < 3; which++) { /* 0: left operand, 1: right, 2: C */
+        tilerap_tile_matrix *M[3][3] = {{S, S, C1}, {Pt, S, C2}, {S, Pt, C3}};
+        for (int kind = 0; kind < 3; kind++) {
+          tilerap_tile_matrix *X = M[kind][which];
+          double *keep = X->val;
+          X->val = NULL;
+          int e = kind == 0 ? tilerap_spgemm_numeric(sp, M[0][0], M[0][1], M[0][2])
+                  : kind == 1 ? tilerap_atb_numeric(ap, M[1][0], M[1][1], M[1][2])
+                              : tilerap_ptap_numeric(pp_, M[2][0], M[2][1], M[2][2]);
+          X->val = keep;
+          tap_ok(e == TILERAP_ERR_NULL, "%s numeric with %s's values NULL: TILERAP_ERR_NULL (%d): %s",
+                 kind == 0 ? "A*B" : kind == 1 ? "A^T*B" : "P^T*A*P", which == 2 ? "C" : which == 0 ? "the left operand" : "the right operand",
+                 e, tilerap_last_error());
+        }
+      }
+      int32_t *keep = S->tile_col;
+      S->tile_col = NULL;
+      int e = tilerap_ptap_numeric(pp_, S, Pt, C3);
+      S->tile_col = keep;
+      tap_ok(e == TILERAP_ERR_NULL, "P^T*A*P numeric with A's tile columns NULL: TILERAP_ERR_NULL (%d)", e);
+      e = tilerap_ptap_numeric(pp_, S, Pt, C3);
+      tap_ok(e == TILERAP_SUCCESS, "the plan still works after the refused calls (%d)", e);
+    }
+    tilerap_spgemm_plan_destroy(&sp); tilerap_atb_plan_destroy(&ap); tilerap_ptap_plan_destroy(&pp_);
+    tilerap_tile_destroy(&C1); tilerap_tile_destroy(&C2); tilerap_tile_destroy(&C3);
+    tilerap_tile_destroy(&S); tilerap_tile_destroy(&Pt);
+    tilerap_csr_destroy(&sq); tilerap_csr_destroy(&pp);
+  }
   EXPECT(tilerap_tile_check(NULL), TILERAP_ERR_NULL, "check of NULL");
   tap_ok(strlen(tilerap_error_string(TILERAP_ERR_DEVICE_NOMEM)) > 0 && strcmp(tilerap_error_string(999), "unknown error") == 0,
          "error strings");

@@ -401,6 +401,17 @@ static int env_child(const char *var)
     plan_destroy(&pl);
     tilerap_tile_destroy(&C);
   }
+  /* the CSR plans (the PETSc types' CPU route) too */
+  for (int kind = TILERAP_CSR_AB; kind <= TILERAP_CSR_PTAP; kind++) {
+    tilerap_csr_plan cp = NULL;
+    tilerap_csr *cc = NULL;
+    const int err = tilerap_csr_plan_create((tilerap_csr_kind)kind, kind == TILERAP_CSR_ATB ? p : a,
+                                            kind == TILERAP_CSR_PTAP ? p : a, &cp, &cc);
+    if (err != TILERAP_ERR_INVALID || !strstr(tilerap_last_error(), var) || cp || cc) failures++;
+    else printf("# CSR %s plan: %s\n", tilerap_csr_kind_name((tilerap_csr_kind)kind), tilerap_last_error());
+    tilerap_csr_plan_destroy(&cp);
+    tilerap_csr_destroy(&cc);
+  }
   tilerap_tile_destroy(&A); tilerap_tile_destroy(&P);
   tilerap_csr_destroy(&a); tilerap_csr_destroy(&p);
   return failures ? 1 : 0;

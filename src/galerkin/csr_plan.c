@@ -18,6 +18,7 @@
 #include "csr_fingerprint.h"
 #include "spgemm_cpu.h"
 #include "tile_internal.h"
+#include "tuning.h"
 
 struct tilerap_csr_plan_s {
   tilerap_csr_kind kind;
@@ -42,20 +43,40 @@ const char *tilerap_csr_kind_name(tilerap_csr_kind kind)
   return "unknown";
 }
 
-/* order-free hash of the structure, the misuse check of numeric runs: a
- * sum of one multiply-xorshift per entry (a moved entry changes it but for
- * a chance of about 2^-64; the fuller hash of the fingerprints cost a
- * tenth of a numeric run) */
-static uint64_t tr_csr_structure_fp(const tilerap_csr *X)
+/* The misuse check of numeric runs: the operand's CSR checked as
+ * tilerap_csr_check does (row pointers non-decreasing, each row's columns
+ * strictly ascending within 0..n-1: the same error codes) and an
+ * order-free hash of its structure, a sum of one multiply-xorshift per
+ * entry (a moved entry changes it but for a chance of about 2^-64; the
+ * fuller hash of the fingerprints cost a tenth of a numeric run).  Sorted
+ * rows make the order-free hash enough: the plan's transposes map value
+ * positions, so rows of the plan's columns in another order would give a
+ * wrong C.  Row pointers are checked before any column is read. */
+static int tr_csr_structure_fp(const tilerap_csr *X, uint64_t *fp)
 {
+  const int64_t *rp = X->rowptr;
+  const int32_t *col = X->colidx;
+  const int32_t m = X->m, n = X->n;
+  int bad_rp = 0, bad = 0;
+#pragma omp parallel for schedule(static) reduction(| : bad_rp) if (m > 65536)
+  for (int32_t i = 0; i < m; i++) bad_rp |= rp[i + 1] < rp[i];
+  if (bad_rp) return tilerap_set_error(TILERAP_ERR_INVALID, "CSR row pointers decrease");
   uint64_t h = 0;
-#pragma omp parallel for schedule(static) reduction(+ : h) if (X->nnz > 65536)
-  for (int32_t i = 0; i < X->m; i++)
-    for (int64_t e = X->rowptr[i]; e < X->rowptr[i + 1]; e++) {
-      const uint64_t x = (((uint64_t)(uint32_t)i << 32) | (uint32_t)X->colidx[e]) * 0x9e3779b97f4a7c15ull;
+#pragma omp parallel for schedule(static) reduction(+ : h) reduction(| : bad) if (X->nnz > 65536)
+  for (int32_t i = 0; i < m; i++) {
+    int32_t prev = -1;
+    for (int64_t e = rp[i]; e < rp[i + 1]; e++) {
+      const int32_t c = col[e];
+      bad |= c < 0 || c >= n ? 2 : c <= prev ? 1 : 0;
+      prev = c;
+      const uint64_t x = (((uint64_t)(uint32_t)i << 32) | (uint32_t)c) * 0x9e3779b97f4a7c15ull;
       h += x ^ (x >> 29);
     }
-  return h + tr_fp_sizes(X->m, X->nnz);
+  }
+  if (bad & 2) return tilerap_set_error(TILERAP_ERR_RANGE, "CSR column index outside 0..%d", n - 1);
+  if (bad & 1) return tilerap_set_error(TILERAP_ERR_UNSORTED, "CSR columns not strictly ascending in a row");
+  *fp = h + tr_fp_sizes(m, X->nnz);
+  return TILERAP_SUCCESS;
 }
 
 static int tr_csr_operand_ok(const tilerap_csr *X, int values)
@@ -84,9 +105,12 @@ int tilerap_csr_plan_create(tilerap_csr_kind kind, const tilerap_csr *A, const t
   *C = NULL;
   if (kind != TILERAP_CSR_AB && kind != TILERAP_CSR_ATB && kind != TILERAP_CSR_PTAP)
     return tilerap_set_error(TILERAP_ERR_INVALID, "tilerap_csr_plan_create: unknown product kind %d", (int)kind);
+  if (!A || !B) return tilerap_set_error(TILERAP_ERR_NULL, "tilerap_csr_plan_create: an operand is NULL");
+  int err = tr_tuning_check(); /* a bad knob fails every plan creation */
+  if (err) return err;
   if (!tr_csr_operand_ok(A, 0) || !tr_csr_operand_ok(B, 0))
     return tilerap_set_error(TILERAP_ERR_INVALID, "tilerap_csr_plan_create: an operand is not a CSR matrix (NULL arrays, or rowptr not from 0 to nnz)");
-  int err = tilerap_csr_check(A->m, A->n, A->rowptr, A->colidx);
+  err = tilerap_csr_check(A->m, A->n, A->rowptr, A->colidx);
   if (!err) err = tilerap_csr_check(B->m, B->n, B->rowptr, B->colidx);
   if (err) return err;
   const int values = A->val && B->val;
@@ -108,8 +132,10 @@ int tilerap_csr_plan_create(tilerap_csr_kind kind, const tilerap_csr *A, const t
   X->kind = kind;
   X->am = A->m; X->an = A->n; X->annz = A->nnz;
   X->bm = B->m; X->bn = B->n; X->bnnz = B->nnz;
-  X->afp = tr_csr_structure_fp(A);
-  X->bfp = tr_csr_structure_fp(B);
+  if ((err = tr_csr_structure_fp(A, &X->afp)) || (err = tr_csr_structure_fp(B, &X->bfp))) {
+    tilerap_csr_plan_destroy(&X);
+    return err;
+  }
   int64_t cnnz = 0, macs = 0, macs2 = 0;
   tilerap_csr *Cm = NULL;
   const tr_cpu_csr_product *last;
@@ -159,10 +185,16 @@ int tilerap_csr_plan_create(tilerap_csr_kind kind, const tilerap_csr *A, const t
 int tilerap_csr_plan_numeric(tilerap_csr_plan X, const tilerap_csr *A, const tilerap_csr *B, double *cval)
 {
   if (!X || (!cval && X->cnnz > 0)) return tilerap_set_error(TILERAP_ERR_NULL, "tilerap_csr_plan_numeric: NULL plan or C values");
+  if (!A || !B) return tilerap_set_error(TILERAP_ERR_NULL, "tilerap_csr_plan_numeric: an operand is NULL");
   if (!tr_csr_operand_ok(A, 1) || !tr_csr_operand_ok(B, 1))
     return tilerap_set_error(TILERAP_ERR_INVALID, "tilerap_csr_plan_numeric: an operand is not a CSR matrix with values");
-  if (A->m != X->am || A->n != X->an || A->nnz != X->annz || B->m != X->bm || B->n != X->bn || B->nnz != X->bnnz ||
-      tr_csr_structure_fp(A) != X->afp || tr_csr_structure_fp(B) != X->bfp)
+  uint64_t afp = 0, bfp = 0;
+  int err;
+  if (A->m != X->am || A->n != X->an || A->nnz != X->annz || B->m != X->bm || B->n != X->bn || B->nnz != X->bnnz)
+    return tilerap_set_error(TILERAP_ERR_STRUCTURE, "tilerap_csr_plan_numeric: the operands' shapes or sizes are not the plan's (%s plan for %d x %d and %d x %d): make a new plan",
+                   tilerap_csr_kind_name(X->kind), X->am, X->an, X->bm, X->bn);
+  if ((err = tr_csr_structure_fp(A, &afp)) || (err = tr_csr_structure_fp(B, &bfp))) return err;
+  if (afp != X->afp || bfp != X->bfp)
     return tilerap_set_error(TILERAP_ERR_STRUCTURE, "tilerap_csr_plan_numeric: the operands' structure is not the plan's (%s plan for %d x %d and %d x %d): make a new plan",
                    tilerap_csr_kind_name(X->kind), X->am, X->an, X->bm, X->bn);
   if (X->kind == TILERAP_CSR_AB) {
@@ -174,14 +206,14 @@ int tilerap_csr_plan_numeric(tilerap_csr_plan X, const tilerap_csr *A, const til
     return tr_cpu_csr_product_numeric(X->x, A->val, X->tvidx, B->val, NULL, cval, NULL);
   }
   tr_cpu_csr_product_bind(X->x, A->rowptr, A->colidx, B->rowptr, B->colidx);
-  int err = tr_cpu_csr_product_numeric(X->x, A->val, NULL, B->val, NULL, X->apval, NULL);
+  err = tr_cpu_csr_product_numeric(X->x, A->val, NULL, B->val, NULL, X->apval, NULL);
   if (!err) err = tr_cpu_csr_product_numeric(X->c, B->val, X->tvidx, X->apval, NULL, cval, NULL);
   return err;
 }
 
 int tilerap_csr_plan_info(tilerap_csr_plan X, int64_t *c_nnz, int64_t *flops)
 {
-  if (!X) return tilerap_set_error(TILERAP_ERR_INVALID, "tilerap_csr_plan_info: NULL plan");
+  if (!X) return tilerap_set_error(TILERAP_ERR_NULL, "tilerap_csr_plan_info: NULL plan");
   if (c_nnz) *c_nnz = X->cnnz;
   if (flops) *flops = 2 * X->macs;
   return TILERAP_SUCCESS;

@@ -44,6 +44,14 @@ int tr_plan_core_numeric_in(tr_plan_core *core, const tilerap_tile_matrix *X, co
                             const tilerap_tile_matrix **wX, const tilerap_tile_matrix **wY, tilerap_tile_matrix **wC)
 {
   int err;
+  const tilerap_tile_matrix *M[3] = {X, Y, C};
+  const char *name[3] = {xname, yname, "C"};
+  for (int k = 0; k < 3; k++) { /* a hand-made matrix without its arrays: an error, not a crash */
+    if (!M[k]) return tilerap_set_error(TILERAP_ERR_NULL, "%s: %s is NULL", who, name[k]);
+    if (!M[k]->tile_ptr || (M[k]->num_tiles > 0 && (!M[k]->tile_col || !M[k]->tile_off || !M[k]->row_ptr ||
+                                                     !M[k]->row_mask || !M[k]->val)))
+      return tilerap_set_error(TILERAP_ERR_NULL, "%s: %s's arrays (values or structure) are missing", who, name[k]);
+  }
   if ((err = tr_structure_check(&core->sx, X, who, xname)) || (err = tr_structure_check(&core->sy, Y, who, yname)) ||
       (err = tr_structure_check(&core->sc, C, who, "C")))
     return err;

@@ -106,11 +106,12 @@ int tr_cpu_csr_transpose(int32_t m, int32_t n, const int64_t *rp, const int32_t 
   *trp_out = NULL; *tcol_out = NULL; *tvidx_out = NULL;
   if (!trp || !tcol || !tvidx) { free(trp); free(tcol); free(tvidx); return TILERAP_ERR_NOMEM; }
   /* counts shifted by two: after the prefix sum trp[j + 1] is row j's start, the cursor of the scatter */
-  for (int64_t e = 0; e < nnz; e++) trp[col[e] + 2]++;
-  for (int32_t j = 0; j < n; j++) trp[j + 2] += trp[j + 1];
+  /* (64-bit index arithmetic: a column n - 1 = INT32_MAX - 1 would overflow) */
+  for (int64_t e = 0; e < nnz; e++) trp[(int64_t)col[e] + 2]++;
+  for (int64_t j = 0; j < n; j++) trp[j + 2] += trp[j + 1];
   for (int32_t i = 0; i < m; i++)
     for (int64_t e = rp[i]; e < rp[i + 1]; e++) {
-      const int64_t at = trp[col[e] + 1]++;
+      const int64_t at = trp[(int64_t)col[e] + 1]++;
       tcol[at] = i;
       tvidx[at] = e;
     }

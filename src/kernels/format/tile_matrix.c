@@ -60,7 +60,8 @@ int tilerap_tile_create(int32_t m, int32_t n, int64_t num_tiles, int64_t nnz, ti
     return tilerap_set_error(TILERAP_ERR_SIZE, "tilerap_tile_create: negative size");
   int err = tr_check_memtype(mem, "tilerap_tile_create");
   if (err) return err;
-  if (num_tiles > (int64_t)tr_ceil16(m) * tr_ceil16(n) || nnz > 256 * num_tiles || nnz < num_tiles)
+  if (num_tiles > (int64_t)tr_ceil16(m) * tr_ceil16(n) || nnz > 256 * num_tiles || nnz < num_tiles ||
+      nnz > (int64_t)m * n)
     return tilerap_set_error(TILERAP_ERR_INVALID, "tilerap_tile_create: %lld tiles / %lld entries impossible for %d x %d",
                              (long long)num_tiles, (long long)nnz, m, n);
   if (num_tiles > INT32_MAX)
