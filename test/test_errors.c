@@ -149,15 +149,13 @@ int main(void)
   {
     tilerap_csr *sq = ref_random(40, 40, 0.1, 3, &seed), *pp = ref_random(40, 9, 0.2, 0, &seed);
     tilerap_tile_matrix *S = ref_csr_to_tile(sq), *Pt = ref_csr_to_tile(pp);
-    tilerap_options oc;
-    tilerap_options_default(&oc);
-    oc.engine = TILERAP_ENGINE_CPU;
     tilerap_spgemm_plan sp = NULL;
+    o.engine = TILERAP_ENGINE_CPU; /* the options above, back on the CPU engine */
     tilerap_atb_plan ap = NULL;
     tilerap_ptap_plan pp_ = NULL;
     tilerap_tile_matrix *C1 = NULL, *C2 = NULL, *C3 = NULL;
-    if (tap_ok(!tilerap_spgemm_plan_create(S, S, &oc, &sp, &C1) && !tilerap_atb_plan_create(Pt, S, &oc, &ap, &C2) &&
-                   !tilerap_ptap_plan_create(S, Pt, &oc, &pp_, &C3),
+    if (tap_ok(!tilerap_spgemm_plan_create(S, S, &o, &sp, &C1) && !tilerap_atb_plan_create(Pt, S, &o, &ap, &C2) &&
+                   !tilerap_ptap_plan_create(S, Pt, &o, &pp_, &C3),
                "plans for the missing-array checks")) {
       for (int which = 0; which < 3; which++) { /* 0: left operand, 1: right, 2: C */
         tilerap_tile_matrix *M[3][3] = {{S, S, C1}, {Pt, S, C2}, {S, Pt, C3}};
