@@ -16,13 +16,19 @@
  * plain MPIAIJ A has its blocks seqtile during the symbolic phase only.  A
  * reuse (MatProductNumeric again) plans anew when an operand is another
  * object or changed its nonzero pattern on any rank (MatProductReplaceMats,
- * MatZeroRows, new entries).  The MPIAIJ preallocation entry points
+ * MatZeroRows, new entries).  That holds where the tile engine makes the
+ * distributed product: the CUDA engine, or -mat_tile_mpi_products tile.
+ * With the default (auto) on the CPU engine on several ranks the products
+ * are MPIAIJ's own, and a reuse after such a change behaves as MPIAIJ's
+ * does (a wrong C: make a new product).  The MPIAIJ preallocation entry points
  * (MatMPIAIJSetPreallocation, MatSetPreallocationCOO, ...) work and leave
  * seqtile blocks.
  *
  * Products that go the AIJ way (the SeqAIJ / MPIAIJ implementation as it
  * stands; -info says which and why): other product types (ABt, RARt, ABC:
- * mpitile's ABC with mixed operands included); operands of other types
+ * mpitile's ABC with mixed operands included; an ABt with a plain seqaij A
+ * and a seqtile B is refused with PETSC_ERR_SUP, SeqAIJ's crashed on it);
+ * operands of other types
  * (dense, MAIJ, IS, hypre ...); an algorithm picked in the options (-mat_product_algorithm,
  * -matmatmult_via, -mattransposematmult_via, -matptap_via) other than
  * "default" or "tile" (mpitile: or "backend"), e.g. hypre or scalable;

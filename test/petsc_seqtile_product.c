@@ -704,6 +704,28 @@ int main(int argc, char **argv)
     PetscCall(MatDestroy(&P));
     PetscCall(MatDestroy(&B));
   }
+  /* A*B^T with a plain SeqAIJ A and a seqtile B: a clear error (SeqAIJ's
+   * A*B^T crashed on it), not a crash; tile x tile and tile x AIJ work */
+  {
+    Mat            A, B, Ba, C = NULL, Cref = NULL;
+    PetscErrorCode ierr;
+    PetscCall(tu_random_mat(comm, MATSEQAIJ, 5, 8, 2, PETSC_FALSE, 1, 1, 11, &A));
+    PetscCall(tu_random_mat(comm, MATSEQTILE, 6, 8, 2, PETSC_FALSE, 1, 1, 12, &B));
+    PetscCall(MatConvert(B, MATSEQAIJ, MAT_INITIAL_MATRIX, &Ba));
+    PetscCall(PetscPushErrorHandler(PetscReturnErrorHandler, NULL));
+    ierr = MatMatTransposeMult(A, B, MAT_INITIAL_MATRIX, PETSC_DEFAULT, &C);
+    PetscCall(PetscPopErrorHandler());
+    tap_ok(ierr == PETSC_ERR_SUP, "A*B^T with a seqaij A and a seqtile B: PETSC_ERR_SUP (%d)", (int)ierr);
+    PetscCall(MatDestroy(&C));
+    PetscCall(MatMatTransposeMult(B, A, MAT_INITIAL_MATRIX, PETSC_DEFAULT, &C));
+    PetscCall(MatMatTransposeMult(Ba, A, MAT_INITIAL_MATRIX, PETSC_DEFAULT, &Cref));
+    PetscCall(check(C, Cref, "A*B^T with a seqtile A and a seqaij B equals AIJ's"));
+    PetscCall(MatDestroy(&C));
+    PetscCall(MatDestroy(&Cref));
+    PetscCall(MatDestroy(&A));
+    PetscCall(MatDestroy(&B));
+    PetscCall(MatDestroy(&Ba));
+  }
   {
     int rc = tap_done();
     PetscCall(PetscFinalize());

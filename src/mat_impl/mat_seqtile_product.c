@@ -898,6 +898,17 @@ PetscErrorCode MatProductSetFromOptions_SeqTile(Mat C)
     C->ops->productsymbolic = MatProductSymbolic_SeqTile;
     PetscFunctionReturn(PETSC_SUCCESS);
   }
+  if (product->type == MATPRODUCT_ABt) {
+    /* SeqAIJ's A*B^T retypes B's symbolic transpose to A's type: with a
+     * plain A and a seqtile B it crashed (PETSc 3.18, a fuzzing pass) */
+    PetscBool aplain, btile;
+    PetscCall(TileIsPlainSeqAIJ(A, &aplain));
+    PetscCall(TileIsSeqTile(B, &btile));
+    PetscCheck(!(aplain && btile), PetscObjectComm((PetscObject)C), PETSC_ERR_SUP,
+               "tilerap: A*B^T with a plain %s A and a %s B is not supported: convert B to %s (MatConvert) or A to %s",
+               ((PetscObject)A)->type_name, ((PetscObject)B)->type_name, ((PetscObject)A)->type_name,
+               ((PetscObject)B)->type_name);
+  }
   tile_product_fallbacks++;
   PetscCall(PetscInfo(C, "tilerap: %s with A %s, B %s (algorithm %s) falls back to the AIJ implementation\n", MatProductTypes[product->type], ((PetscObject)A)->type_name,
                       ((PetscObject)B)->type_name, product->alg ? product->alg : "none"));
