@@ -378,6 +378,35 @@ static void check_settings_not_kept(const cfg *c, th_problem *pb, void (*set)(HY
   HYPRE_BoomerAMGDestroy(s);
 }
 
+static void set_cg_smoother(HYPRE_Solver s) { HYPRE_BoomerAMGSetRelaxType(s, 15); }
+static void set_two_levels(HYPRE_Solver s) { HYPRE_BoomerAMGSetMaxLevels(s, 2); }
+
+/* A setting changed between two setups of the same pattern: the second a
+ * full one (reason: settings), its hierarchy and iterations those of a
+ * fresh setup with the new setting.  A re-setup from the kept hierarchy
+ * left a CG smoother's setup data unmade (the solve crashed) and kept the
+ * old levels under a lower MaxLevels (a fuzzing pass). */
+static void check_setting_changed(const cfg *c, th_problem *pb, void (*set)(HYPRE_Solver), const char *what)
+{
+  HYPRE_Solver s = make_solver(c), f = make_solver(c);
+  TileRAP_HypreSetReuse(s, -1);
+  HYPRE_BoomerAMGSetup(s, (HYPRE_ParCSRMatrix)pb->A, pb->b, pb->x);
+  solve(s, pb);
+  TileRAP_HypreResetStats();
+  set(s);
+  set(f);
+  HYPRE_BoomerAMGSetup(s, (HYPRE_ParCSRMatrix)pb->A, pb->b, pb->x);
+  OK(setups_reused() == 0 && setups_full(TILERAP_HYPRE_SETUP_OPTIONS) == 1,
+     "%s set between two setups: the second a full one (reason: settings)", what);
+  HYPRE_BoomerAMGSetup(f, (HYPRE_ParCSRMatrix)pb->A, pb->b, pb->x);
+  const int L = th_num_levels(s);
+  OK(L == th_num_levels(f), "%s: levels of a fresh setup (%d, fresh %d)", what, L, th_num_levels(f));
+  const int its = solve(s, pb), itf = solve(f, pb);
+  OK(its == itf, "%s: iterations of a fresh setup (%d, fresh %d)", what, its, itf);
+  HYPRE_BoomerAMGDestroy(s);
+  HYPRE_BoomerAMGDestroy(f);
+}
+
 static void check_full_setups(void)
 {
   const cfg c = {"default", -1, -1, 0, 1.0, 0};
@@ -433,6 +462,9 @@ static void check_full_setups(void)
   TileRAP_HypreResetStats();
   check_settings_not_kept(&c, &p1, set_schwarz, "Schwarz smoother", 1);
   check_settings_not_kept(&c, &p1, set_cg_weights, "CG-estimated relaxation weights", 2);
+  check_setting_changed(&c, &p1, set_cg_smoother, "relax type 15 (CG)");
+  check_setting_changed(&c, &p1, set_schwarz, "Schwarz smoother");
+  check_setting_changed(&c, &p1, set_two_levels, "MaxLevels 2");
 
   /* the environment's setting, and a destroyed solver's state forgotten */
   TileRAP_HypreResetStats();

@@ -36,8 +36,21 @@ typedef struct {
   uint64_t fp;
 } tr_pattern;
 
+/* The settings that shape the hierarchy or its smoothers, as at the full
+ * setup: a re-setup keeps that hierarchy, so one changed since (a fuzzing
+ * pass: the relax type made CG-smoothed, Schwarz set, MaxLevels lowered)
+ * takes a full setup instead; the smoother left unrefreshed crashed the
+ * solve. */
+#define TR_SETTINGS_INT 20
+#define TR_SETTINGS_REAL 4
+typedef struct {
+  HYPRE_Int i[TR_SETTINGS_INT];
+  HYPRE_Real r[TR_SETTINGS_REAL];
+} tr_settings;
+
 typedef struct tr_amg_state {
   void *amg;
+  tr_settings settings; /* at the full setup the levels were kept from */
   int max_reuses;      /* TileRAP_HypreSetReuse; TR_REUSE_ENV: the environment's */
   int reuses;          /* re-setups since the last full setup */
   int kept;            /* the recipes below are valid */
@@ -209,6 +222,32 @@ static int gauss_elim(HYPRE_Int t)
   if (t == 19 || t == 98 || t == 198) return 1;
 #endif
   return t == 9 || t == 99 || t == 199;
+}
+
+static void settings_get(hypre_ParAMGData *amg, tr_settings *t)
+{
+  const HYPRE_Int *grt = hypre_ParAMGDataGridRelaxType(amg);
+  memset(t, 0, sizeof *t);
+  const HYPRE_Int v[TR_SETTINGS_INT] = {
+      hypre_ParAMGDataMaxLevels(amg), hypre_ParAMGDataCoarsenType(amg), hypre_ParAMGDataInterpType(amg),
+      hypre_ParAMGDataPMaxElmts(amg), hypre_ParAMGDataAggNumLevels(amg), hypre_ParAMGDataAggInterpType(amg),
+      hypre_ParAMGDataAggPMaxElmts(amg), hypre_ParAMGDataNumFunctions(amg), hypre_ParAMGDataNodal(amg),
+      hypre_ParAMGDataMaxCoarseSize(amg), hypre_ParAMGDataMinCoarseSize(amg), hypre_ParAMGDataMeasureType(amg),
+      hypre_ParAMGDataRelaxOrder(amg), hypre_ParAMGDataNumPaths(amg), hypre_ParAMGDataKeepTranspose(amg),
+      hypre_ParAMGDataModularizedMatMat(amg), grt ? grt[0] : -1, grt ? grt[1] : -1, grt ? grt[2] : -1,
+      grt ? grt[3] : -1};
+  memcpy(t->i, v, sizeof v);
+  t->r[0] = hypre_ParAMGDataStrongThreshold(amg);
+  t->r[1] = hypre_ParAMGDataMaxRowSum(amg);
+  t->r[2] = hypre_ParAMGDataTruncFactor(amg);
+  t->r[3] = hypre_ParAMGDataAggTruncFactor(amg);
+}
+
+static int settings_same(const tr_amg_state *s, hypre_ParAMGData *amg)
+{
+  tr_settings now;
+  settings_get(amg, &now);
+  return !memcmp(now.i, s->settings.i, sizeof now.i) && !memcmp(now.r, s->settings.r, sizeof now.r);
 }
 
 /* -1 if the re-setup refreshes every setup datum of this solver, else the
@@ -484,6 +523,7 @@ HYPRE_Int hypre_BoomerAMGSetup(void *amg_vdata, hypre_ParCSRMatrix *A, hypre_Par
   /* the decision is collective: the pattern may differ on one rank only */
   int reason = !s->kept ? (s->why_not >= 0 ? s->why_not : TILERAP_HYPRE_SETUP_NEW)
                : (setting > 0 && s->reuses >= setting) ? TILERAP_HYPRE_SETUP_PERIOD
+               : !settings_same(s, amg) || unsupported(amg, A) >= 0 ? TILERAP_HYPRE_SETUP_OPTIONS
                : !pattern_same(&s->fine, A) ? TILERAP_HYPRE_SETUP_PATTERN
                : !hierarchy_intact(s, amg, A) ? TILERAP_HYPRE_SETUP_NEW
                : -1;
@@ -525,6 +565,7 @@ HYPRE_Int hypre_BoomerAMGSetup(void *amg_vdata, hypre_ParCSRMatrix *A, hypre_Par
   }
   if (why < 0) {
     save_weights(s, amg, 1);
+    settings_get(amg, &s->settings);
     why = record(s, amg, A);
   }
   if (why >= 0) drop_hierarchy(s);
