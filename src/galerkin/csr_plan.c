@@ -43,10 +43,10 @@ const char *tilerap_csr_kind_name(tilerap_csr_kind kind)
   return "unknown";
 }
 
-/* The misuse check of numeric runs: the operand's CSR checked as
- * tilerap_csr_check does (row pointers non-decreasing, each row's columns
- * strictly ascending within 0..n-1: the same error codes) and an
- * order-free hash of its structure, a sum of one multiply-xorshift per
+/* The operand's CSR checked as tilerap_csr_check does (row pointers
+ * non-decreasing, each row's columns strictly ascending within 0..n-1: the
+ * same error codes, naming the first bad row), in parallel, and an
+ * order-free hash of its structure (the misuse check of numeric runs), a sum of one multiply-xorshift per
  * entry (a moved entry changes it but for a chance of about 2^-64; the
  * fuller hash of the fingerprints cost a tenth of a numeric run).  Sorted
  * rows make the order-free hash enough: the plan's transposes map value
@@ -57,24 +57,28 @@ static int tr_csr_structure_fp(const tilerap_csr *X, uint64_t *fp)
   const int64_t *rp = X->rowptr;
   const int32_t *col = X->colidx;
   const int32_t m = X->m, n = X->n;
-  int bad_rp = 0, bad = 0;
-#pragma omp parallel for schedule(static) reduction(| : bad_rp) if (m > 65536)
-  for (int32_t i = 0; i < m; i++) bad_rp |= rp[i + 1] < rp[i];
-  if (bad_rp) return tilerap_set_error(TILERAP_ERR_INVALID, "CSR row pointers decrease");
+  int32_t bad_rp = m, bad_range = m, bad_order = m; /* the first bad row, m: none */
+#pragma omp parallel for schedule(static) reduction(min : bad_rp) if (m > 65536)
+  for (int32_t i = 0; i < m; i++)
+    if (rp[i + 1] < rp[i] && i < bad_rp) bad_rp = i;
+  if (bad_rp < m) return tilerap_set_error(TILERAP_ERR_INVALID, "CSR row pointers decrease at row %d", bad_rp);
   uint64_t h = 0;
-#pragma omp parallel for schedule(static) reduction(+ : h) reduction(| : bad) if (X->nnz > 65536)
+#pragma omp parallel for schedule(static) reduction(+ : h) reduction(min : bad_range, bad_order) if (X->nnz > 65536)
   for (int32_t i = 0; i < m; i++) {
     int32_t prev = -1;
     for (int64_t e = rp[i]; e < rp[i + 1]; e++) {
       const int32_t c = col[e];
-      bad |= c < 0 || c >= n ? 2 : c <= prev ? 1 : 0;
+      if ((c < 0 || c >= n) && i < bad_range) bad_range = i;
+      else if (c <= prev && i < bad_order) bad_order = i;
       prev = c;
       const uint64_t x = (((uint64_t)(uint32_t)i << 32) | (uint32_t)c) * 0x9e3779b97f4a7c15ull;
       h += x ^ (x >> 29);
     }
   }
-  if (bad & 2) return tilerap_set_error(TILERAP_ERR_RANGE, "CSR column index outside 0..%d", n - 1);
-  if (bad & 1) return tilerap_set_error(TILERAP_ERR_UNSORTED, "CSR columns not strictly ascending in a row");
+  if (bad_range < m)
+    return tilerap_set_error(TILERAP_ERR_RANGE, "CSR row %d: a column index outside 0..%d", bad_range, n - 1);
+  if (bad_order < m)
+    return tilerap_set_error(TILERAP_ERR_UNSORTED, "CSR row %d: column indices not strictly increasing", bad_order);
   *fp = h + tr_fp_sizes(m, X->nnz);
   return TILERAP_SUCCESS;
 }
@@ -110,9 +114,8 @@ int tilerap_csr_plan_create(tilerap_csr_kind kind, const tilerap_csr *A, const t
   if (err) return err;
   if (!tr_csr_operand_ok(A, 0) || !tr_csr_operand_ok(B, 0))
     return tilerap_set_error(TILERAP_ERR_INVALID, "tilerap_csr_plan_create: an operand is not a CSR matrix (NULL arrays, or rowptr not from 0 to nnz)");
-  err = tilerap_csr_check(A->m, A->n, A->rowptr, A->colidx);
-  if (!err) err = tilerap_csr_check(B->m, B->n, B->rowptr, B->colidx);
-  if (err) return err;
+  uint64_t afp = 0, bfp = 0; /* the operands checked and hashed in one pass */
+  if ((err = tr_csr_structure_fp(A, &afp)) || (err = tr_csr_structure_fp(B, &bfp))) return err;
   const int values = A->val && B->val;
   int32_t cm, cn;
   if (kind == TILERAP_CSR_AB) {
@@ -132,10 +135,7 @@ int tilerap_csr_plan_create(tilerap_csr_kind kind, const tilerap_csr *A, const t
   X->kind = kind;
   X->am = A->m; X->an = A->n; X->annz = A->nnz;
   X->bm = B->m; X->bn = B->n; X->bnnz = B->nnz;
-  if ((err = tr_csr_structure_fp(A, &X->afp)) || (err = tr_csr_structure_fp(B, &X->bfp))) {
-    tilerap_csr_plan_destroy(&X);
-    return err;
-  }
+  X->afp = afp; X->bfp = bfp;
   int64_t cnnz = 0, macs = 0, macs2 = 0;
   tilerap_csr *Cm = NULL;
   const tr_cpu_csr_product *last;

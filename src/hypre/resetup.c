@@ -227,7 +227,6 @@ static int gauss_elim(HYPRE_Int t)
 static void settings_get(hypre_ParAMGData *amg, tr_settings *t)
 {
   const HYPRE_Int *grt = hypre_ParAMGDataGridRelaxType(amg);
-  memset(t, 0, sizeof *t);
   const HYPRE_Int v[TR_SETTINGS_INT] = {
       hypre_ParAMGDataMaxLevels(amg), hypre_ParAMGDataCoarsenType(amg), hypre_ParAMGDataInterpType(amg),
       hypre_ParAMGDataPMaxElmts(amg), hypre_ParAMGDataAggNumLevels(amg), hypre_ParAMGDataAggInterpType(amg),
