@@ -31,7 +31,7 @@ def mmm(xs, fmt="%.3f"):
 
 def galerkin(files):
     pat = re.compile(r"^(\S+)\s+all\s+tilerap first ([\d.]+) ms, numeric ([\d.]+) ms \| cuSPARSE first ([\d.]+) ms, "
-                     r"reuse ([\d.]+) ms .*peak MB tilerap ([\d.]+) cuSPARSE ([\d.]+)"
+                     r"reuse ([\d.]+) ms .*?peak MB tilerap ([\d.]+) cuSPARSE ([\d.]+)"
                      r"(?: \| re-run peak MB tilerap ([\d.]+) cuSPARSE ([\d.]+))? (\S+)$")
     rows = {}
     for f in files:

@@ -20,6 +20,9 @@ static tilerap_csr *ref_alloc(int32_t m, int32_t n, int64_t nnz)
   return C;
 }
 
+static int ref_ld_sums;
+void ref_long_double_sums(int on) { ref_ld_sums = on; }
+
 tilerap_csr *ref_spgemm(const tilerap_csr *A, const tilerap_csr *B)
 {
   if (A->n != B->m) { fprintf(stderr, "ref_spgemm: size mismatch\n"); abort(); }
@@ -40,24 +43,33 @@ tilerap_csr *ref_spgemm(const tilerap_csr *A, const tilerap_csr *B)
   tilerap_csr *C = ref_alloc(m, n, rowptr[m]);
   memcpy(C->rowptr, rowptr, ((size_t)m + 1) * sizeof *rowptr);
   free(rowptr);
-  double *acc = xmalloc(((size_t)n + 1) * sizeof *acc);
   for (int32_t j = 0; j < n; j++) marker[j] = -1;
-  for (int32_t i = 0; i < m; i++) { /* numeric, columns sorted afterwards */
-    int64_t q0 = C->rowptr[i], cnt = 0;
-    for (int64_t p = A->rowptr[i]; p < A->rowptr[i + 1]; p++) {
-      int32_t k = A->colidx[p];
-      double a = A->val[p];
-      for (int64_t q = B->rowptr[k]; q < B->rowptr[k + 1]; q++) {
-        int32_t j = B->colidx[q];
-        if (marker[j] != i) { marker[j] = i; acc[j] = 0.0; C->colidx[q0 + cnt++] = j; }
-        acc[j] += a * B->val[q];
-      }
-    }
-    int32_t *c = C->colidx + q0;
-    ref_sort_columns(c, NULL, cnt);
-    for (int64_t x = 0; x < cnt; x++) C->val[q0 + x] = acc[c[x]];
-  }
-  free(acc); free(marker);
+  /* numeric, columns sorted afterwards; the sums in double, or in long
+   * double rounded once (ref_long_double_sums) */
+#define REF_NUMERIC(T)                                                                          \
+  do {                                                                                          \
+    T *acc = xmalloc(((size_t)n + 1) * sizeof *acc);                                            \
+    for (int32_t i = 0; i < m; i++) {                                                           \
+      int64_t q0 = C->rowptr[i], cnt = 0;                                                       \
+      for (int64_t p = A->rowptr[i]; p < A->rowptr[i + 1]; p++) {                               \
+        const int32_t k = A->colidx[p];                                                         \
+        const T a = A->val[p];                                                                  \
+        for (int64_t q = B->rowptr[k]; q < B->rowptr[k + 1]; q++) {                             \
+          const int32_t j = B->colidx[q];                                                       \
+          if (marker[j] != i) { marker[j] = i; acc[j] = 0; C->colidx[q0 + cnt++] = j; }        \
+          acc[j] += a * B->val[q];                                                              \
+        }                                                                                       \
+      }                                                                                         \
+      int32_t *c = C->colidx + q0;                                                              \
+      ref_sort_columns(c, NULL, cnt);                                                           \
+      for (int64_t x = 0; x < cnt; x++) C->val[q0 + x] = (double)acc[c[x]];                     \
+    }                                                                                           \
+    free(acc);                                                                                  \
+  } while (0)
+  if (ref_ld_sums) REF_NUMERIC(long double);
+  else REF_NUMERIC(double);
+#undef REF_NUMERIC
+  free(marker);
   return C;
 }
 

@@ -50,6 +50,8 @@ struct tr_cuda_csr_product {
   int dense_blocks;
   void *split;                     /* the split rows' accumulators, as dense's, one per row in flight */
   int split_slots;
+  size_t split_shm_bytes[3];       /* per mode: the split rows' shared sums (0: global atomics alone) */
+  int run_sums;                    /* C is narrow enough for run sums (tr_run_sum) */
   int sms;                         /* the device's multiprocessors */
   /* the dense rows in shared memory, per mode (0: not there), and the
    * grid that fits the device */
@@ -82,12 +84,19 @@ static __device__ __forceinline__ double tr_val(const tr_operand &X, int64_t e)
  * before the barrier that precedes the read-out).  fp64 atomics on shared
  * memory are compare-and-swap loops that lanes on one address serialise:
  * a one-column P, or a coarse P^T*AP of few columns, sent every product of
- * a warp to one slot. */
+ * a warp to one slot.  Where C has more columns than TR_RUN_COLS the
+ * lanes rarely meet and the extra compare costs more than it saves: ON
+ * false (or on = 0) adds each product at once. */
+#define TR_RUN_COLS 32
+template <bool ON>
 struct tr_run_sum {
+  int on = ON;
   int32_t at = -1;
   double sum = 0.0;
+  __device__ __forceinline__ explicit tr_run_sum(int enable = 1) { on = ON && enable; }
   __device__ __forceinline__ void add(double *acc, int32_t slot, double x)
   {
+    if (!ON || !on) { atomicAdd(&acc[slot], x); return; }
     if (slot == at) { sum += x; return; }
     if (at >= 0) atomicAdd(&acc[at], sum);
     at = slot;
@@ -95,7 +104,7 @@ struct tr_run_sum {
   }
   __device__ __forceinline__ void flush(double *acc)
   {
-    if (at >= 0) atomicAdd(&acc[at], sum);
+    if (ON && at >= 0) atomicAdd(&acc[at], sum);
     at = -1;
   }
 };
@@ -395,7 +404,7 @@ static __device__ __forceinline__ void tr_block_products(const tr_operand &A, co
   }
 }
 
-template <int G, int S, int BLOCK>
+template <int G, int S, int BLOCK, bool RUN>
 static __global__ void __launch_bounds__(BLOCK)
     k_hash_rows(int mode, int sorted, const int32_t *__restrict__ rows, int64_t nrows, tr_operand A, tr_operand B,
                 int64_t *crp, int32_t *ccol, double *cval, const int64_t *__restrict__ cvidx)
@@ -427,7 +436,7 @@ static __global__ void __launch_bounds__(BLOCK)
     const bool values = mode != TR_CSR_COUNT && A.val;
     int32_t last = -1; /* the lane's last column and its slot: a repeat skips the probe */
     int h = 0;
-    tr_run_sum run;
+    tr_run_sum<RUN> run;
     auto visit = [&](int64_t f, double av, int64_t) {
       const int32_t c = B.col[f];
       if (c != last) {
@@ -589,7 +598,7 @@ static __device__ __forceinline__ void tr_dense_slot(void *ws, int32_t n, int64_
  * per row and mode (never cleared); values are zeroed as they are read. */
 static __global__ void __launch_bounds__(TR_DENSE_THREADS)
     k_dense_rows(int mode, const int32_t *__restrict__ rows, int64_t nrows, int32_t n, tr_operand A, tr_operand B,
-                 int64_t *crp, int32_t *ccol, double *cval, const int64_t *__restrict__ cvidx, void *ws)
+                 int64_t *crp, int32_t *ccol, double *cval, const int64_t *__restrict__ cvidx, void *ws, int run_sums)
 {
   __shared__ tr_dense_tmp tmp;
   __shared__ tr_dense_prod prod;
@@ -601,7 +610,7 @@ static __global__ void __launch_bounds__(TR_DENSE_THREADS)
     const int32_t stamp = mode == TR_CSR_COUNT ? i + 1 : -(i + 1);
     long long fresh_n = 0;
     const bool values = mode != TR_CSR_COUNT && A.val;
-    tr_run_sum run;
+    tr_run_sum<true> run(run_sums);
     tr_block_products<TR_DENSE_THREADS>(A, B, A.rp[i], A.rp[i + 1], threadIdx.x, values, prod.scan, prod.incl,
                                         prod.bs, prod.av, [&](int64_t f, double av, int64_t) {
       const int32_t c = B.col[f];
@@ -637,7 +646,7 @@ static __global__ void __launch_bounds__(TR_DENSE_THREADS)
 template <int MODE>
 static __global__ void __launch_bounds__(TR_DENSE_THREADS)
     k_dense_rows_shared(const int32_t *__restrict__ rows, int64_t nrows, int32_t n, tr_operand A, tr_operand B,
-                        int64_t *crp, int32_t *ccol, double *cval, const int64_t *__restrict__ cvidx)
+                        int64_t *crp, int32_t *ccol, double *cval, const int64_t *__restrict__ cvidx, int run_sums)
 {
   __shared__ tr_dense_tmp tmp;
   __shared__ tr_dense_prod prod;
@@ -654,7 +663,7 @@ static __global__ void __launch_bounds__(TR_DENSE_THREADS)
   for (int64_t slot = blockIdx.x; slot < nrows; slot += gridDim.x) {
     const int32_t i = rows[slot];
     long long fresh_n = 0;
-    tr_run_sum run;
+    tr_run_sum<true> run(run_sums);
     tr_block_products<TR_DENSE_THREADS>(A, B, A.rp[i], A.rp[i + 1], threadIdx.x, values, prod.scan, prod.incl,
                                         prod.bs, prod.av, [&](int64_t f, double av, int64_t) {
       const int32_t c = B.col[f];
@@ -700,7 +709,7 @@ static __global__ void __launch_bounds__(TR_DENSE_THREADS)
  * by the caller); FILL and NUMERIC accumulate, k_split_out writes. */
 static __global__ void __launch_bounds__(TR_DENSE_THREADS)
     k_split_rows(int mode, const int32_t *__restrict__ rows, int X, int32_t n, tr_operand A, tr_operand B,
-                 int64_t *crp, void *ws)
+                 int64_t *crp, void *ws, int run_sums)
 {
   __shared__ tr_dense_tmp tmp;
   __shared__ tr_dense_prod prod;
@@ -714,7 +723,7 @@ static __global__ void __launch_bounds__(TR_DENSE_THREADS)
   const int64_t e0 = a0 + len * x / X, e1 = a0 + len * (x + 1) / X;
   long long fresh_n = 0;
   const bool values = mode != TR_CSR_COUNT && A.val;
-  tr_run_sum run;
+  tr_run_sum<true> run(run_sums);
   tr_block_products<TR_DENSE_THREADS>(A, B, e0, e1, threadIdx.x, values, prod.scan, prod.incl, prod.bs, prod.av,
                                       [&](int64_t f, double av, int64_t) {
     const int32_t c = B.col[f];
@@ -729,6 +738,74 @@ static __global__ void __launch_bounds__(TR_DENSE_THREADS)
   if (mode == TR_CSR_COUNT) {
     const long long total = tr_dense_tmp::Reduce(tmp.r).Sum(fresh_n);
     if (threadIdx.x == 0 && total) atomicAdd((unsigned long long *)&crp[i], (unsigned long long)total);
+  }
+}
+
+/* Split rows where C is narrow (n <= TR_SPLIT_SHARED_COLS): each block
+ * sums its run of the row's products in shared memory (the values for
+ * FILL and NUMERIC, a bitmap of the columns met for COUNT and FILL), then
+ * adds to the row's global accumulator once per column it met.  With the
+ * global accumulator alone, a power-law graph's hub rows (10^5 products
+ * into a few thousand columns) had all their blocks' fp64 atomics on the
+ * same few thousand addresses. */
+#define TR_SPLIT_SHARED_COLS 4096
+template <int MODE>
+static __global__ void __launch_bounds__(TR_DENSE_THREADS)
+    k_split_rows_shared(const int32_t *__restrict__ rows, int X, int32_t n, tr_operand A, tr_operand B, int64_t *crp,
+                        void *ws, int run_sums)
+{
+  __shared__ tr_dense_tmp tmp;
+  __shared__ tr_dense_prod prod;
+  extern __shared__ __align__(16) unsigned char tr_split_smem[];
+  const int32_t words = (n + 31) >> 5;
+  double *sacc = (double *)tr_split_smem;
+  uint32_t *bits = (uint32_t *)(tr_split_smem + (MODE == TR_CSR_COUNT ? 0 : (size_t)n * sizeof(double)));
+  if (MODE != TR_CSR_COUNT)
+    for (int32_t c = threadIdx.x; c < n; c += TR_DENSE_THREADS) sacc[c] = 0.0;
+  if (MODE != TR_CSR_NUMERIC)
+    for (int32_t w = threadIdx.x; w < words; w += TR_DENSE_THREADS) bits[w] = 0u;
+  __syncthreads();
+  const int64_t slot = blockIdx.x / X, x = blockIdx.x % X;
+  int32_t *flag;
+  double *acc;
+  tr_dense_slot(ws, n, slot, &flag, &acc);
+  const int32_t i = rows[slot];
+  const int32_t stamp = MODE == TR_CSR_COUNT ? i + 1 : -(i + 1);
+  const int64_t a0 = A.rp[i], len = A.rp[i + 1] - a0;
+  const bool values = MODE != TR_CSR_COUNT && A.val;
+  tr_run_sum<true> run(run_sums);
+  tr_block_products<TR_DENSE_THREADS>(A, B, a0 + len * x / X, a0 + len * (x + 1) / X, threadIdx.x, values,
+                                      prod.scan, prod.incl, prod.bs, prod.av, [&](int64_t f, double av, int64_t) {
+    const int32_t c = B.col[f];
+    if (MODE != TR_CSR_NUMERIC) {
+      const uint32_t bit = 1u << (c & 31);
+      if (!(bits[c >> 5] & bit)) atomicOr(&bits[c >> 5], bit);
+    }
+    if (values) run.add(sacc, c, av * tr_val(B, f));
+  });
+  if (values) run.flush(sacc);
+  __syncthreads();
+  if constexpr (MODE == TR_CSR_NUMERIC) { /* a column met with a zero sum adds nothing */
+    for (int32_t c = threadIdx.x; c < n; c += TR_DENSE_THREADS) {
+      const double v = sacc[c];
+      if (v != 0.0) atomicAdd(&acc[c], v);
+    }
+  } else {
+    long long fresh_n = 0;
+    for (int32_t w = threadIdx.x; w < words; w += TR_DENSE_THREADS)
+      for (uint32_t b = bits[w]; b; b &= b - 1) {
+        const int32_t c = w * 32 + __ffs(b) - 1;
+        if (MODE == TR_CSR_COUNT) {
+          if (flag[c] != stamp && atomicExch(&flag[c], stamp) != stamp) fresh_n++;
+        } else {
+          if (flag[c] != stamp) flag[c] = stamp; /* every block writes the same stamp */
+          if (values) atomicAdd(&acc[c], sacc[c]);
+        }
+      }
+    if (MODE == TR_CSR_COUNT) {
+      const long long total = tr_dense_tmp::Reduce(tmp.r).Sum(fresh_n);
+      if (threadIdx.x == 0 && total) atomicAdd((unsigned long long *)&crp[i], (unsigned long long)total);
+    }
   }
 }
 
@@ -783,6 +860,31 @@ static int tr_dense_shared_fit(int32_t n, size_t *bytes, int *blocks)
   if (per_sm < 1) return TILERAP_SUCCESS;
   *bytes = need;
   *blocks = per_sm * sms;
+  return TILERAP_SUCCESS;
+}
+
+/* Dynamic shared memory of the split rows in each mode where C is narrow
+ * enough and it fits (else 0: the global accumulator alone) */
+template <int MODE>
+static int tr_split_shared_fit(int32_t n, size_t *bytes)
+{
+  *bytes = 0;
+  if (n > TR_SPLIT_SHARED_COLS) return TILERAP_SUCCESS;
+  size_t need = ((size_t)n + 31) / 32 * sizeof(uint32_t);
+  if (MODE == TR_CSR_FILL) need += (size_t)n * sizeof(double);
+  if (MODE == TR_CSR_NUMERIC) need = (size_t)n * sizeof(double);
+  if (!need) need = sizeof(double);
+  int dev = 0, optin = 0, per_sm = 0;
+  cudaFuncAttributes fa;
+  TR_RET_CU(cudaGetDevice(&dev), "CSR path split rows");
+  TR_RET_CU(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev), "CSR path split rows");
+  TR_RET_CU(cudaFuncGetAttributes(&fa, k_split_rows_shared<MODE>), "CSR path split rows");
+  if (need + fa.sharedSizeBytes > (size_t)optin) return TILERAP_SUCCESS;
+  TR_RET_CU(cudaFuncSetAttribute(k_split_rows_shared<MODE>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                 (int)need), "CSR path split rows");
+  TR_RET_CU(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, k_split_rows_shared<MODE>, TR_DENSE_THREADS, need),
+            "CSR path split rows");
+  if (per_sm >= 1) *bytes = need;
   return TILERAP_SUCCESS;
 }
 
@@ -958,6 +1060,48 @@ cleanup:
 }
 
 /* ------------------------------------------------------------ driver */
+/* a table bin's launch, with or without run sums */
+template <int G, int S, int BLOCK>
+static void tr_hash_launch(const tr_cuda_csr_product *P, unsigned grid, int mode, int sorted, const int32_t *rows,
+                           int64_t nr, const tr_operand &A, const tr_operand &B, int64_t *crp, double *cval,
+                           const int64_t *cvidx)
+{
+  if (P->run_sums)
+    k_hash_rows<G, S, BLOCK, true><<<grid, BLOCK, 0, P->s>>>(mode, sorted, rows, nr, A, B, crp, P->ccol, cval, cvidx);
+  else
+    k_hash_rows<G, S, BLOCK, false><<<grid, BLOCK, 0, P->s>>>(mode, sorted, rows, nr, A, B, crp, P->ccol, cval, cvidx);
+}
+
+/* Bins 3 and 4 with fewer rows than this many per SM take a block per row
+ * instead of a warp: a coarse level's few long rows otherwise leave most
+ * SMs idle for the launch. */
+#define TR_FEW_ROWS_PER_SM 8
+
+/* the split rows of one launch (k rows, X blocks each) */
+static void tr_split_launch(const tr_cuda_csr_product *P, int mode, const int32_t *rows, int64_t k, const tr_operand &A,
+                            const tr_operand &B, int64_t *crp)
+{
+  const cudaStream_t s = P->s;
+  const size_t sh = P->split_shm_bytes[mode];
+  int X = tr_split_blocks(P, k);
+  if (!sh) {
+    k_split_rows<<<(unsigned)(k * X), TR_DENSE_THREADS, 0, s>>>(mode, rows, X, P->n, A, B, crp, P->split, P->run_sums);
+    return;
+  }
+  /* each block at least twice as many products (a split row has more than
+   * TR_BIN_SPLIT) as the columns it reads out */
+  const int xmax = (int)(TR_BIN_SPLIT / (2 * (int64_t)(P->n > 0 ? P->n : 1)));
+  if (X > xmax) X = xmax > 1 ? xmax : 1;
+  const unsigned g = (unsigned)(k * X);
+  if (mode == TR_CSR_COUNT)
+    k_split_rows_shared<TR_CSR_COUNT><<<g, TR_DENSE_THREADS, sh, s>>>(rows, X, P->n, A, B, crp, P->split, P->run_sums);
+  else if (mode == TR_CSR_FILL)
+    k_split_rows_shared<TR_CSR_FILL><<<g, TR_DENSE_THREADS, sh, s>>>(rows, X, P->n, A, B, crp, P->split, P->run_sums);
+  else
+    k_split_rows_shared<TR_CSR_NUMERIC><<<g, TR_DENSE_THREADS, sh, s>>>(rows, X, P->n, A, B, crp, P->split,
+                                                                        P->run_sums);
+}
+
 /* COUNT writes each row's count to cnt[row] */
 static int tr_launch(const tr_cuda_csr_product *P, int mode, const tr_operand &A, const tr_operand &B, double *cval,
                      const int64_t *cvidx, int64_t *cnt = NULL, int sorted = 0)
@@ -968,17 +1112,23 @@ static int tr_launch(const tr_cuda_csr_product *P, int mode, const tr_operand &A
     const int64_t nr = P->bin_start[b + 1] - P->bin_start[b];
     if (!nr) continue;
     const int32_t *rows = P->rows + P->bin_start[b];
+    const bool few = nr < (int64_t)TR_FEW_ROWS_PER_SM * P->sms;
     switch (b) {
-    case 1: k_hash_rows<8, 32, 256><<<tr_blocks(nr, 32), 256, 0, s>>>(mode, sorted, rows, nr, A, B, crp, P->ccol, cval, cvidx); break;
-    case 2: k_hash_rows<32, 32, 256><<<tr_blocks(nr, 8), 256, 0, s>>>(mode, sorted, rows, nr, A, B, crp, P->ccol, cval, cvidx); break;
-    case 3: k_hash_rows<32, 128, 256><<<tr_blocks(nr, 8), 256, 0, s>>>(mode, sorted, rows, nr, A, B, crp, P->ccol, cval, cvidx); break;
-    case 4: k_hash_rows<32, 512, 128><<<tr_blocks(nr, 4), 128, 0, s>>>(mode, sorted, rows, nr, A, B, crp, P->ccol, cval, cvidx); break;
-    case 5: k_hash_rows<256, 2048, 256><<<(unsigned)nr, 256, 0, s>>>(mode, sorted, rows, nr, A, B, crp, P->ccol, cval, cvidx); break;
+    case 1: tr_hash_launch<8, 32, 256>(P, tr_blocks(nr, 32), mode, sorted, rows, nr, A, B, crp, cval, cvidx); break;
+    case 2: tr_hash_launch<32, 32, 256>(P, tr_blocks(nr, 8), mode, sorted, rows, nr, A, B, crp, cval, cvidx); break;
+    case 3:
+      if (few) tr_hash_launch<128, 128, 128>(P, (unsigned)nr, mode, sorted, rows, nr, A, B, crp, cval, cvidx);
+      else tr_hash_launch<32, 128, 256>(P, tr_blocks(nr, 8), mode, sorted, rows, nr, A, B, crp, cval, cvidx);
+      break;
+    case 4:
+      if (few) tr_hash_launch<256, 512, 256>(P, (unsigned)nr, mode, sorted, rows, nr, A, B, crp, cval, cvidx);
+      else tr_hash_launch<32, 512, 128>(P, tr_blocks(nr, 4), mode, sorted, rows, nr, A, B, crp, cval, cvidx);
+      break;
+    case 5: tr_hash_launch<256, 2048, 256>(P, (unsigned)nr, mode, sorted, rows, nr, A, B, crp, cval, cvidx); break;
     case 7: /* in launches of as many rows as there are accumulators */
       for (int64_t r0 = 0; r0 < nr; r0 += P->split_slots) {
         const int64_t k = nr - r0 < P->split_slots ? nr - r0 : P->split_slots;
-        const int X = tr_split_blocks(P, k);
-        k_split_rows<<<(unsigned)(k * X), TR_DENSE_THREADS, 0, s>>>(mode, rows + r0, X, P->n, A, B, crp, P->split);
+        tr_split_launch(P, mode, rows + r0, k, A, B, crp);
         if (mode != TR_CSR_COUNT)
           k_split_out<<<(unsigned)k, TR_DENSE_THREADS, 0, s>>>(mode, rows + r0, P->n, crp, P->ccol, cval, cvidx,
                                                               P->split);
@@ -988,15 +1138,16 @@ static int tr_launch(const tr_cuda_csr_product *P, int mode, const tr_operand &A
       if (P->shm_bytes[mode]) {
         const unsigned g = (unsigned)(nr < P->shm_blocks[mode] ? nr : P->shm_blocks[mode]);
         const size_t sh = P->shm_bytes[mode];
+        const int rs = P->run_sums;
         if (mode == TR_CSR_COUNT)
-          k_dense_rows_shared<TR_CSR_COUNT><<<g, TR_DENSE_THREADS, sh, s>>>(rows, nr, P->n, A, B, crp, P->ccol, cval, cvidx);
+          k_dense_rows_shared<TR_CSR_COUNT><<<g, TR_DENSE_THREADS, sh, s>>>(rows, nr, P->n, A, B, crp, P->ccol, cval, cvidx, rs);
         else if (mode == TR_CSR_FILL)
-          k_dense_rows_shared<TR_CSR_FILL><<<g, TR_DENSE_THREADS, sh, s>>>(rows, nr, P->n, A, B, crp, P->ccol, cval, cvidx);
+          k_dense_rows_shared<TR_CSR_FILL><<<g, TR_DENSE_THREADS, sh, s>>>(rows, nr, P->n, A, B, crp, P->ccol, cval, cvidx, rs);
         else
-          k_dense_rows_shared<TR_CSR_NUMERIC><<<g, TR_DENSE_THREADS, sh, s>>>(rows, nr, P->n, A, B, crp, P->ccol, cval, cvidx);
+          k_dense_rows_shared<TR_CSR_NUMERIC><<<g, TR_DENSE_THREADS, sh, s>>>(rows, nr, P->n, A, B, crp, P->ccol, cval, cvidx, rs);
       } else
         k_dense_rows<<<(unsigned)(nr < P->dense_blocks ? nr : P->dense_blocks), TR_DENSE_THREADS, 0, s>>>(
-            mode, rows, nr, P->n, A, B, crp, P->ccol, cval, cvidx, P->dense);
+            mode, rows, nr, P->n, A, B, crp, P->ccol, cval, cvidx, P->dense, P->run_sums);
     }
     int err = tr_cuda_check_launch("CSR path product");
     if (err) return err;
@@ -1023,6 +1174,7 @@ extern "C" int tr_cuda_csr_product_create(int32_t m, int32_t n, const int64_t *a
   tr_cuda_csr_product *P = (tr_cuda_csr_product *)calloc(1, sizeof *P);
   if (!P) return TILERAP_ERR_NOMEM;
   P->s = s; P->m = m; P->n = n; P->arp = arp; P->acol = acol; P->brp = brp; P->bcol = bcol;
+  P->run_sums = n <= TR_RUN_COLS;
   unsigned long long *ub = NULL, *cursor = NULL;
   int64_t *cnt = NULL;
   unsigned long long hb[TR_CSR_BINS + 1];
@@ -1073,6 +1225,9 @@ extern "C" int tr_cuda_csr_product_create(int32_t m, int32_t n, const int64_t *a
     }
     /* the split rows' accumulators: as many rows at once as 512 MB hold */
     if (nsplit > 0) {
+      TR_TRY(tr_split_shared_fit<TR_CSR_COUNT>(n, &P->split_shm_bytes[TR_CSR_COUNT]));
+      TR_TRY(tr_split_shared_fit<TR_CSR_FILL>(n, &P->split_shm_bytes[TR_CSR_FILL]));
+      TR_TRY(tr_split_shared_fit<TR_CSR_NUMERIC>(n, &P->split_shm_bytes[TR_CSR_NUMERIC]));
       const int64_t k = nsplit < cap ? nsplit : cap;
       P->split_slots = (int)k;
       TR_TRY(tr_dalloc(&P->split, (size_t)k * width, s, "CSR path split rows"));
