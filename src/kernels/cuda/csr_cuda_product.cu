@@ -638,6 +638,20 @@ static __global__ void __launch_bounds__(TR_DENSE_THREADS)
   }
 }
 
+/* A block's accumulator in dynamic shared memory (smem), cleared: the
+ * values (FILL, NUMERIC), then a bitmap of the columns met (COUNT, FILL) */
+template <int MODE>
+static __device__ __forceinline__ void tr_shared_acc(unsigned char *smem, int32_t n, double **acc, uint32_t **bits)
+{
+  *acc = (double *)smem;
+  *bits = (uint32_t *)(smem + (MODE == TR_CSR_COUNT ? 0 : (size_t)n * sizeof(double)));
+  if (MODE != TR_CSR_COUNT)
+    for (int32_t c = threadIdx.x; c < n; c += TR_DENSE_THREADS) (*acc)[c] = 0.0;
+  if (MODE != TR_CSR_NUMERIC)
+    for (int32_t w = threadIdx.x; w < (n + 31) >> 5; w += TR_DENSE_THREADS) (*bits)[w] = 0u;
+  __syncthreads();
+}
+
 /* The same with the accumulator in shared memory (dynamic, sized at the
  * product's creation): COUNT a bitmap of the row's columns, FILL the bitmap
  * and the values, NUMERIC the values alone.  Values are zeroed as they are
@@ -652,13 +666,9 @@ static __global__ void __launch_bounds__(TR_DENSE_THREADS)
   __shared__ tr_dense_prod prod;
   extern __shared__ __align__(16) unsigned char tr_dense_smem[];
   const int32_t words = (n + 31) >> 5;
-  double *acc = (double *)tr_dense_smem;
-  uint32_t *bits = (uint32_t *)(tr_dense_smem + (MODE == TR_CSR_COUNT ? 0 : (size_t)n * sizeof(double)));
-  if (MODE != TR_CSR_COUNT)
-    for (int32_t c = threadIdx.x; c < n; c += TR_DENSE_THREADS) acc[c] = 0.0;
-  if (MODE != TR_CSR_NUMERIC)
-    for (int32_t w = threadIdx.x; w < words; w += TR_DENSE_THREADS) bits[w] = 0u;
-  __syncthreads();
+  double *acc;
+  uint32_t *bits;
+  tr_shared_acc<MODE>(tr_dense_smem, n, &acc, &bits);
   const bool values = MODE != TR_CSR_COUNT && A.val;
   for (int64_t slot = blockIdx.x; slot < nrows; slot += gridDim.x) {
     const int32_t i = rows[slot];
@@ -758,13 +768,9 @@ static __global__ void __launch_bounds__(TR_DENSE_THREADS)
   __shared__ tr_dense_prod prod;
   extern __shared__ __align__(16) unsigned char tr_split_smem[];
   const int32_t words = (n + 31) >> 5;
-  double *sacc = (double *)tr_split_smem;
-  uint32_t *bits = (uint32_t *)(tr_split_smem + (MODE == TR_CSR_COUNT ? 0 : (size_t)n * sizeof(double)));
-  if (MODE != TR_CSR_COUNT)
-    for (int32_t c = threadIdx.x; c < n; c += TR_DENSE_THREADS) sacc[c] = 0.0;
-  if (MODE != TR_CSR_NUMERIC)
-    for (int32_t w = threadIdx.x; w < words; w += TR_DENSE_THREADS) bits[w] = 0u;
-  __syncthreads();
+  double *sacc;
+  uint32_t *bits;
+  tr_shared_acc<MODE>(tr_split_smem, n, &sacc, &bits);
   const int64_t slot = blockIdx.x / X, x = blockIdx.x % X;
   int32_t *flag;
   double *acc;
