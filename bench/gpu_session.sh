@@ -7,10 +7,16 @@
 #       --disable-shared --enable-static && make && make check TESTS=
 #   bench/gpu_session.sh _gpu STEP...
 #
+# or of any build tree shipped with bench/gpu_bundle.sh (BUILD_DIR
+# /tmp/rt/bundle there).  TAR_TO=DIR: after each step the logs go to
+# DIR/gpu_session.tgz too (a device call returns a few files of $OUT).
+#
 # steps (in the order given):
 # tests     the GPU set of `make check-gpu` plus the core tests with the
 #           CUDA engine chosen automatically (TAP counts per program)
 # irregular bench/irregular.sh full: the irregular set (BENCHMARKS.md section 9)
+# dcsr      the same hierarchies on device CSR operands, and the classical
+#           prolongators' (BENCHMARKS.md section 9b; dcsr_sa.log, dcsr_cl.log)
 # paths     test/gpu_paths.sh: the GPU tests with each large-product path
 #           forced on small products (as make check-gpu)
 # sanitize  test/gpu_sanitize.sh: compute-sanitizer on --quick runs (as make
@@ -94,7 +100,8 @@ for what in "${steps[@]}"; do
   case $what in
   tests)
     for t in test_gpu_spgemm test_gpu_ptap test_gpu_tc test_gpu_errors test_gpu_order test_gpu_convert test_atb \
-      test_spgemm test_ptap test_tile_format test_errors test_misuse test_irregular; do
+      test_spgemm test_ptap test_tile_format test_errors test_misuse test_irregular test_gpu_csr_device test_csr_graph \
+      test_csr_plan; do
       tap "$t" "$B/test/$t"
     done
     ;;
@@ -104,6 +111,12 @@ for what in "${steps[@]}"; do
   irregular)
     sh "$(dirname "$0")/irregular.sh" "$B" full --reps 5 >"$out/irregular.log" 2>&1 || note "irregular: exit $?"
     grep ' all ' "$out/irregular.log" | sed 's/^/irregular: /' | tee -a "$summary"
+    ;;
+  dcsr)
+    sh "$(dirname "$0")/irregular.sh" "$B" full --device-csr --reps 5 >"$out/dcsr_sa.log" 2>&1 || note "dcsr: exit $?"
+    BENCH_PROLONGATOR=classical "$B/bench/galerkin-bench-gpu" --device-csr --reps 5 mesh2d:500000 mesh2d:500000:sfc \
+      mesh3d:150000 mesh3d:150000:sfc >"$out/dcsr_cl.log" 2>&1 || note "dcsr classical: exit $?"
+    grep -h ' all ' "$out/dcsr_sa.log" "$out/dcsr_cl.log" | sed 's/^/dcsr: /' | tee -a "$summary"
     ;;
   sanitize)
     tap "sanitizers (test/gpu_sanitize.sh)" sh "$(dirname "$0")/../test/gpu_sanitize.sh" "$B"
@@ -206,4 +219,5 @@ for what in "${steps[@]}"; do
   *) note "unknown step $what" ;;
   esac
   note "# step $what: $(($(date +%s) - t0)) s"
+  [ -z "${TAR_TO:-}" ] || tar czf "$TAR_TO/gpu_session.tgz" -C "$(dirname "$out")" "$(basename "$out")"
 done
