@@ -338,6 +338,29 @@ static void check_split_rows(uint64_t *seed)
   tilerap_csr_destroy(&A);
 }
 
+/* Kernel choices the matrices above leave out: table bins 3 and 4 with
+ * more rows than the few-rows threshold (8 per SM: a warp per row on a
+ * 132-SM H100 or H200; fewer rows take a block each), and split rows into a
+ * C of between 33 and 4096 columns (shared sums, blocks per row capped
+ * so that each has twice as many products as columns) */
+static void check_kernel_choices(uint64_t *seed)
+{
+  tilerap_csr *A = ref_random(6000, 6000, 6.0 / 6000, 0, seed), *P = NULL;
+  check(TILERAP_CSR_AB, A, A, 1, 0, "random 6000, 6 a row, squared (rows of about 36: bin 3)", seed);
+  tilerap_csr_destroy(&A);
+  A = ref_random(4000, 4000, 13.0 / 4000, 0, seed);
+  check(TILERAP_CSR_AB, A, A, 1, 0, "random 4000, 13 a row, squared (rows of about 170: bin 4)", seed);
+  tilerap_csr_destroy(&A);
+  if (tilerap_model_irregular("denserow:150000", 7, &A)) {
+    tap_ok(0, "denserow:150000: %s", tilerap_last_error());
+    return;
+  }
+  P = ref_random(A->n, 1000, 2.0 / 1000, 0, seed);
+  check(TILERAP_CSR_AB, A, P, 1, 0, "denserow:150000 times a random 1000-column P (a split row, shared sums)", seed);
+  check(TILERAP_CSR_PTAP, A, P, 0, 0, "denserow:150000, random 1000-column P", seed);
+  tilerap_csr_destroy(&A); tilerap_csr_destroy(&P);
+}
+
 /* tilerap_csr_device_path_i32: the CSR path unless TILERAP_PATH names the
  * tile path, whatever A's longest row (a dense row's products are split
  * over many blocks); A's longest row when asked for */
@@ -505,6 +528,7 @@ int main(int argc, char **argv)
   check_path("powerlaw:3000", &seed);
   check_path("denserow:40000", &seed);
   check_split_rows(&seed);
+  check_kernel_choices(&seed);
   check_misuse(&seed);
   check_refill_and_new_arrays(&seed);
   check_empty_operand(&seed);
