@@ -358,7 +358,32 @@ static void check_kernel_choices(uint64_t *seed)
   P = ref_random(A->n, 1000, 2.0 / 1000, 0, seed);
   check(TILERAP_CSR_AB, A, P, 1, 0, "denserow:150000 times a random 1000-column P (a split row, shared sums)", seed);
   check(TILERAP_CSR_PTAP, A, P, 0, 0, "denserow:150000, random 1000-column P", seed);
-  tilerap_csr_destroy(&A); tilerap_csr_destroy(&P);
+  /* two products alive at once, the narrower made second (a hierarchy's
+   * next level): the first one's runs still take their shared sums */
+  tilerap_csr *Q = ref_random(A->n, 40, 2.0 / 40, 0, seed);
+  dcsr dA = up(A, 0, seed), dP = up(P, 0, seed), dQ = up(Q, 0, seed);
+  tilerap_csr_device_product X = NULL, Y = NULL;
+  int64_t xn = 0, yn = 0;
+  int err = tilerap_csr_device_product_create_i32(TILERAP_CSR_AB, &dA.v, &dP.v, TILERAP_CSR_REUSE, &X, &xn);
+  int32_t *xrp = dup_to_device(NULL, ((size_t)A->m + 1) * 4), *xcol = dup_to_device(NULL, (size_t)(xn > 0 ? xn : 1) * 4);
+  double *xval = dup_to_device(NULL, (size_t)(xn > 0 ? xn : 1) * 8);
+  if (!err) err = tilerap_csr_device_product_fill_i32(X, &dA.v, &dP.v, 0, xrp, xcol, xval);
+  if (!err) err = tilerap_csr_device_product_create_i32(TILERAP_CSR_AB, &dA.v, &dQ.v, TILERAP_CSR_REUSE, &Y, &yn);
+  tilerap_csr *A2 = ref_copy(A);
+  new_values_host(A2);
+  tilerap_csr *R = ref_product(TILERAP_CSR_AB, A2, P);
+  new_values_device(&dA);
+  for (int run = 0; run < 2 && !err; run++) err = tilerap_csr_device_product_numeric_i32(X, &dA.v, &dP.v, xval);
+  tilerap_csr *C = err ? NULL : down(R->m, R->n, xrp, xcol, xval);
+  if (C) sort_rows(C);
+  const double rel = C && ref_same_structure(C, R) ? ref_relerr(C, R) : INFINITY;
+  tap_ok(rel <= 1e-14, "two products alive (C of 1000 columns, then of 40): the first one's numeric runs equal the "
+         "reference (relerr %.2e) %s", rel, err ? tilerap_last_error() : "");
+  tilerap_csr_destroy(&C); tilerap_csr_destroy(&R); tilerap_csr_destroy(&A2);
+  tilerap_device_free(xrp); tilerap_device_free(xcol); tilerap_device_free(xval);
+  tilerap_csr_device_product_destroy(&X); tilerap_csr_device_product_destroy(&Y);
+  down_free(&dA); down_free(&dP); down_free(&dQ);
+  tilerap_csr_destroy(&A); tilerap_csr_destroy(&P); tilerap_csr_destroy(&Q);
 }
 
 /* tilerap_csr_device_path_i32: the CSR path unless TILERAP_PATH names the

@@ -886,8 +886,10 @@ static int tr_split_shared_fit(int32_t n, size_t *bytes)
   TR_RET_CU(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev), "CSR path split rows");
   TR_RET_CU(cudaFuncGetAttributes(&fa, k_split_rows_shared<MODE>), "CSR path split rows");
   if (need + fa.sharedSizeBytes > (size_t)optin) return TILERAP_SUCCESS;
+  /* the kernel's limit for the whole process, not this product's need: a
+   * narrower product made later must not lower it under a wider one's */
   TR_RET_CU(cudaFuncSetAttribute(k_split_rows_shared<MODE>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                 (int)need), "CSR path split rows");
+                                 optin - (int)fa.sharedSizeBytes), "CSR path split rows");
   TR_RET_CU(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, k_split_rows_shared<MODE>, TR_DENSE_THREADS, need),
             "CSR path split rows");
   if (per_sm >= 1) *bytes = need;
