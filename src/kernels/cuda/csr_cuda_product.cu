@@ -838,31 +838,43 @@ static int tr_split_blocks(const tr_cuda_csr_product *P, int64_t nrows)
   return (int)(x < 1 ? 1 : x > 1024 ? 1024 : x);
 }
 
+/* The blocks of kernel k with need bytes of dynamic shared memory that fit
+ * an SM at once (0: need does not fit a block).  The kernel's limit is set
+ * to the device's, for the whole process: set to one product's need, a
+ * product of a narrower C made later lowered it under an earlier product's,
+ * whose next runs then failed to launch. */
+template <typename K>
+static int tr_shared_fit(K k, size_t need, const char *what, int *per_sm)
+{
+  int dev = 0, optin = 0;
+  cudaFuncAttributes fa;
+  *per_sm = 0;
+  TR_RET_CU(cudaGetDevice(&dev), what);
+  TR_RET_CU(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev), what);
+  TR_RET_CU(cudaFuncGetAttributes(&fa, k), what);
+  if (need + fa.sharedSizeBytes > (size_t)optin) return TILERAP_SUCCESS;
+  TR_RET_CU(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, optin - (int)fa.sharedSizeBytes),
+            what);
+  TR_RET_CU(cudaOccupancyMaxActiveBlocksPerMultiprocessor(per_sm, k, TR_DENSE_THREADS, need), what);
+  return TILERAP_SUCCESS;
+}
+
 /* Dynamic shared memory of the dense rows in each mode, where it fits
  * (else 0: the global accumulator), and the blocks that fit the device at
  * once.  COUNT's bitmap is cleared whole after each row: it is kept to 16
  * words a thread. */
 template <int MODE>
-static int tr_dense_shared_fit(int32_t n, size_t *bytes, int *blocks)
+static int tr_dense_shared_fit(int32_t n, int sms, size_t *bytes, int *blocks)
 {
   const size_t words = ((size_t)n + 31) / 32;
   size_t need = words * sizeof(uint32_t);
   if (MODE == TR_CSR_FILL) need += (size_t)n * sizeof(double);
   if (MODE == TR_CSR_NUMERIC) need = (size_t)n * sizeof(double);
+  int per_sm = 0;
   *bytes = 0;
   *blocks = 0;
   if (MODE == TR_CSR_COUNT && words > 16 * TR_DENSE_THREADS) return TILERAP_SUCCESS;
-  int dev = 0, optin = 0, sms = 1, per_sm = 0;
-  cudaFuncAttributes fa;
-  TR_RET_CU(cudaGetDevice(&dev), "CSR path dense rows");
-  TR_RET_CU(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev), "CSR path dense rows");
-  TR_RET_CU(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev), "CSR path dense rows");
-  TR_RET_CU(cudaFuncGetAttributes(&fa, k_dense_rows_shared<MODE>), "CSR path dense rows");
-  if (need + fa.sharedSizeBytes > (size_t)optin) return TILERAP_SUCCESS;
-  TR_RET_CU(cudaFuncSetAttribute(k_dense_rows_shared<MODE>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                 optin - (int)fa.sharedSizeBytes), "CSR path dense rows");
-  TR_RET_CU(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, k_dense_rows_shared<MODE>, TR_DENSE_THREADS, need),
-            "CSR path dense rows");
+  TR_RET(tr_shared_fit(k_dense_rows_shared<MODE>, need, "CSR path dense rows", &per_sm));
   if (per_sm < 1) return TILERAP_SUCCESS;
   *bytes = need;
   *blocks = per_sm * sms;
@@ -880,18 +892,8 @@ static int tr_split_shared_fit(int32_t n, size_t *bytes)
   if (MODE == TR_CSR_FILL) need += (size_t)n * sizeof(double);
   if (MODE == TR_CSR_NUMERIC) need = (size_t)n * sizeof(double);
   if (!need) need = sizeof(double);
-  int dev = 0, optin = 0, per_sm = 0;
-  cudaFuncAttributes fa;
-  TR_RET_CU(cudaGetDevice(&dev), "CSR path split rows");
-  TR_RET_CU(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev), "CSR path split rows");
-  TR_RET_CU(cudaFuncGetAttributes(&fa, k_split_rows_shared<MODE>), "CSR path split rows");
-  if (need + fa.sharedSizeBytes > (size_t)optin) return TILERAP_SUCCESS;
-  /* the kernel's limit for the whole process, not this product's need: a
-   * narrower product made later must not lower it under a wider one's */
-  TR_RET_CU(cudaFuncSetAttribute(k_split_rows_shared<MODE>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                 optin - (int)fa.sharedSizeBytes), "CSR path split rows");
-  TR_RET_CU(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, k_split_rows_shared<MODE>, TR_DENSE_THREADS, need),
-            "CSR path split rows");
+  int per_sm = 0;
+  TR_RET(tr_shared_fit(k_split_rows_shared<MODE>, need, "CSR path split rows", &per_sm));
   if (per_sm >= 1) *bytes = need;
   return TILERAP_SUCCESS;
 }
@@ -1218,9 +1220,11 @@ extern "C" int tr_cuda_csr_product_create(int32_t m, int32_t n, const int64_t *a
     /* accumulators in 512 MB (at least one) */
     const int64_t cap_raw = (int64_t)(((size_t)512 << 20) / (width ? width : 1)), cap = cap_raw > 0 ? cap_raw : 1;
     if (ndense > 0) {
-      TR_TRY(tr_dense_shared_fit<TR_CSR_COUNT>(n, &P->shm_bytes[TR_CSR_COUNT], &P->shm_blocks[TR_CSR_COUNT]));
-      TR_TRY(tr_dense_shared_fit<TR_CSR_FILL>(n, &P->shm_bytes[TR_CSR_FILL], &P->shm_blocks[TR_CSR_FILL]));
-      TR_TRY(tr_dense_shared_fit<TR_CSR_NUMERIC>(n, &P->shm_bytes[TR_CSR_NUMERIC], &P->shm_blocks[TR_CSR_NUMERIC]));
+      TR_TRY(tr_dense_shared_fit<TR_CSR_COUNT>(n, P->sms, &P->shm_bytes[TR_CSR_COUNT],
+                                               &P->shm_blocks[TR_CSR_COUNT]));
+      TR_TRY(tr_dense_shared_fit<TR_CSR_FILL>(n, P->sms, &P->shm_bytes[TR_CSR_FILL], &P->shm_blocks[TR_CSR_FILL]));
+      TR_TRY(tr_dense_shared_fit<TR_CSR_NUMERIC>(n, P->sms, &P->shm_bytes[TR_CSR_NUMERIC],
+                                                 &P->shm_blocks[TR_CSR_NUMERIC]));
     }
     /* a global accumulator for the modes that shared memory cannot hold:
      * at most 2 blocks per SM, and at most 512 MB */
