@@ -2,7 +2,7 @@
 # compute-sanitizer on the quick GPU sets: the second half of `make
 # check-gpu` (the first is the whole test suite, whose core tests take the
 # CUDA engine where a GPU is visible).  TAP; BUILD_DIR holds test/.
-#   test/gpu_sanitize.sh [BUILD_DIR]
+#   test/gpu_sanitize.sh [BUILD_DIR]     (SANITIZE_ONLY=REGEX: a subset, below)
 # memcheck: out-of-bounds and misaligned accesses, leaks of device memory;
 # racecheck: shared-memory hazards (the warp-synchronous tile code);
 # synccheck: barriers and warp-synchronous primitives used wrongly.
@@ -32,6 +32,9 @@ memcheck:test_gpu_spgemm:TILERAP_PATH=csr,TILERAP_CSR_RECORD_MACS=1e300
 memcheck:test_gpu_ptap:TILERAP_PATH=csr,TILERAP_CSR_RECORD_MACS=1e300
 synccheck:test_gpu_ptap:TILERAP_PATH=csr,TILERAP_CSR_RECORD_MACS=1e300
 memcheck:test_csr_graph racecheck:test_csr_graph synccheck:test_csr_graph"
+# SANITIZE_ONLY=REGEX keeps the runs whose TOOL:PROGRAM[:SETTINGS] matches
+# (the whole list takes longer than one device call allows)
+[ -z "${SANITIZE_ONLY:-}" ] || runs=$(for r in $runs; do echo "$r"; done | grep -E "$SANITIZE_ONLY")
 # check-gpu without a GPU would only skip: say so instead
 if "$B/test/test_gpu_errors" 2>/dev/null | grep -q '^1\.\.0 # SKIP'; then
   echo "Bail out! no GPU visible (make check-gpu needs one; make check runs the rest)"
