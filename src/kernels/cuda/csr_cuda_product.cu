@@ -86,11 +86,13 @@ static __device__ __forceinline__ double tr_val(const tr_operand &X, int64_t e)
  * a one-column P, or a coarse P^T*AP of few columns, sent every product of
  * a warp to one slot.  Where C has more columns than TR_RUN_COLS the
  * lanes rarely meet and the extra compare costs more than it saves: ON
- * false (or on = 0) adds each product at once. */
+ * false (or on = 0) adds each product at once.  The hash and split rows
+ * take them; dense rows (more than 1365 columns) and split rows on the
+ * global accumulator alone (more than TR_SPLIT_SHARED_COLS) never do. */
 #define TR_RUN_COLS 32
 template <bool ON>
 struct tr_run_sum {
-  int on = ON;
+  int on;
   int32_t at = -1;
   double sum = 0.0;
   __device__ __forceinline__ explicit tr_run_sum(int enable = 1) { on = ON && enable; }
@@ -598,7 +600,7 @@ static __device__ __forceinline__ void tr_dense_slot(void *ws, int32_t n, int64_
  * per row and mode (never cleared); values are zeroed as they are read. */
 static __global__ void __launch_bounds__(TR_DENSE_THREADS)
     k_dense_rows(int mode, const int32_t *__restrict__ rows, int64_t nrows, int32_t n, tr_operand A, tr_operand B,
-                 int64_t *crp, int32_t *ccol, double *cval, const int64_t *__restrict__ cvidx, void *ws, int run_sums)
+                 int64_t *crp, int32_t *ccol, double *cval, const int64_t *__restrict__ cvidx, void *ws)
 {
   __shared__ tr_dense_tmp tmp;
   __shared__ tr_dense_prod prod;
@@ -610,7 +612,6 @@ static __global__ void __launch_bounds__(TR_DENSE_THREADS)
     const int32_t stamp = mode == TR_CSR_COUNT ? i + 1 : -(i + 1);
     long long fresh_n = 0;
     const bool values = mode != TR_CSR_COUNT && A.val;
-    tr_run_sum<true> run(run_sums);
     tr_block_products<TR_DENSE_THREADS>(A, B, A.rp[i], A.rp[i + 1], threadIdx.x, values, prod.scan, prod.incl,
                                         prod.bs, prod.av, [&](int64_t f, double av, int64_t) {
       const int32_t c = B.col[f];
@@ -618,10 +619,9 @@ static __global__ void __launch_bounds__(TR_DENSE_THREADS)
         if (flag[c] != stamp && atomicExch(&flag[c], stamp) != stamp) fresh_n++;
       } else {
         if (mode == TR_CSR_FILL) flag[c] = stamp;
-        if (values) run.add(acc, c, av * tr_val(B, f));
+        if (values) atomicAdd(&acc[c], av * tr_val(B, f));
       }
     });
-    run.flush(acc);
     if (mode == TR_CSR_COUNT) {
       const long long total = tr_dense_tmp::Reduce(tmp.r).Sum(fresh_n);
       if (threadIdx.x == 0) crp[i] = total; /* the row's count */
@@ -639,7 +639,14 @@ static __global__ void __launch_bounds__(TR_DENSE_THREADS)
 }
 
 /* A block's accumulator in dynamic shared memory (smem), cleared: the
- * values (FILL, NUMERIC), then a bitmap of the columns met (COUNT, FILL) */
+ * values (FILL, NUMERIC), then a bitmap of the columns met (COUNT, FILL);
+ * tr_shared_acc_bytes is its size */
+template <int MODE>
+static __host__ __device__ __forceinline__ size_t tr_shared_acc_bytes(int32_t n)
+{
+  return (MODE == TR_CSR_COUNT ? 0 : (size_t)n * sizeof(double)) +
+         (MODE == TR_CSR_NUMERIC ? 0 : ((size_t)n + 31) / 32 * sizeof(uint32_t));
+}
 template <int MODE>
 static __device__ __forceinline__ void tr_shared_acc(unsigned char *smem, int32_t n, double **acc, uint32_t **bits)
 {
@@ -660,7 +667,7 @@ static __device__ __forceinline__ void tr_shared_acc(unsigned char *smem, int32_
 template <int MODE>
 static __global__ void __launch_bounds__(TR_DENSE_THREADS)
     k_dense_rows_shared(const int32_t *__restrict__ rows, int64_t nrows, int32_t n, tr_operand A, tr_operand B,
-                        int64_t *crp, int32_t *ccol, double *cval, const int64_t *__restrict__ cvidx, int run_sums)
+                        int64_t *crp, int32_t *ccol, double *cval, const int64_t *__restrict__ cvidx)
 {
   __shared__ tr_dense_tmp tmp;
   __shared__ tr_dense_prod prod;
@@ -673,7 +680,6 @@ static __global__ void __launch_bounds__(TR_DENSE_THREADS)
   for (int64_t slot = blockIdx.x; slot < nrows; slot += gridDim.x) {
     const int32_t i = rows[slot];
     long long fresh_n = 0;
-    tr_run_sum<true> run(run_sums);
     tr_block_products<TR_DENSE_THREADS>(A, B, A.rp[i], A.rp[i + 1], threadIdx.x, values, prod.scan, prod.incl,
                                         prod.bs, prod.av, [&](int64_t f, double av, int64_t) {
       const int32_t c = B.col[f];
@@ -681,9 +687,8 @@ static __global__ void __launch_bounds__(TR_DENSE_THREADS)
         const uint32_t bit = 1u << (c & 31);
         if (!(bits[c >> 5] & bit) && !(atomicOr(&bits[c >> 5], bit) & bit)) fresh_n++;
       }
-      if (values) run.add(acc, c, av * tr_val(B, f));
+      if (values) atomicAdd(&acc[c], av * tr_val(B, f));
     });
-    if (values) run.flush(acc);
     __syncthreads();
     if (MODE == TR_CSR_COUNT) {
       const long long total = tr_dense_tmp::Reduce(tmp.r).Sum(fresh_n);
@@ -719,7 +724,7 @@ static __global__ void __launch_bounds__(TR_DENSE_THREADS)
  * by the caller); FILL and NUMERIC accumulate, k_split_out writes. */
 static __global__ void __launch_bounds__(TR_DENSE_THREADS)
     k_split_rows(int mode, const int32_t *__restrict__ rows, int X, int32_t n, tr_operand A, tr_operand B,
-                 int64_t *crp, void *ws, int run_sums)
+                 int64_t *crp, void *ws)
 {
   __shared__ tr_dense_tmp tmp;
   __shared__ tr_dense_prod prod;
@@ -733,7 +738,6 @@ static __global__ void __launch_bounds__(TR_DENSE_THREADS)
   const int64_t e0 = a0 + len * x / X, e1 = a0 + len * (x + 1) / X;
   long long fresh_n = 0;
   const bool values = mode != TR_CSR_COUNT && A.val;
-  tr_run_sum<true> run(run_sums);
   tr_block_products<TR_DENSE_THREADS>(A, B, e0, e1, threadIdx.x, values, prod.scan, prod.incl, prod.bs, prod.av,
                                       [&](int64_t f, double av, int64_t) {
     const int32_t c = B.col[f];
@@ -741,10 +745,9 @@ static __global__ void __launch_bounds__(TR_DENSE_THREADS)
       if (flag[c] != stamp && atomicExch(&flag[c], stamp) != stamp) fresh_n++;
     } else {
       if (mode == TR_CSR_FILL && flag[c] != stamp) flag[c] = stamp; /* every block writes the same stamp */
-      if (values) run.add(acc, c, av * tr_val(B, f));
+      if (values) atomicAdd(&acc[c], av * tr_val(B, f));
     }
   });
-  run.flush(acc);
   if (mode == TR_CSR_COUNT) {
     const long long total = tr_dense_tmp::Reduce(tmp.r).Sum(fresh_n);
     if (threadIdx.x == 0 && total) atomicAdd((unsigned long long *)&crp[i], (unsigned long long)total);
@@ -866,10 +869,7 @@ static int tr_shared_fit(K k, size_t need, const char *what, int *per_sm)
 template <int MODE>
 static int tr_dense_shared_fit(int32_t n, int sms, size_t *bytes, int *blocks)
 {
-  const size_t words = ((size_t)n + 31) / 32;
-  size_t need = words * sizeof(uint32_t);
-  if (MODE == TR_CSR_FILL) need += (size_t)n * sizeof(double);
-  if (MODE == TR_CSR_NUMERIC) need = (size_t)n * sizeof(double);
+  const size_t words = ((size_t)n + 31) / 32, need = tr_shared_acc_bytes<MODE>(n);
   int per_sm = 0;
   *bytes = 0;
   *blocks = 0;
@@ -888,9 +888,7 @@ static int tr_split_shared_fit(int32_t n, size_t *bytes)
 {
   *bytes = 0;
   if (n > TR_SPLIT_SHARED_COLS) return TILERAP_SUCCESS;
-  size_t need = ((size_t)n + 31) / 32 * sizeof(uint32_t);
-  if (MODE == TR_CSR_FILL) need += (size_t)n * sizeof(double);
-  if (MODE == TR_CSR_NUMERIC) need = (size_t)n * sizeof(double);
+  size_t need = tr_shared_acc_bytes<MODE>(n);
   if (!need) need = sizeof(double);
   int per_sm = 0;
   TR_RET(tr_shared_fit(k_split_rows_shared<MODE>, need, "CSR path split rows", &per_sm));
@@ -1095,7 +1093,7 @@ static void tr_split_launch(const tr_cuda_csr_product *P, int mode, const int32_
   const size_t sh = P->split_shm_bytes[mode];
   int X = tr_split_blocks(P, k);
   if (!sh) {
-    k_split_rows<<<(unsigned)(k * X), TR_DENSE_THREADS, 0, s>>>(mode, rows, X, P->n, A, B, crp, P->split, P->run_sums);
+    k_split_rows<<<(unsigned)(k * X), TR_DENSE_THREADS, 0, s>>>(mode, rows, X, P->n, A, B, crp, P->split);
     return;
   }
   /* each block at least twice as many products (a split row has more than
@@ -1148,16 +1146,15 @@ static int tr_launch(const tr_cuda_csr_product *P, int mode, const tr_operand &A
       if (P->shm_bytes[mode]) {
         const unsigned g = (unsigned)(nr < P->shm_blocks[mode] ? nr : P->shm_blocks[mode]);
         const size_t sh = P->shm_bytes[mode];
-        const int rs = P->run_sums;
         if (mode == TR_CSR_COUNT)
-          k_dense_rows_shared<TR_CSR_COUNT><<<g, TR_DENSE_THREADS, sh, s>>>(rows, nr, P->n, A, B, crp, P->ccol, cval, cvidx, rs);
+          k_dense_rows_shared<TR_CSR_COUNT><<<g, TR_DENSE_THREADS, sh, s>>>(rows, nr, P->n, A, B, crp, P->ccol, cval, cvidx);
         else if (mode == TR_CSR_FILL)
-          k_dense_rows_shared<TR_CSR_FILL><<<g, TR_DENSE_THREADS, sh, s>>>(rows, nr, P->n, A, B, crp, P->ccol, cval, cvidx, rs);
+          k_dense_rows_shared<TR_CSR_FILL><<<g, TR_DENSE_THREADS, sh, s>>>(rows, nr, P->n, A, B, crp, P->ccol, cval, cvidx);
         else
-          k_dense_rows_shared<TR_CSR_NUMERIC><<<g, TR_DENSE_THREADS, sh, s>>>(rows, nr, P->n, A, B, crp, P->ccol, cval, cvidx, rs);
+          k_dense_rows_shared<TR_CSR_NUMERIC><<<g, TR_DENSE_THREADS, sh, s>>>(rows, nr, P->n, A, B, crp, P->ccol, cval, cvidx);
       } else
         k_dense_rows<<<(unsigned)(nr < P->dense_blocks ? nr : P->dense_blocks), TR_DENSE_THREADS, 0, s>>>(
-            mode, rows, nr, P->n, A, B, crp, P->ccol, cval, cvidx, P->dense, P->run_sums);
+            mode, rows, nr, P->n, A, B, crp, P->ccol, cval, cvidx, P->dense);
     }
     int err = tr_cuda_check_launch("CSR path product");
     if (err) return err;
