@@ -43,44 +43,18 @@ const char *tilerap_csr_kind_name(tilerap_csr_kind kind)
   return "unknown";
 }
 
-/* The operand's CSR checked as tilerap_csr_check does (row pointers
- * non-decreasing, each row's columns strictly ascending within 0..n-1: the
- * same error codes, naming the first bad row), in parallel, and an
- * order-free hash of its structure (the misuse check of numeric runs), a sum of one multiply-xorshift per
- * entry (a moved entry changes it but for a chance of about 2^-64; the
- * fuller hash of the fingerprints cost a tenth of a numeric run).  Sorted
- * rows make the order-free hash enough: the plan's transposes map value
- * positions, so rows of the plan's columns in another order would give a
- * wrong C.  Row pointers are checked before any column is read. */
+/* The operand's CSR checked as tilerap_csr_check does, and an order-free
+ * hash of its structure from the same pass (the misuse check of numeric
+ * runs; the fuller hash of the fingerprints cost a tenth of a numeric run).
+ * Sorted rows make the order-free hash enough: the plan's transposes map
+ * value positions, so rows of the plan's columns in another order would
+ * give a wrong C. */
 static int tr_csr_structure_fp(const tilerap_csr *X, uint64_t *fp)
 {
-  const int64_t *rp = X->rowptr;
-  const int32_t *col = X->colidx;
-  const int32_t m = X->m, n = X->n;
-  int32_t bad_rp = m, bad_range = m, bad_order = m; /* the first bad row, m: none */
-#pragma omp parallel for schedule(static) reduction(min : bad_rp) if (m > 65536)
-  for (int32_t i = 0; i < m; i++)
-    if (rp[i + 1] < rp[i] && i < bad_rp) bad_rp = i;
-  if (bad_rp < m) return tilerap_set_error(TILERAP_ERR_INVALID, "CSR row pointers decrease at row %d", bad_rp);
   uint64_t h = 0;
-#pragma omp parallel for schedule(static) reduction(+ : h) reduction(min : bad_range, bad_order) if (X->nnz > 65536)
-  for (int32_t i = 0; i < m; i++) {
-    int32_t prev = -1;
-    for (int64_t e = rp[i]; e < rp[i + 1]; e++) {
-      const int32_t c = col[e];
-      if ((c < 0 || c >= n) && i < bad_range) bad_range = i;
-      else if (c <= prev && i < bad_order) bad_order = i;
-      prev = c;
-      const uint64_t x = (((uint64_t)(uint32_t)i << 32) | (uint32_t)c) * 0x9e3779b97f4a7c15ull;
-      h += x ^ (x >> 29);
-    }
-  }
-  if (bad_range < m)
-    return tilerap_set_error(TILERAP_ERR_RANGE, "CSR row %d: a column index outside 0..%d", bad_range, n - 1);
-  if (bad_order < m)
-    return tilerap_set_error(TILERAP_ERR_UNSORTED, "CSR row %d: column indices not strictly increasing", bad_order);
-  *fp = h + tr_fp_sizes(m, X->nnz);
-  return TILERAP_SUCCESS;
+  const int err = tr_csr_check_hash(X->m, X->n, X->rowptr, X->colidx, &h);
+  if (!err) *fp = h + tr_fp_sizes(X->m, X->nnz);
+  return err;
 }
 
 static int tr_csr_operand_ok(const tilerap_csr *X, int values)
