@@ -34,6 +34,11 @@
 #define TR_CSR_NUMERIC 2
 #define TR_CSR_EMPTY INT_MAX
 #define TR_CSR_BINS 8 /* 0: empty rows, 1-5: shared tables, 6: dense accumulator, 7: split rows */
+/* the binning's device words: bin cursors, their starts, the caller's
+ * value read back with them, and the split rows' threshold */
+#define TR_CSR_SPLIT_AT (2 * TR_CSR_BINS + 1)
+#define TR_CSR_CURSORS (2 * TR_CSR_BINS + 2)
+#define TR_SPLIT_SHARED_COLS 4096 /* split rows sum in shared memory up to this many columns of C */
 #define TR_DENSE_THREADS 512
 
 struct tr_cuda_csr_product {
@@ -50,6 +55,7 @@ struct tr_cuda_csr_product {
   int dense_blocks;
   void *split;                     /* the split rows' accumulators, as dense's, one per row in flight */
   int split_slots;
+  int64_t split_at;                /* rows of more products are split (k_split_at) */
   size_t split_shm_bytes[3];       /* per mode: the split rows' shared sums (0: global atomics alone) */
   int run_sums;                    /* C is narrow enough for run sums (tr_run_sum) */
   int sms;                         /* the device's multiprocessors */
@@ -160,7 +166,7 @@ static __global__ void k_row_bound(int32_t m, int64_t annz, const int64_t *__res
  *   4    32   512   c <= 341
  *   5    256  2048  c <= 1365, or ub > TR_BIN_HEAVY
  *   6    a block over a dense accumulator (global memory)
- *   7    ub > TR_BIN_SPLIT: many blocks over one accumulator
+ *   7    ub > split_at: many blocks over one accumulator
  * A row of more than TR_BIN_HEAVY products takes a block's group whatever
  * its length: left to one warp, the few such rows of a coarse Pᵀ·AP (rows
  * of 300 entries summing 10⁵ products) set the kernel's length while the
@@ -174,10 +180,35 @@ static __global__ void k_row_bound(int32_t m, int64_t annz, const int64_t *__res
  * level-0 P^T·AP with that row on one block, 2.0 ms split (H200), and the
  * record's two kernels 155 ms with it on one warp. */
 #define TR_BIN_SPLIT 65536
-static __device__ __forceinline__ int tr_bin_of(unsigned long long c, unsigned long long ub)
+/* Where C is narrow enough for the split rows' shared sums, a product too
+ * small to fill the GPU splits smaller rows: split_at is the product's
+ * multiply-adds over TR_SPLIT_WAVES blocks per SM, within [TR_SPLIT_MIN,
+ * TR_BIN_SPLIT].  A coarse level's few rows of thousands of products each
+ * into a few dozen columns otherwise ran on a warp or a block apiece, the
+ * launch as long as its longest row while most SMs idled (the 3-D mesh
+ * hierarchy's last level: three launches of 1 to 46 blocks, 250 us of its
+ * 470 us re-run).  At most TR_SPLIT_WAVES * SMs rows are split.  A floor
+ * of 1024 sped the 3-D meshes' re-runs further but slowed the first
+ * products of the 125-point stencil and the dense-row grid by 8-11 % (one
+ * H100 call): 4096 kept. */
+#define TR_SPLIT_WAVES 4
+#define TR_SPLIT_MIN 4096
+static __global__ void k_split_at(const unsigned long long *__restrict__ macs, int sms, int32_t n,
+                                  unsigned long long *split_at)
+{
+  unsigned long long v = TR_BIN_SPLIT;
+  if (n <= TR_SPLIT_SHARED_COLS) {
+    v = *macs / (unsigned long long)(TR_SPLIT_WAVES * (sms > 0 ? sms : 1));
+    v = v < TR_SPLIT_MIN ? TR_SPLIT_MIN : v > TR_BIN_SPLIT ? TR_BIN_SPLIT : v;
+  }
+  *split_at = v;
+}
+
+static __device__ __forceinline__ int tr_bin_of(unsigned long long c, unsigned long long ub,
+                                                unsigned long long split_at)
 {
   if (c == 0) return 0;
-  if (ub > TR_BIN_SPLIT) return 7;
+  if (ub > split_at) return 7;
   if (c <= 341 && ub > TR_BIN_HEAVY) return 5;
   if (c <= 21) return ub <= 64 ? 1 : 2;
   if (c <= 85) return 3;
@@ -190,9 +221,10 @@ static __device__ __forceinline__ int tr_bin_of(unsigned long long c, unsigned l
  * length and bound once C's row pointers exist (fill and numeric runs,
  * whose tables then fit the row, not the bound, which can be far larger) */
 static __device__ __forceinline__ int tr_bin_row(int count_pass, const unsigned long long *ub, const int64_t *crp,
-                                                 int32_t i)
+                                                 int32_t i, unsigned long long split_at)
 {
-  return count_pass ? tr_bin_of(ub[i], ub[i]) : tr_bin_of((unsigned long long)(crp[i + 1] - crp[i]), ub[i]);
+  return count_pass ? tr_bin_of(ub[i], ub[i], split_at)
+                    : tr_bin_of((unsigned long long)(crp[i + 1] - crp[i]), ub[i], split_at);
 }
 
 /* pass 0: bin sizes; pass 1: rows placed through the bin cursors.  Both
@@ -205,10 +237,11 @@ static __global__ void k_bin(int pass, int count_pass, int32_t m, const unsigned
   if (threadIdx.x < TR_CSR_BINS) cnt[threadIdx.x] = 0;
   __syncthreads();
   const int32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+  const unsigned long long split_at = cursor[TR_CSR_SPLIT_AT];
   int b = -1;
   unsigned int rank = 0;
   if (i < m) {
-    b = tr_bin_row(count_pass, ub, crp, i);
+    b = tr_bin_row(count_pass, ub, crp, i, split_at);
     rank = atomicAdd(&cnt[b], 1u);
   }
   __syncthreads();
@@ -234,8 +267,8 @@ static __global__ void k_bin_starts(unsigned long long *cursor)
 
 /* Bins the rows (for the count, or by length once crp exists): both passes
  * queued, then one read of the bins' starts and of cursor[2 * TR_CSR_BINS]
- * (the caller's value: A's multiply-adds, C's entries) into
- * hb[0 .. TR_CSR_BINS]; P->bin_start set.  The one wait of the binning: the
+ * (the caller's value: A's multiply-adds, C's entries) and of the split
+ * threshold into hb[0 .. TR_CSR_BINS + 1]; P->bin_start, P->split_at set.  The one wait of the binning: the
  * host needs the bins' sizes for the launches. */
 static int tr_bin_rows(tr_cuda_csr_product *P, int count_pass, const unsigned long long *ub, unsigned long long *cursor,
                        unsigned long long *hb)
@@ -253,8 +286,9 @@ static int tr_bin_rows(tr_cuda_csr_product *P, int count_pass, const unsigned lo
     k_bin<<<tr_blocks(m, 256), 256, 0, s>>>(1, count_pass, m, ub, P->crp, cursor, P->rows);
     TR_RET(tr_cuda_check_launch("CSR path bins"));
   }
-  TR_RET(tr_readback(hb, cursor + TR_CSR_BINS, (TR_CSR_BINS + 1) * sizeof(*hb), s, "CSR path bins"));
+  TR_RET(tr_readback(hb, cursor + TR_CSR_BINS, (TR_CSR_BINS + 2) * sizeof(*hb), s, "CSR path bins"));
   for (int b = 0; b < TR_CSR_BINS; b++) P->bin_start[b] = (int64_t)hb[b];
+  P->split_at = (int64_t)hb[TR_CSR_BINS + 1];
   P->bin_start[TR_CSR_BINS] = m;
   return TILERAP_SUCCESS;
 }
@@ -760,8 +794,7 @@ static __global__ void __launch_bounds__(TR_DENSE_THREADS)
  * adds to the row's global accumulator once per column it met.  With the
  * global accumulator alone, a power-law graph's hub rows (10^5 products
  * into a few thousand columns) had all their blocks' fp64 atomics on the
- * same few thousand addresses. */
-#define TR_SPLIT_SHARED_COLS 4096
+ * same few thousand addresses.  (TR_SPLIT_SHARED_COLS: at the top) */
 template <int MODE>
 static __global__ void __launch_bounds__(TR_DENSE_THREADS)
     k_split_rows_shared(const int32_t *__restrict__ rows, int X, int32_t n, tr_operand A, tr_operand B, int64_t *crp,
@@ -1097,8 +1130,8 @@ static void tr_split_launch(const tr_cuda_csr_product *P, int mode, const int32_
     return;
   }
   /* each block at least twice as many products (a split row has more than
-   * TR_BIN_SPLIT) as the columns it reads out */
-  const int xmax = (int)(TR_BIN_SPLIT / (2 * (int64_t)(P->n > 0 ? P->n : 1)));
+   * split_at) as the columns it reads out */
+  const int xmax = (int)(P->split_at / (2 * (int64_t)(P->n > 0 ? P->n : 1)));
   if (X > xmax) X = xmax > 1 ? xmax : 1;
   const unsigned g = (unsigned)(k * X);
   if (mode == TR_CSR_COUNT)
@@ -1184,7 +1217,7 @@ extern "C" int tr_cuda_csr_product_create(int32_t m, int32_t n, const int64_t *a
   P->run_sums = n <= TR_RUN_COLS;
   unsigned long long *ub = NULL, *cursor = NULL;
   int64_t *cnt = NULL;
-  unsigned long long hb[TR_CSR_BINS + 1];
+  unsigned long long hb[TR_CSR_BINS + 2];
   void *scan = NULL;
   size_t scan_bytes = 0;
   int err = TILERAP_SUCCESS;
@@ -1192,11 +1225,11 @@ extern "C" int tr_cuda_csr_product_create(int32_t m, int32_t n, const int64_t *a
   const size_t nr1 = (size_t)m + 1;
   TR_TRY(tr_dalloc((void **)&ub, nr1 * sizeof(*ub), s, "CSR path row bounds"));
   TR_TRY(tr_dalloc((void **)&cnt, nr1 * sizeof(*cnt), s, "CSR path row counts"));
-  TR_TRY(tr_dalloc((void **)&cursor, (2 * TR_CSR_BINS + 1) * sizeof(*cursor), s, "CSR path bins"));
+  TR_TRY(tr_dalloc((void **)&cursor, TR_CSR_CURSORS * sizeof(*cursor), s, "CSR path bins"));
   TR_TRY(tr_dalloc((void **)&P->rows, (size_t)(m > 0 ? m : 1) * sizeof(int32_t), s, "CSR path rows"));
   TR_TRY(tr_dalloc((void **)&P->crp, nr1 * sizeof(int64_t), s, "CSR path row pointers"));
   TR_TRY_CU(cudaMemsetAsync(ub, 0, nr1 * sizeof(*ub), s), "CSR path");
-  TR_TRY_CU(cudaMemsetAsync(cursor, 0, (2 * TR_CSR_BINS + 1) * sizeof(*cursor), s), "CSR path");
+  TR_TRY_CU(cudaMemsetAsync(cursor, 0, TR_CSR_CURSORS * sizeof(*cursor), s), "CSR path");
   if (annz > 0) {
     k_row_bound<<<tr_blocks((annz + TR_BOUND_ITEMS - 1) / TR_BOUND_ITEMS, 256), 256, 0, s>>>(m, annz, arp, acol, brp, ub);
     TR_TRY(tr_cuda_check_launch("CSR path row bounds"));
@@ -1205,13 +1238,17 @@ extern "C" int tr_cuda_csr_product_create(int32_t m, int32_t n, const int64_t *a
   TR_TRY_CU(cub::DeviceReduce::Sum(NULL, scan_bytes, ub, cursor + 2 * TR_CSR_BINS, m, s), "CSR path sum");
   TR_TRY(tr_dalloc(&scan, scan_bytes, s, "scan storage"));
   TR_TRY_CU(cub::DeviceReduce::Sum(scan, scan_bytes, ub, cursor + 2 * TR_CSR_BINS, m, s), "CSR path sum");
-  TR_TRY(tr_bin_rows(P, 1, ub, cursor, hb)); /* reads the sum back with the bins */
-  tr_dfree(scan, s); scan = NULL;
-  P->macs = (int64_t)hb[TR_CSR_BINS];
   {
     int dev = 0;
     TR_TRY_CU(cudaGetDevice(&dev), "CSR path");
     TR_TRY_CU(cudaDeviceGetAttribute(&P->sms, cudaDevAttrMultiProcessorCount, dev), "CSR path");
+  }
+  k_split_at<<<1, 1, 0, s>>>(cursor + 2 * TR_CSR_BINS, P->sms, n, cursor + TR_CSR_SPLIT_AT);
+  TR_TRY(tr_cuda_check_launch("CSR path split rows"));
+  TR_TRY(tr_bin_rows(P, 1, ub, cursor, hb)); /* reads the sum back with the bins */
+  tr_dfree(scan, s); scan = NULL;
+  P->macs = (int64_t)hb[TR_CSR_BINS];
+  {
     const int64_t ndense = P->bin_start[7] - P->bin_start[6], nsplit = P->bin_start[8] - P->bin_start[7];
     const size_t width = tr_dense_width(n);
     /* accumulators in 512 MB (at least one) */
