@@ -352,16 +352,17 @@ static void check_kernel_choices(uint64_t *seed)
   check(TILERAP_CSR_AB, A, A, 1, 0, "random 4000, 13 a row, squared (rows of about 170: bin 4)", seed);
   tilerap_csr_destroy(&A);
   /* small products whose few rows each sum thousands of products into a
-   * narrow C: split below TR_BIN_SPLIT (the split threshold follows the
-   * product's work), hash runs (C's entries sum thousands) and recorded ones */
+   * narrow C: split below TR_BIN_SPLIT over several blocks a row (the
+   * threshold follows the product's work); hash runs (C's entries sum about
+   * 740 products each) and recorded ones (about 5) */
   A = ref_random(20000, 20000, 7.0 / 20000, 0, seed);
   P = ref_random(20000, 12, 1.0 / 12, 0, seed);
-  check(TILERAP_CSR_PTAP, A, P, 1, 0, "random 20000, P of 12 columns (C rows of about 12000 products: split)", seed);
+  check(TILERAP_CSR_PTAP, A, P, 1, 0, "random 20000, P of 12 columns (C rows of about 9000 products: split)", seed);
   tilerap_csr_destroy(&A); tilerap_csr_destroy(&P);
-  A = ref_random(100, 2000, 0.15, 0, seed);
-  P = ref_random(2000, 3000, 15.0 / 3000, 0, seed);
-  check(TILERAP_CSR_AB, A, P, 1, 0, "100 rows of 300 times 2000 x 3000 (rows of about 4500 products: split, recorded)",
-        seed);
+  A = ref_random(100, 2000, 0.4, 0, seed);
+  P = ref_random(2000, 3000, 20.0 / 3000, 0, seed);
+  check(TILERAP_CSR_AB, A, P, 1, 0,
+        "100 rows of 800 times 2000 x 3000 (rows of about 16000 products: split over 2 blocks, recorded)", seed);
   tilerap_csr_destroy(&A); tilerap_csr_destroy(&P);
   if (tilerap_model_irregular("denserow:150000", 7, &A)) {
     tap_ok(0, "denserow:150000: %s", tilerap_last_error());

@@ -37,7 +37,8 @@
 /* the binning's device words: bin cursors, their starts, the caller's
  * value read back with them, and the split rows' threshold */
 #define TR_CSR_SPLIT_AT (2 * TR_CSR_BINS + 1)
-#define TR_CSR_CURSORS (2 * TR_CSR_BINS + 2)
+#define TR_CSR_SPLIT_MIN_UB (2 * TR_CSR_BINS + 2) /* the fewest products of a split row */
+#define TR_CSR_CURSORS (2 * TR_CSR_BINS + 3)
 #define TR_SPLIT_SHARED_COLS 4096 /* split rows sum in shared memory up to this many columns of C */
 #define TR_DENSE_THREADS 512
 
@@ -56,6 +57,7 @@ struct tr_cuda_csr_product {
   void *split;                     /* the split rows' accumulators, as dense's, one per row in flight */
   int split_slots;
   int64_t split_at;                /* rows of more products are split (k_split_at) */
+  int64_t split_min_ub;            /* the fewest products of a split row */
   size_t split_shm_bytes[3];       /* per mode: the split rows' shared sums (0: global atomics alone) */
   int run_sums;                    /* C is narrow enough for run sums (tr_run_sum) */
   int sms;                         /* the device's multiprocessors */
@@ -180,28 +182,32 @@ static __global__ void k_row_bound(int32_t m, int64_t annz, const int64_t *__res
  * level-0 P^T·AP with that row on one block, 2.0 ms split (H200), and the
  * record's two kernels 155 ms with it on one warp. */
 #define TR_BIN_SPLIT 65536
-/* Where C is narrow enough for the split rows' shared sums, a product too
- * small to fill the GPU splits smaller rows: split_at is the product's
- * multiply-adds over TR_SPLIT_WAVES blocks per SM, within [TR_SPLIT_MIN,
- * TR_BIN_SPLIT].  A coarse level's few rows of thousands of products each
+/* Where the split rows' sums fit in shared memory (C narrow enough), a
+ * product too small to fill the GPU splits smaller rows: split_at is the
+ * product's multiply-adds over TR_SPLIT_WAVES blocks per SM, within
+ * [max(TR_SPLIT_MIN, 4n), TR_BIN_SPLIT] (4n: a split row's blocks can each
+ * take twice as many products as the n columns they read out).  A coarse level's few rows of thousands of products each
  * into a few dozen columns otherwise ran on a warp or a block apiece, the
  * launch as long as its longest row while most SMs idled (the 3-D mesh
  * hierarchy's last level: three launches of 1 to 46 blocks, 250 us of its
- * 470 us re-run).  At most TR_SPLIT_WAVES * SMs rows are split.  A floor
+ * 470 us re-run).  Below TR_BIN_SPLIT this splits at most
+ * TR_SPLIT_WAVES * SMs rows.  A floor
  * of 1024 sped the 3-D meshes' re-runs further but slowed the first
  * products of the 125-point stencil and the dense-row grid by 8-11 % (one
  * H100 call): 4096 kept. */
 #define TR_SPLIT_WAVES 4
 #define TR_SPLIT_MIN 4096
-static __global__ void k_split_at(const unsigned long long *__restrict__ macs, int sms, int32_t n,
-                                  unsigned long long *split_at)
+static __global__ void k_split_at(const unsigned long long *__restrict__ macs, int sms, int32_t n, int shared,
+                                  unsigned long long *cursor)
 {
   unsigned long long v = TR_BIN_SPLIT;
-  if (n <= TR_SPLIT_SHARED_COLS) {
+  if (shared) {
+    const unsigned long long lo = 4ull * (unsigned long long)n > TR_SPLIT_MIN ? 4ull * n : TR_SPLIT_MIN;
     v = *macs / (unsigned long long)(TR_SPLIT_WAVES * (sms > 0 ? sms : 1));
-    v = v < TR_SPLIT_MIN ? TR_SPLIT_MIN : v > TR_BIN_SPLIT ? TR_BIN_SPLIT : v;
+    v = v < lo ? lo : v > TR_BIN_SPLIT ? TR_BIN_SPLIT : v;
   }
-  *split_at = v;
+  cursor[TR_CSR_SPLIT_AT] = v;
+  cursor[TR_CSR_SPLIT_MIN_UB] = ULLONG_MAX;
 }
 
 static __device__ __forceinline__ int tr_bin_of(unsigned long long c, unsigned long long ub,
@@ -243,6 +249,7 @@ static __global__ void k_bin(int pass, int count_pass, int32_t m, const unsigned
   if (i < m) {
     b = tr_bin_row(count_pass, ub, crp, i, split_at);
     rank = atomicAdd(&cnt[b], 1u);
+    if (b == 7 && pass == 0) atomicMin(&cursor[TR_CSR_SPLIT_MIN_UB], ub[i]);
   }
   __syncthreads();
   if (threadIdx.x < TR_CSR_BINS && cnt[threadIdx.x])
@@ -268,7 +275,8 @@ static __global__ void k_bin_starts(unsigned long long *cursor)
 /* Bins the rows (for the count, or by length once crp exists): both passes
  * queued, then one read of the bins' starts and of cursor[2 * TR_CSR_BINS]
  * (the caller's value: A's multiply-adds, C's entries) and of the split
- * threshold into hb[0 .. TR_CSR_BINS + 1]; P->bin_start, P->split_at set.  The one wait of the binning: the
+ * threshold and the fewest products of a split row into hb[0 .. TR_CSR_BINS
+ * + 2]; P->bin_start, P->split_at, P->split_min_ub set.  The one wait of the binning: the
  * host needs the bins' sizes for the launches. */
 static int tr_bin_rows(tr_cuda_csr_product *P, int count_pass, const unsigned long long *ub, unsigned long long *cursor,
                        unsigned long long *hb)
@@ -286,9 +294,10 @@ static int tr_bin_rows(tr_cuda_csr_product *P, int count_pass, const unsigned lo
     k_bin<<<tr_blocks(m, 256), 256, 0, s>>>(1, count_pass, m, ub, P->crp, cursor, P->rows);
     TR_RET(tr_cuda_check_launch("CSR path bins"));
   }
-  TR_RET(tr_readback(hb, cursor + TR_CSR_BINS, (TR_CSR_BINS + 2) * sizeof(*hb), s, "CSR path bins"));
+  TR_RET(tr_readback(hb, cursor + TR_CSR_BINS, (TR_CSR_BINS + 3) * sizeof(*hb), s, "CSR path bins"));
   for (int b = 0; b < TR_CSR_BINS; b++) P->bin_start[b] = (int64_t)hb[b];
   P->split_at = (int64_t)hb[TR_CSR_BINS + 1];
+  P->split_min_ub = hb[TR_CSR_BINS + 2] > (unsigned long long)INT64_MAX ? INT64_MAX : (int64_t)hb[TR_CSR_BINS + 2];
   P->bin_start[TR_CSR_BINS] = m;
   return TILERAP_SUCCESS;
 }
@@ -1129,9 +1138,11 @@ static void tr_split_launch(const tr_cuda_csr_product *P, int mode, const int32_
     k_split_rows<<<(unsigned)(k * X), TR_DENSE_THREADS, 0, s>>>(mode, rows, X, P->n, A, B, crp, P->split);
     return;
   }
-  /* each block at least twice as many products (a split row has more than
-   * split_at) as the columns it reads out */
-  const int xmax = (int)(P->split_at / (2 * (int64_t)(P->n > 0 ? P->n : 1)));
+  /* each block at least twice as many products (a split row has at least
+   * split_min_ub; counted as at most TR_BIN_SPLIT, as before the threshold
+   * followed the work) as the columns it reads out */
+  const int64_t fewest = P->split_min_ub < TR_BIN_SPLIT ? P->split_min_ub : TR_BIN_SPLIT;
+  const int xmax = (int)(fewest / (2 * (int64_t)(P->n > 0 ? P->n : 1)));
   if (X > xmax) X = xmax > 1 ? xmax : 1;
   const unsigned g = (unsigned)(k * X);
   if (mode == TR_CSR_COUNT)
@@ -1217,7 +1228,7 @@ extern "C" int tr_cuda_csr_product_create(int32_t m, int32_t n, const int64_t *a
   P->run_sums = n <= TR_RUN_COLS;
   unsigned long long *ub = NULL, *cursor = NULL;
   int64_t *cnt = NULL;
-  unsigned long long hb[TR_CSR_BINS + 2];
+  unsigned long long hb[TR_CSR_BINS + 3];
   void *scan = NULL;
   size_t scan_bytes = 0;
   int err = TILERAP_SUCCESS;
@@ -1243,7 +1254,15 @@ extern "C" int tr_cuda_csr_product_create(int32_t m, int32_t n, const int64_t *a
     TR_TRY_CU(cudaGetDevice(&dev), "CSR path");
     TR_TRY_CU(cudaDeviceGetAttribute(&P->sms, cudaDevAttrMultiProcessorCount, dev), "CSR path");
   }
-  k_split_at<<<1, 1, 0, s>>>(cursor + 2 * TR_CSR_BINS, P->sms, n, cursor + TR_CSR_SPLIT_AT);
+  /* the split rows' shared sums, where C is narrow enough and they fit:
+   * the split threshold follows the work only there */
+  TR_TRY(tr_split_shared_fit<TR_CSR_COUNT>(n, &P->split_shm_bytes[TR_CSR_COUNT]));
+  TR_TRY(tr_split_shared_fit<TR_CSR_FILL>(n, &P->split_shm_bytes[TR_CSR_FILL]));
+  TR_TRY(tr_split_shared_fit<TR_CSR_NUMERIC>(n, &P->split_shm_bytes[TR_CSR_NUMERIC]));
+  k_split_at<<<1, 1, 0, s>>>(cursor + 2 * TR_CSR_BINS, P->sms, n,
+                             P->split_shm_bytes[TR_CSR_COUNT] && P->split_shm_bytes[TR_CSR_FILL] &&
+                                 P->split_shm_bytes[TR_CSR_NUMERIC],
+                             cursor);
   TR_TRY(tr_cuda_check_launch("CSR path split rows"));
   TR_TRY(tr_bin_rows(P, 1, ub, cursor, hb)); /* reads the sum back with the bins */
   tr_dfree(scan, s); scan = NULL;
@@ -1271,9 +1290,6 @@ extern "C" int tr_cuda_csr_product_create(int32_t m, int32_t n, const int64_t *a
     }
     /* the split rows' accumulators: as many rows at once as 512 MB hold */
     if (nsplit > 0) {
-      TR_TRY(tr_split_shared_fit<TR_CSR_COUNT>(n, &P->split_shm_bytes[TR_CSR_COUNT]));
-      TR_TRY(tr_split_shared_fit<TR_CSR_FILL>(n, &P->split_shm_bytes[TR_CSR_FILL]));
-      TR_TRY(tr_split_shared_fit<TR_CSR_NUMERIC>(n, &P->split_shm_bytes[TR_CSR_NUMERIC]));
       const int64_t k = nsplit < cap ? nsplit : cap;
       P->split_slots = (int)k;
       TR_TRY(tr_dalloc(&P->split, (size_t)k * width, s, "CSR path split rows"));
