@@ -9,6 +9,7 @@
 #   bench/gpu_bundle.sh _build .rt          here (.rt ignored by git), then carry .rt
 #   mkdir -p /tmp/rt && tar xJf .rt/runtime.tar.xz -C /tmp/rt && . /tmp/rt/bundle/env.sh
 #   bench/gpu_session.sh /tmp/rt/bundle tests sanitize dcsr      there
+# EXTRA_PROGS="PROG ..." ships more programs (below).
 set -eu
 B=${1:?build tree}
 out=${2:?output folder}
@@ -20,6 +21,8 @@ for p in "$B"/test/test_* "$B"/test/hypre_* "$B"/test/petsc_* "$B"/bench/*-bench
   case $p in *.o | *.log | *.trs | *.sh | *.c) continue ;; esac
   [ -x "$p" ] && [ -f "$p" ] && progs="$progs $p"
 done
+# EXTRA_PROGS="prog ...": more programs (PETSc's tutorials for bench/petsc_gamg.sh: TUTORIALS=/tmp/rt/bundle/bin)
+progs="$progs ${EXTRA_PROGS:-}"
 [ -n "$progs" ] || { echo "gpu_bundle: no programs in $B (make check TESTS= builds the tests)" >&2; exit 2; }
 # xz on every core, a lighter level than tar's default: the bundle is
 # unpacked once (about 30 MB either way)
