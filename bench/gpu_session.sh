@@ -27,6 +27,8 @@
 # bench     galerkin-bench-gpu --reps 7 on the five model hierarchies
 # phases    the same with --phases
 # trace     TILERAP_TRACE host marks of plan creation on two levels
+# dcsrab    the dcsr sets with and without $AB_ENV, --reps 3, alternating
+#           $AB_ROUNDS (2) times (dcsrab.log)
 # envab     this build with and without the environment setting $AB_ENV
 #           (e.g. AB_ENV=TILERAP_ROWS_MAX=0), alternating twice
 # convert   convert-bench-gpu -n 100 (BENCHMARKS.md section 4): 1 and 16 host
@@ -135,6 +137,27 @@ for what in "${steps[@]}"; do
       bench_run envab "[default]" "${AB_CASES:-}" "$B/bench/galerkin-bench-gpu"
       bench_run envab "[${AB_ENV:?envab needs AB_ENV=VAR=value}]" "${AB_CASES:-}" env "$AB_ENV" "$B/bench/galerkin-bench-gpu"
     done
+    ;;
+  dcsrab)
+    # the dcsr sets (smoothed aggregation, then classical), --reps 3, this build with and without $AB_ENV
+    # (a temporary experiment switch), alternating ${AB_ROUNDS:-2} times: dcsrab.log, the 'all' lines in the summary
+    sa="mesh2d:500000 mesh2d:500000:sfc mesh3d:150000 mesh3d:150000:sfc random:200000 denserow:490000 elast:192000"
+    sa="$sa s125:110000 powerlaw:100000"
+    cl="mesh2d:500000 mesh2d:500000:sfc mesh3d:150000 mesh3d:150000:sfc"
+    for i in $(seq "${AB_ROUNDS:-2}"); do
+      for v in default "${AB_ENV:?dcsrab needs AB_ENV=VAR=value}"; do
+        e=; [ "$v" = default ] || e=$v
+        for set in sa cl; do
+          if [ $set = sa ]; then c=$sa p=sa; else c=$cl p=classical; fi
+          env $e BENCH_PROLONGATOR=$p "$B/bench/galerkin-bench-gpu" --device-csr --reps 3 $c >"$out/run.tmp" 2>&1 ||
+            note "dcsrab $v $set: exit $?"
+          { echo "== round $i, $v, $set"; cat "$out/run.tmp"; } >>"$out/dcsrab.log"
+          grep ' all ' "$out/run.tmp" | sed "s/^/dcsrab $i [$v] $set: /" | tee -a "$summary"
+        done
+        [ -z "${TAR_TO:-}" ] || tar czf "$TAR_TO/gpu_session.tgz" -C "$out" . 2>/dev/null
+      done
+    done
+    rm -f "$out/run.tmp"
     ;;
   ncu)
     # kernel durations (Nsight Compute) of one first-time product per case in $NCU_CASES
