@@ -35,7 +35,8 @@
 #define TR_CSR_EMPTY INT_MAX
 #define TR_CSR_BINS 8 /* 0: empty rows, 1-5: shared tables, 6: dense accumulator, 7: split rows */
 /* the binning's device words: bin cursors, their starts, the caller's
- * value read back with them, and the split rows' threshold */
+ * value read back with them, the split rows' threshold and the fewest
+ * products of a split row */
 #define TR_CSR_SPLIT_AT (2 * TR_CSR_BINS + 1)
 #define TR_CSR_SPLIT_MIN_UB (2 * TR_CSR_BINS + 2) /* the fewest products of a split row */
 #define TR_CSR_CURSORS (2 * TR_CSR_BINS + 3)
@@ -234,7 +235,8 @@ static __device__ __forceinline__ int tr_bin_row(int count_pass, const unsigned 
 }
 
 /* pass 0: bin sizes; pass 1: rows placed through the bin cursors.  Both
- * count in shared memory first: one global atomic per bin and block */
+ * count in shared memory first: one global atomic per bin and block (and
+ * one per split row, for the fewest products of a split row) */
 static __global__ void k_bin(int pass, int count_pass, int32_t m, const unsigned long long *__restrict__ ub,
                              const int64_t *__restrict__ crp, unsigned long long *cursor, int32_t *rows)
 {
