@@ -34,11 +34,11 @@
 #define TR_CSR_NUMERIC 2
 #define TR_CSR_EMPTY INT_MAX
 #define TR_CSR_BINS 8 /* 0: empty rows, 1-5: shared tables, 6: dense accumulator, 7: split rows */
-/* the binning's device words: bin cursors, their starts, the caller's
- * value read back with them, the split rows' threshold and the fewest
- * products of a split row */
-#define TR_CSR_SPLIT_AT (2 * TR_CSR_BINS + 1)
-#define TR_CSR_SPLIT_MIN_UB (2 * TR_CSR_BINS + 2) /* the fewest products of a split row */
+/* the binning's device words: bin cursors, their starts and, read back
+ * with them, the caller's value and the fewest products of a split row;
+ * then the split rows' threshold (the device's alone) */
+#define TR_CSR_SPLIT_MIN_UB (2 * TR_CSR_BINS + 1)
+#define TR_CSR_SPLIT_AT (2 * TR_CSR_BINS + 2)
 #define TR_CSR_CURSORS (2 * TR_CSR_BINS + 3)
 #define TR_SPLIT_SHARED_COLS 4096 /* split rows sum in shared memory up to this many columns of C */
 #define TR_DENSE_THREADS 512
@@ -57,7 +57,6 @@ struct tr_cuda_csr_product {
   int dense_blocks;
   void *split;                     /* the split rows' accumulators, as dense's, one per row in flight */
   int split_slots;
-  int64_t split_at;                /* rows of more products are split (k_split_at) */
   int64_t split_min_ub;            /* the fewest products of a split row */
   size_t split_shm_bytes[3];       /* per mode: the split rows' shared sums (0: global atomics alone) */
   int run_sums;                    /* C is narrow enough for run sums (tr_run_sum) */
@@ -186,14 +185,14 @@ static __global__ void k_row_bound(int32_t m, int64_t annz, const int64_t *__res
 /* Where the split rows' sums fit in shared memory (C narrow enough), a
  * product too small to fill the GPU splits smaller rows: split_at is the
  * product's multiply-adds over TR_SPLIT_WAVES blocks per SM, within
- * [max(TR_SPLIT_MIN, 4n), TR_BIN_SPLIT] (4n: a split row's blocks can each
- * take twice as many products as the n columns they read out).  A coarse level's few rows of thousands of products each
- * into a few dozen columns otherwise ran on a warp or a block apiece, the
- * launch as long as its longest row while most SMs idled (the 3-D mesh
- * hierarchy's last level: three launches of 1 to 46 blocks, 250 us of its
- * 470 us re-run).  Below TR_BIN_SPLIT this splits at most
- * TR_SPLIT_WAVES * SMs rows.  A floor
- * of 1024 sped the 3-D meshes' re-runs further but slowed the first
+ * [max(TR_SPLIT_MIN, 4n), TR_BIN_SPLIT] (4n: a split row's blocks can
+ * each take twice as many products as the n columns they read out).  A
+ * coarse level's few rows of thousands of products each into a few dozen
+ * columns otherwise ran on a warp or a block apiece, the launch as long as
+ * its longest row while most SMs idled (the 3-D mesh hierarchy's last
+ * level: three launches of 1 to 46 blocks, 250 us of its 470 us re-run).
+ * Below TR_BIN_SPLIT this splits at most TR_SPLIT_WAVES * SMs rows.  A
+ * floor of 1024 sped the 3-D meshes' re-runs further but slowed the first
  * products of the 125-point stencil and the dense-row grid by 8-11 % (one
  * H100 call): 4096 kept. */
 #define TR_SPLIT_WAVES 4
@@ -251,7 +250,7 @@ static __global__ void k_bin(int pass, int count_pass, int32_t m, const unsigned
   if (i < m) {
     b = tr_bin_row(count_pass, ub, crp, i, split_at);
     rank = atomicAdd(&cnt[b], 1u);
-    if (b == 7 && pass == 0) atomicMin(&cursor[TR_CSR_SPLIT_MIN_UB], ub[i]);
+    if (b == 7 && pass == 0 && count_pass) atomicMin(&cursor[TR_CSR_SPLIT_MIN_UB], ub[i]);
   }
   __syncthreads();
   if (threadIdx.x < TR_CSR_BINS && cnt[threadIdx.x])
@@ -275,11 +274,12 @@ static __global__ void k_bin_starts(unsigned long long *cursor)
 }
 
 /* Bins the rows (for the count, or by length once crp exists): both passes
- * queued, then one read of the bins' starts and of cursor[2 * TR_CSR_BINS]
- * (the caller's value: A's multiply-adds, C's entries) and of the split
- * threshold and the fewest products of a split row into hb[0 .. TR_CSR_BINS
- * + 2]; P->bin_start, P->split_at, P->split_min_ub set.  The one wait of the binning: the
- * host needs the bins' sizes for the launches. */
+ * queued, then one read of the bins' starts, of cursor[2 * TR_CSR_BINS]
+ * (the caller's value: A's multiply-adds, C's entries) and of the fewest
+ * products of a split row (set by the count's binning; the fill's bins the
+ * same split rows) into hb[0 .. TR_CSR_BINS + 1]; P->bin_start and
+ * P->split_min_ub set.  The one wait of the binning: the host needs the
+ * bins' sizes for the launches. */
 static int tr_bin_rows(tr_cuda_csr_product *P, int count_pass, const unsigned long long *ub, unsigned long long *cursor,
                        unsigned long long *hb)
 {
@@ -296,10 +296,9 @@ static int tr_bin_rows(tr_cuda_csr_product *P, int count_pass, const unsigned lo
     k_bin<<<tr_blocks(m, 256), 256, 0, s>>>(1, count_pass, m, ub, P->crp, cursor, P->rows);
     TR_RET(tr_cuda_check_launch("CSR path bins"));
   }
-  TR_RET(tr_readback(hb, cursor + TR_CSR_BINS, (TR_CSR_BINS + 3) * sizeof(*hb), s, "CSR path bins"));
+  TR_RET(tr_readback(hb, cursor + TR_CSR_BINS, (TR_CSR_BINS + 2) * sizeof(*hb), s, "CSR path bins"));
   for (int b = 0; b < TR_CSR_BINS; b++) P->bin_start[b] = (int64_t)hb[b];
-  P->split_at = (int64_t)hb[TR_CSR_BINS + 1];
-  P->split_min_ub = hb[TR_CSR_BINS + 2] > (unsigned long long)INT64_MAX ? INT64_MAX : (int64_t)hb[TR_CSR_BINS + 2];
+  P->split_min_ub = hb[TR_CSR_BINS + 1] > (unsigned long long)INT64_MAX ? INT64_MAX : (int64_t)hb[TR_CSR_BINS + 1];
   P->bin_start[TR_CSR_BINS] = m;
   return TILERAP_SUCCESS;
 }
@@ -1230,7 +1229,7 @@ extern "C" int tr_cuda_csr_product_create(int32_t m, int32_t n, const int64_t *a
   P->run_sums = n <= TR_RUN_COLS;
   unsigned long long *ub = NULL, *cursor = NULL;
   int64_t *cnt = NULL;
-  unsigned long long hb[TR_CSR_BINS + 3];
+  unsigned long long hb[TR_CSR_BINS + 2];
   void *scan = NULL;
   size_t scan_bytes = 0;
   int err = TILERAP_SUCCESS;
