@@ -69,8 +69,11 @@
  *                              forwarded (reason "no GPU") unless
  *                              TILERAP_ENGINE=cpu asks for the CPU engine.
  *   TILERAP_HYPRE_ORDER=sorted rows sorted (diagonal first) instead of hypre's order
- *   TILERAP_DEVICE=N           the GPU of every rank (default: one GPU per rank,
- *                              node-local rank mod device count)
+ *   TILERAP_DEVICE=N           the GPU of every rank for host matrices (default:
+ *                              one GPU per rank, node-local rank mod device
+ *                              count); a CUDA hypre's device matrices are
+ *                              multiplied on hypre's GPU, the current one, and
+ *                              N naming another refuses them
  *   TILERAP_HYPRE_REUSE=k      BoomerAMG re-setup from the kept hierarchy for
  *                              every solver (TileRAP_HypreSetReuse below)
  */
@@ -174,10 +177,14 @@ int TileRAP_HypreSetVerbose(int level);
  * diagonal first); NULL: back to the environment's choice.  Products from
  * then on; hypre_ParCSRMatrixRAPKT's are sorted either way. */
 int TileRAP_HypreSetOrder(const char *order);
-/* TILERAP_DEVICE: the GPU this process computes on from the next product
- * on; -1 (the default): one GPU per rank, node-local rank mod device count,
- * chosen at the first product (a GPU already set stays).  The CPU engine
- * ignores it. */
+/* TILERAP_DEVICE: the GPU this process computes host matrices' products on
+ * from the next product on; -1 (the default): one GPU per rank, node-local
+ * rank mod device count, chosen at the first product (a GPU already set
+ * stays).  Device matrices of a CUDA hypre are multiplied on hypre's GPU,
+ * the one current when they reach the hook (the application binds it, as
+ * hypre's drivers do before HYPRE_Init); the hook never changes it, and a
+ * dev naming another GPU forwards those products (reason "engine", with a
+ * note).  The CPU engine ignores it. */
 int TileRAP_HypreSetDevice(int dev);
 /* TILERAP_ENGINE: "auto" (the default: CUDA where a GPU is visible, else
  * every product forwarded to hypre), "cpu" (the CPU engine computes them)

@@ -309,6 +309,32 @@ static void check_refusals(void)
      L - 1, TileRAP_HypreComputed());
   TileRAP_HypreSetEngine("cuda");
   HYPRE_BoomerAMGDestroy(s);
+
+  /* TILERAP_DEVICE on device matrices: hypre's GPU (the current one) may be
+   * named; another GPU refuses (the hook never moves hypre's device) */
+  int cur = -1;
+  tilerap_get_device(&cur);
+  TileRAP_HypreSetDevice(cur);
+  TileRAP_HypreResetStats();
+  s = amg_run(&pb, 1, &it, NULL);
+  TileRAP_HypreGetStats(&st);
+  OK(TileRAP_HypreComputed() == th_num_levels(s) - 1,
+     "TILERAP_DEVICE=%d, hypre's device: every coarse operator computed (%ld)", cur, TileRAP_HypreComputed());
+  HYPRE_BoomerAMGDestroy(s);
+  if (tilerap_device_count() >= 2) {
+    const int other = cur == 0 ? 1 : 0;
+    TileRAP_HypreSetDevice(other);
+    TileRAP_HypreResetStats();
+    s = amg_run(&pb, 1, &it, NULL);
+    TileRAP_HypreGetStats(&st);
+    int now = -1;
+    tilerap_get_device(&now);
+    OK(TileRAP_HypreComputed() == 0 && st.reason[TILERAP_HYPRE_FWD_ENGINE] >= th_num_levels(s) - 1 && now == cur,
+       "TILERAP_DEVICE=%d, hypre's matrices on device %d: every coarse operator forwarded (computed %ld), device %d "
+       "still current", other, cur, TileRAP_HypreComputed(), now);
+    HYPRE_BoomerAMGDestroy(s);
+  }
+  TileRAP_HypreSetDevice(-1);
   th_problem_destroy(&pb);
 }
 
@@ -320,6 +346,8 @@ int main(int argc, char **argv)
     MPI_Finalize();
     return 0;
   }
+  int dev0 = -1, dev1 = -2;
+  tilerap_get_device(&dev0); /* hypre's: these ranks share the current GPU, unbound */
   HYPRE_Init();
   /* PMIS's random numbers from hypre's seeded host generator: every setup
    * of a process the same (the device generator continues its sequence) */
@@ -354,6 +382,8 @@ int main(int argc, char **argv)
     }
   check_other_products();
   check_refusals();
+  tilerap_get_device(&dev1);
+  OK(dev1 == dev0, "the hook left hypre's GPU current (device %d, %d at the start)", dev1, dev0);
 
   HYPRE_Finalize();
   return th_tap_finish();

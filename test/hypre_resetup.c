@@ -494,6 +494,16 @@ int main(int argc, char **argv)
   /* the CUDA runtime up before hypre's (as test/hypre_device does) */
   const int gpus = tilerap_device_count();
   (void)gpus;
+#if defined(HYPRE_USING_CUDA)
+  /* one GPU per rank, bound before HYPRE_Init as hypre's drivers bind it:
+   * the same GPU the hook's host-matrix products take (node-local rank mod
+   * devices), so the host and device parts below share it */
+  int dev0 = -1, dev1 = -2;
+  if (gpus > 0) {
+    hypre_bind_device(g_rank, g_np, g_comm);
+    tilerap_get_device(&dev0);
+  }
+#endif
   HYPRE_Init();
 #if defined(HYPRE_USING_GPU) || defined(HYPRE_USING_CUDA)
   /* the host part first: host memory, as with a CPU hypre */
@@ -530,6 +540,8 @@ int main(int argc, char **argv)
     for (size_t k = 0; k < sizeof dcfg / sizeof dcfg[0]; k++) check_against_fresh(&dcfg[k], 3, 14, 0);
     check_against_fresh(&dcfg[0], 2, 37, TH_PERMUTE | TH_DENSE_ROW);
     check_against_rap(&dcfg[0], 3, 13, 0);
+    tilerap_get_device(&dev1);
+    OK(dev1 == dev0, "device: the hook left hypre's GPU current (device %d, %d at the start)", dev1, dev0);
   }
 #endif
   HYPRE_Finalize();

@@ -68,6 +68,7 @@ static int device_refusal(void)
   if (sizeof(HYPRE_Int) != sizeof(int32_t)) return TILERAP_HYPRE_FWD_SIZE;
   const int named = tr_knob_int(TR_KNOB_ENGINE); /* 0 auto, 1 cpu, 2 cuda */
   if (named == 1 || !tilerap_engine_available(TILERAP_ENGINE_CUDA)) return TILERAP_HYPRE_FWD_DEVICE;
+  if (tr_hypre_device_mismatch()) return TILERAP_HYPRE_FWD_ENGINE;
   return -1;
 }
 

@@ -104,7 +104,7 @@ static int entry_checks(tr_galerkin *g, int local_refusal)
   if (any_failed(g->comm, g->nprocs, reason >= 0))
     return 1 + (reason >= 0 ? reason : TILERAP_HYPRE_FWD_PEER);
   /* one GPU per rank, before anything reaches a device */
-  const int failed = tr_hypre_select_device(g->comm) != 0;
+  const int failed = tr_hypre_select_device(g->comm, tr_hypre_on_device(g->A)) != 0;
   if (any_failed(g->comm, g->nprocs, failed))
     return 1 + (failed ? TILERAP_HYPRE_FWD_ENGINE : TILERAP_HYPRE_FWD_PEER);
   return 0;

@@ -92,9 +92,15 @@ void tr_hypre_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 int tr_hypre_test_refuse_rank(void);
 double tr_hypre_wtime(void);
 /* One GPU per rank: TILERAP_DEVICE=N, else (node-local rank) mod (device
- * count), chosen once when the CUDA engine is active.  Collective on comm;
- * 0, or 1 with a note. */
-int tr_hypre_select_device(MPI_Comm comm);
+ * count), chosen once when the CUDA engine is active.  On device matrices
+ * (on_device, the same on every rank) the GPU is hypre's, the current one:
+ * switching it would move hypre's later work away from its arrays, so
+ * nothing is chosen and a TILERAP_DEVICE naming another GPU refuses.
+ * Collective on comm; 0, or 1 with a note. */
+int tr_hypre_select_device(MPI_Comm comm, int on_device);
+/* 1, with a note, if TILERAP_DEVICE names a GPU other than the current one
+ * (hypre's, for its device matrices). */
+int tr_hypre_device_mismatch(void);
 /* Time split of the computed products, printed with TILERAP_HYPRE_VERBOSE.
  * TR_PH_TRAV is the row-order pass on its own thread, which overlaps the
  * others (TR_PH_ORDER is what the caller waits for it, plus placing). */

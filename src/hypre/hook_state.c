@@ -8,6 +8,7 @@
 #include "hook_internal.h"
 #include "tuning.h"
 #include "tile_mpi_device.h"
+#include "tilerap_device.h"
 
 #include <dlfcn.h>
 #include <limits.h>
@@ -183,12 +184,26 @@ void tr_hypre_note(const char *fmt, ...)
 
 static int g_device = -1; /* device chosen for this process (-1: none yet) */
 
-int tr_hypre_select_device(MPI_Comm comm)
+int tr_hypre_device_mismatch(void)
+{
+  const int want = tr_knob_int(TR_KNOB_DEVICE);
+  int cur = -1;
+  if (want < 0 || (!tilerap_get_device(&cur) && cur == want)) return 0;
+  tr_hypre_note("TILERAP_DEVICE=%d, but hypre's device matrices are on device %d, the current one (the application "
+                "binds the GPU before HYPRE_Init)", want, cur);
+  return 1;
+}
+
+int tr_hypre_select_device(MPI_Comm comm, int on_device)
 {
   /* TILERAP_DEVICE (-1: one GPU per rank); a bad value in the tuning
    * table (this one or another) refuses, with its message */
   const int bad = tr_tuning_check() != TILERAP_SUCCESS;
   const int requested = bad ? -1 : tr_knob_int(TR_KNOB_DEVICE);
+  if (on_device) {
+    if (bad) tr_hypre_note("%s", tilerap_last_error());
+    return bad || tr_hypre_device_mismatch();
+  }
   /* a bad value still takes part in the collective, then refuses */
   int active = !bad && tilerap_engine_resolve(TILERAP_ENGINE_AUTO) == TILERAP_ENGINE_CUDA;
   /* the CPU engine ignores a device number */

@@ -449,7 +449,7 @@ static int record(tr_amg_state *s, hypre_ParAMGData *amg, hypre_ParCSRMatrix *A)
   s->A = calloc((size_t)L, sizeof *s->A);
   s->P = calloc((size_t)L, sizeof *s->P);
   s->lv = calloc((size_t)L, sizeof *s->lv);
-  failed = !s->A || !s->P || !s->lv || pattern_save(&s->fine, A) || tr_hypre_select_device(comm);
+  failed = !s->A || !s->P || !s->lv || pattern_save(&s->fine, A) || tr_hypre_select_device(comm, tr_hypre_on_device(A));
   count_collective(comm, &failed);
   if (failed) return TILERAP_HYPRE_SETUP_LEVELS;
   tilerap_options opt;
