@@ -41,6 +41,10 @@
 #           precision (section 5)
 #           (petsc, hypre and precision take poisson / poisson-boomeramg from
 #           PATH: a runtime packed with ../shared/device/pack-runtime)
+# hypreranks  a build against a CUDA hypre (3.x): test/hypre_device and
+#           test/hypre_resetup on 1 and 2 ranks, then bench/hypre-device-bench
+#           ($HYPRE_CASES) on 1 and 2 ranks, one GPU per rank, alternating
+#           $RANK_ROUNDS (3) times (ranks_NP_ROUND.log; BENCHMARKS.md section 3d)
 # tables    bench irregular tc convert spgemm petsc hypre: one run of every table
 # ncu       kernel durations of galerkin-bench-gpu --reps 1 on $NCU_CASES (ncu.csv)
 # ncuab     the same, tilerap's kernels only, this build and $BASE_BENCH
@@ -129,6 +133,24 @@ for what in "${steps[@]}"; do
     for i in 1 2; do
       bench_run "$what" "$what new" "$cases" "$B/bench/galerkin-bench-gpu"
       [ -z "${BASE_BENCH:-}" ] || bench_run "$what" "$what base" "$cases" "$BASE_BENCH"
+    done
+    ;;
+  hypreranks)
+    mpx=${MPIEXEC:-mpiexec.openmpi}
+    for np in 1 2; do
+      for t in hypre_device hypre_resetup; do
+        tap "$t on $np ranks" "$mpx" --oversubscribe -n $np "$B/test/$t"
+      done
+    done
+    cases=${HYPRE_CASES:-p3d7:101 p3d7:200 p3d27:101 mesh3d:150000 elast:192000 random:200000}
+    for i in $(seq "${RANK_ROUNDS:-3}"); do
+      for np in 1 2; do
+        # shellcheck disable=SC2086
+        OMP_NUM_THREADS=8 "$mpx" --oversubscribe -n $np "$B/bench/hypre-device-bench" --reps 5 $cases \
+          >"$out/ranks_${np}_$i.log" 2>&1 || note "hypreranks $np ranks, round $i: exit $?"
+        grep -E '^(rap|amg) ' "$out/ranks_${np}_$i.log" | sed "s/^/ranks $np round $i: /" >>"$summary"
+        [ -z "${TAR_TO:-}" ] || tar czf "$TAR_TO/gpu_session.tgz" -C "$out" . 2>/dev/null
+      done
     done
     ;;
   envab)

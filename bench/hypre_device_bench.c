@@ -1,13 +1,14 @@
-/* hypre on the GPU, side by side in one process (a CUDA build of hypre,
- * one rank, the hook linked in):
+/* hypre on the GPU, side by side in one run (a CUDA build of hypre, the
+ * hook linked in; one or more ranks under mpiexec, A's rows split evenly,
+ * one GPU per rank as hypre's own drivers bind them):
  *
  *   (a) the Galerkin product C = P^T A P of BoomerAMG's first level, P from
  *       hypre's own device PMIS + extended+i interpolation (as hypre's
  *       ij_mm -job 4), by hypre_ParCSRMatrixRAPKT with keep-transpose:
  *       hypre's native device SpGEMM, cuSPARSE through hypre, and tilerap;
- *       each timed --reps times (wall clock, the call ends synchronised):
- *       the first call, then min/median/max of the others; C checked
- *       against hypre's;
+ *       each timed --reps times (wall clock from a barrier, every rank's
+ *       device synchronised, to the last rank's end): the first call, then
+ *       min/median/max of the others; C checked against hypre's;
  *   (b) BoomerAMG-PCG (hypre's GPU defaults, tol 1e-8, b = 1), setup and
  *       solve, the same three ways (with the hook, hypre's other SpGEMMs on
  *       cuSPARSE, as hypre's CUDA builds run them by default): time, the
@@ -16,7 +17,7 @@
  *       hypre_ParCSRTMatMatKT, observed by the hook), iterations, levels,
  *       operator complexity.
  *
- *   hypre-device-bench [--reps N] [--no-solve] CASE...
+ *   [mpiexec -n R] hypre-device-bench [--reps N] [--no-solve] CASE...
  * CASE: p2d5:N p2d9:N p3d7:N p3d27:N (grids with N points a side), or an
  * irregular matrix of tilerap_model.h (mesh2d:N, mesh3d:N[:sfc],
  * powerlaw:N, random:N, denserow:N, elast:N, s125:N). */
@@ -64,27 +65,58 @@ static int cmp_double(const void *a, const void *b)
   return (x > y) - (x < y);
 }
 
-/* A tilerap CSR as hypre's ParCSR on one rank, diagonal first (hypre's
- * host and device routines expect it), moved to the device. */
+/* This rank's rows of a tilerap CSR (every rank holds the whole matrix) as
+ * hypre's ParCSR, rows split evenly: the diagonal block's diagonal first
+ * and the off-diagonal block's columns ascending (hypre's host and device
+ * routines expect both), moved to the device. */
 static hypre_ParCSRMatrix *device_parcsr(const tilerap_csr *A)
 {
-  HYPRE_BigInt starts[2] = {0, A->m};
-  hypre_ParCSRMatrix *M = hypre_ParCSRMatrixCreate(MPI_COMM_WORLD, A->m, A->n, starts, starts, 0, (HYPRE_Int)A->nnz, 0);
-  hypre_ParCSRMatrixInitialize_v2(M, HYPRE_MEMORY_HOST);
-  hypre_CSRMatrix *d = hypre_ParCSRMatrixDiag(M);
-  HYPRE_Int *I = hypre_CSRMatrixI(d), *J = hypre_CSRMatrixJ(d);
-  HYPRE_Complex *V = hypre_CSRMatrixData(d);
-  for (int32_t i = 0; i <= A->m; i++) I[i] = (HYPRE_Int)A->rowptr[i];
-  for (int32_t i = 0; i < A->m; i++) {
-    int64_t p = A->rowptr[i];
-    J[p] = i;
-    V[p] = 0;
-    int64_t q = p + 1;
-    for (int64_t k = A->rowptr[i]; k < A->rowptr[i + 1]; k++) {
-      if (A->colidx[k] == i) V[p] = A->val[k];
-      else if (q < A->rowptr[i + 1]) { J[q] = A->colidx[k]; V[q++] = A->val[k]; }
-    }
+  int rank, np;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &np);
+  const int32_t r0 = (int32_t)((int64_t)A->m * rank / np), r1 = (int32_t)((int64_t)A->m * (rank + 1) / np);
+  /* the off-diagonal columns: flagged, then numbered in ascending order */
+  int32_t *offd = malloc(sizeof *offd * (size_t)(A->n > 0 ? A->n : 1));
+  for (int32_t j = 0; j < A->n; j++) offd[j] = -1;
+  int64_t nd = 0, no = 0;
+  for (int64_t k = A->rowptr[r0]; k < A->rowptr[r1]; k++) {
+    const int32_t c = A->colidx[k];
+    if (c >= r0 && c < r1) nd++;
+    else { no++; offd[c] = 0; }
   }
+  HYPRE_Int ncol_offd = 0;
+  for (int32_t j = 0; j < A->n; j++)
+    if (!offd[j]) offd[j] = ncol_offd++;
+  HYPRE_BigInt starts[2] = {r0, r1};
+  hypre_ParCSRMatrix *M = hypre_ParCSRMatrixCreate(MPI_COMM_WORLD, A->m, A->n, starts, starts, ncol_offd,
+                                                   (HYPRE_Int)nd, (HYPRE_Int)no);
+  hypre_ParCSRMatrixInitialize_v2(M, HYPRE_MEMORY_HOST);
+  hypre_CSRMatrix *d = hypre_ParCSRMatrixDiag(M), *o = hypre_ParCSRMatrixOffd(M);
+  HYPRE_Int *I = hypre_CSRMatrixI(d), *J = hypre_CSRMatrixJ(d), *OI = hypre_CSRMatrixI(o), *OJ = hypre_CSRMatrixJ(o);
+  HYPRE_Complex *V = hypre_CSRMatrixData(d), *OV = hypre_CSRMatrixData(o);
+  HYPRE_BigInt *cmap = hypre_ParCSRMatrixColMapOffd(M);
+  for (int32_t j = 0; j < A->n; j++)
+    if (offd[j] >= 0) cmap[offd[j]] = j;
+  HYPRE_Int p = 0, q = 0;
+  I[0] = OI[0] = 0;
+  for (int32_t i = r0; i < r1; i++) {
+    const HYPRE_Int p0 = p;
+    for (int64_t k = A->rowptr[i]; k < A->rowptr[i + 1]; k++) {
+      const int32_t c = A->colidx[k];
+      if (c < r0 || c >= r1) { OJ[q] = offd[c]; OV[q++] = A->val[k]; continue; }
+      J[p] = c - r0;
+      V[p] = A->val[k];
+      if (c == i && p > p0) { /* the diagonal to the row's front */
+        const HYPRE_Int j0 = J[p0];
+        const HYPRE_Complex v0 = V[p0];
+        J[p0] = J[p]; V[p0] = V[p]; J[p] = j0; V[p] = v0;
+      }
+      p++;
+    }
+    I[i - r0 + 1] = p;
+    OI[i - r0 + 1] = q;
+  }
+  free(offd);
   hypre_ParCSRMatrixMigrate(M, HYPRE_MEMORY_DEVICE);
   hypre_ParCSRMatrixSetNumNonzeros(M);
   return M;
@@ -106,11 +138,16 @@ static hypre_ParCSRMatrix *hypre_prolongator(hypre_ParCSRMatrix *A)
   return P;
 }
 
+/* every rank's device drained, then a barrier: a time from one wtime() to
+ * the next is the slowest rank's */
 static double wtime(void)
 {
   hypre_SyncDevice();
+  MPI_Barrier(MPI_COMM_WORLD);
   return MPI_Wtime();
 }
+
+static int g_rank;
 
 /* ||X - Y||_F / ||Y||_F and structural differences, on host copies
  * (test/hypre_test_util.h: rows compared by global column). */
@@ -144,26 +181,31 @@ static void galerkin_products(const char *name, hypre_ParCSRMatrix *A, int reps)
         hypre_CSRMatrixDestroy(hypre_ParCSRMatrixDiagT(P));
         hypre_ParCSRMatrixDiagT(P) = NULL;
       }
+      if (hypre_ParCSRMatrixOffdT(P)) {
+        hypre_CSRMatrixDestroy(hypre_ParCSRMatrixOffdT(P));
+        hypre_ParCSRMatrixOffdT(P) = NULL;
+      }
       if (r == 0) C[m] = X;
       else hypre_ParCSRMatrixDestroy(X);
     }
     if (m == M_TILERAP) tilerap_device_memory(NULL, &peak);
     if (g_quiet) continue;
-    double first = t[0];
+    double first = t[0], peak_mb = (double)peak / 1048576.0;
     qsort(t + 1, (size_t)(reps - 1), sizeof *t, cmp_double);
     hypre_ParCSRMatrixSetNumNonzeros(C[m]);
+    hypre_ParCSRMatrixSetNumNonzeros(P);
+    MPI_Allreduce(MPI_IN_PLACE, &peak_mb, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD); /* the largest rank's */
+    th_cmp c = {0, 0, 0, 0};
+    if (m != M_HYPRE) c = compare(C[m], C[M_HYPRE]);
+    if (g_rank) continue;
     printf("rap %-22s %-8s n %9lld  P %9lld x %8lld nnz %10lld  C nnz %11lld  first %9.3f ms  min %9.3f  med %9.3f  "
            "max %9.3f ms",
            name, mode_name[m], (long long)hypre_ParCSRMatrixGlobalNumRows(A),
            (long long)hypre_ParCSRMatrixGlobalNumRows(P), (long long)hypre_ParCSRMatrixGlobalNumCols(P),
-           (long long)hypre_CSRMatrixNumNonzeros(hypre_ParCSRMatrixDiag(P)), (long long)hypre_ParCSRMatrixNumNonzeros(C[m]),
+           (long long)hypre_ParCSRMatrixNumNonzeros(P), (long long)hypre_ParCSRMatrixNumNonzeros(C[m]),
            1e3 * first, 1e3 * t[1], 1e3 * t[reps / 2], 1e3 * t[reps - 1]);
-    if (m == M_TILERAP) printf("  tilerap pool peak %.1f MB", (double)peak / 1048576.0);
-    fflush(stdout);
-    if (m != M_HYPRE) {
-      th_cmp c = compare(C[m], C[M_HYPRE]);
-      printf("  relerr %.2e, rows of other structure %ld", c.relerr, c.struct_diff);
-    }
+    if (m == M_TILERAP) printf("  tilerap pool peak %.1f MB", peak_mb);
+    if (m != M_HYPRE) printf("  relerr %.2e, rows of other structure %ld", c.relerr, c.struct_diff);
     printf("\n");
     fflush(stdout);
   }
@@ -218,7 +260,9 @@ static void amg_pcg(const char *name, hypre_ParCSRMatrix *A)
     }
     TileRAP_HypreStats st;
     TileRAP_HypreGetStats(&st);
-    printf("amg %-22s %-8s setup %8.4f s (Galerkin products %7.4f s, %ld by tilerap, %ld forwarded)  solve %8.4f s  "
+    /* the hook's times: the slowest rank's */
+    MPI_Allreduce(MPI_IN_PLACE, st.seconds_entry, TILERAP_HYPRE_EP_N, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    if (!g_rank) printf("amg %-22s %-8s setup %8.4f s (Galerkin products %7.4f s, %ld by tilerap, %ld forwarded)  solve %8.4f s  "
            "iterations %3d  levels %2d  operator complexity %.6f  other products %.4f s (%ld MatMat, %ld TMatMatKT)\n",
            name, mode_name[m], t_setup, st.seconds_entry[TILERAP_HYPRE_EP_RAPKT], TileRAP_HypreComputed(),
            st.forwarded[TILERAP_HYPRE_EP_RAPKT], t_solve, (int)it, L, nz / nz0,
@@ -249,6 +293,10 @@ static int make_matrix(const char *spec, tilerap_csr **A)
 int main(int argc, char **argv)
 {
   MPI_Init(&argc, &argv);
+  int np;
+  MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &np);
+  hypre_bind_device(g_rank, np, MPI_COMM_WORLD); /* one GPU per rank, as hypre's ij binds them */
   HYPRE_Init();
   HYPRE_SetMemoryLocation(HYPRE_MEMORY_DEVICE);
   HYPRE_SetExecutionPolicy(HYPRE_EXEC_DEVICE);
@@ -278,7 +326,7 @@ int main(int argc, char **argv)
     }
     tilerap_csr *Ah = NULL;
     if (make_matrix(argv[a], &Ah)) {
-      fprintf(stderr, "hypre-device-bench: %s: %s\n", argv[a], tilerap_last_error());
+      if (!g_rank) fprintf(stderr, "hypre-device-bench: %s: %s\n", argv[a], tilerap_last_error());
       return 2;
     }
     hypre_ParCSRMatrix *A = device_parcsr(Ah);

@@ -387,7 +387,14 @@ int main(int argc, char **argv)
   MPI_Init(&argc, &argv);
   MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
   MPI_Comm_size(MPI_COMM_WORLD, &g_np);
-  (void)tilerap_device_count(); /* the CUDA runtime up before hypre's */
+  /* the CUDA runtime up before hypre's; a CUDA hypre's ranks bound to one
+   * GPU each (node-local rank mod devices), as hypre's drivers bind them */
+  const int gpus = tilerap_device_count();
+#if defined(HYPRE_USING_CUDA)
+  if (gpus > 0) hypre_bind_device(g_rank, g_np, MPI_COMM_WORLD);
+#else
+  (void)gpus;
+#endif
   HYPRE_Init();
   g_n = 40;
   int steps = 12, every = 5, ncases = 0;
