@@ -42,9 +42,11 @@
 #           (petsc, hypre and precision take poisson / poisson-boomeramg from
 #           PATH: a runtime packed with ../shared/device/pack-runtime)
 # hypreranks  a build against a CUDA hypre (3.x): test/hypre_device and
-#           test/hypre_resetup on 1 and 2 ranks, then bench/hypre-device-bench
-#           ($HYPRE_CASES) on 1 and 2 ranks, one GPU per rank, alternating
-#           $RANK_ROUNDS (3) times (ranks_NP_ROUND.log; BENCHMARKS.md section 3d)
+#           test/hypre_resetup on 1 and 2 ranks (RANK_TESTS=0: not), then
+#           bench/hypre-device-bench ($HYPRE_CASES) on 1 and 2 ranks, one GPU
+#           per rank, alternating $RANK_ROUNDS (3) times (ranks_NP_ROUND.log),
+#           then with RESETUP_N=N hypre-resetup-bench --n N heat picard on 1
+#           and 2 ranks (resetup_NP.log; BENCHMARKS.md section 3d)
 # tables    bench irregular tc convert spgemm petsc hypre: one run of every table
 # ncu       kernel durations of galerkin-bench-gpu --reps 1 on $NCU_CASES (ncu.csv)
 # ncuab     the same, tilerap's kernels only, this build and $BASE_BENCH
@@ -137,7 +139,12 @@ for what in "${steps[@]}"; do
     ;;
   hypreranks)
     mpx=${MPIEXEC:-mpiexec.openmpi}
+    # Open MPI binds each of two ranks to one core by default, and the
+    # OpenMP threads with it: the hook's host work (the several-rank
+    # re-setup record) then ran 2.4x slower
+    bind=${MPI_BIND---bind-to none}
     for np in 1 2; do
+      [ "${RANK_TESTS:-1}" = 0 ] && break
       for t in hypre_device hypre_resetup; do
         tap "$t on $np ranks" "$mpx" --oversubscribe -n $np "$B/test/$t"
       done
@@ -146,11 +153,17 @@ for what in "${steps[@]}"; do
     for i in $(seq "${RANK_ROUNDS:-3}"); do
       for np in 1 2; do
         # shellcheck disable=SC2086
-        OMP_NUM_THREADS=8 "$mpx" --oversubscribe -n $np "$B/bench/hypre-device-bench" --reps 5 $cases \
+        OMP_NUM_THREADS=8 "$mpx" --oversubscribe $bind -n $np "$B/bench/hypre-device-bench" --reps 5 $cases \
           >"$out/ranks_${np}_$i.log" 2>&1 || note "hypreranks $np ranks, round $i: exit $?"
         grep -E '^(rap|amg) ' "$out/ranks_${np}_$i.log" | sed "s/^/ranks $np round $i: /" >>"$summary"
         [ -z "${TAR_TO:-}" ] || tar czf "$TAR_TO/gpu_session.tgz" -C "$out" . 2>/dev/null
       done
+    done
+    for np in 1 2; do
+      [ -n "${RESETUP_N:-}" ] || break
+      OMP_NUM_THREADS=8 "$mpx" --oversubscribe $bind -n $np "$B/bench/hypre-resetup-bench" --n "$RESETUP_N" --steps 10 heat \
+        picard >"$out/resetup_$np.log" 2>&1 || note "hypreranks resetup $np ranks: exit $?"
+      [ -z "${TAR_TO:-}" ] || tar czf "$TAR_TO/gpu_session.tgz" -C "$out" . 2>/dev/null
     done
     ;;
   envab)

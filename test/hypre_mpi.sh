@@ -62,7 +62,15 @@ for np in 2 4; do
 done
 
 # BoomerAMG re-setup from the kept hierarchy: values exchanged between
-# ranks (rows of the coarse operators owned elsewhere), ranks without rows
+# ranks (rows of the coarse operators owned elsewhere), ranks without rows;
+# on 2 ranks also with 3 threads and the record's parallel loops at every size
+OMP_NUM_THREADS=3 TILERAP_HYPRE_TEST_PARALLEL=1 $MPIEXEC --oversubscribe -n 2 "$bin/test/hypre_resetup" >"$log" 2>&1
+rc=$?
+if [ $rc -eq 0 ] && grep -q '^1\.\.' "$log" && ! grep -q '^not ok' "$log"; then
+  tap ok "hypre_resetup on 2 ranks, 3 threads, parallel record loops at every size ($(grep -c '^ok' "$log") checks)"
+else
+  tap fail "hypre_resetup on 2 ranks, 3 threads, parallel record loops at every size (rc=$rc)" "$log"
+fi
 for np in 2 4; do
   $MPIEXEC --oversubscribe -n $np "$bin/test/hypre_resetup" >"$log" 2>&1
   rc=$?

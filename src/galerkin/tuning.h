@@ -43,7 +43,7 @@ typedef enum {
   TR_KNOB_CUDA_LOWPREC_REUSE, /* real: tensor-core pairs per converted tile below which a plan keeps fp64 */
   TR_KNOB_CONVERT,           /* choice auto|merge|sort: the device CSR->tile conversion's path */
   TR_KNOB_HYPRE_TEST_REFUSE_RANK,  /* int: that rank refuses every product */
-  TR_KNOB_HYPRE_TEST_PARALLEL,     /* flag: the row-order pass's parallel paths at any size */
+  TR_KNOB_HYPRE_TEST_PARALLEL,     /* flag: the row-order pass's and the re-setup record's parallel paths at any size */
   TR_KNOB_HYPRE_TEST_ORDER_THREAD, /* flag: the row-order pass on its own thread on the CPU too */
   TR_KNOB_COUNT
 } tr_knob_id;

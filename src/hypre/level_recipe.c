@@ -21,6 +21,7 @@
 #include "level_recipe.h"
 #include "tilerap_csr_layouts.h"
 #include "tilerap_device.h"
+#include "tuning.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -104,12 +105,15 @@ static int row_index_make(hypre_CSRMatrix *Cd, hypre_CSRMatrix *Co, tr_row_index
   ix->ks = malloc(((size_t)nnzd + hypre_CSRMatrixNumNonzeros(Co) + 1) * sizeof *ix->ks);
   if (!ix->ptr || !ix->ks) return 1;
   ix->ptr[0] = 0;
+  for (HYPRE_Int r = 0; r < nC; r++) ix->ptr[r + 1] = ix->ptr[r] + di[r + 1] - di[r] + (oi ? oi[r + 1] - oi[r] : 0);
+  /* rows apart: filled and sorted in parallel (TILERAP_HYPRE_TEST_PARALLEL:
+   * at every size, for the tests' small problems) */
+#pragma omp parallel for schedule(dynamic, 256) if (nC > TR_PAR_ROWS || tr_knob_int(TR_KNOB_HYPRE_TEST_PARALLEL))
   for (HYPRE_Int r = 0; r < nC; r++) {
     HYPRE_Int w = ix->ptr[r];
     for (HYPRE_Int k = di[r]; k < di[r + 1]; k++) ix->ks[w++] = (tr_keyslot){dj[k], k};
     if (oi)
       for (HYPRE_Int k = oi[r]; k < oi[r + 1]; k++) ix->ks[w++] = (tr_keyslot){nC + oj[k], nnzd + k};
-    ix->ptr[r + 1] = w;
     qsort(ix->ks + ix->ptr[r], (size_t)(w - ix->ptr[r]), sizeof *ix->ks, keyslot_cmp);
   }
   return 0;
@@ -278,24 +282,31 @@ static int record_local(tr_level_recipe *r, hypre_ParCSRMatrix *A, hypre_ParCSRM
   if (!r->cmap || !t->dest || !t->scount) { *why = "out of memory"; return 1; }
   const HYPRE_BigInt *cmapC = hypre_ParCSRMatrixColMapOffd(C);
   const HYPRE_Int nco = hypre_CSRMatrixNumCols(Co);
+  int missing = 0, elsewhere = 0;
+  /* tile rows apart, in parallel (two binary searches an entry) */
+#pragma omp parallel for schedule(dynamic, 64) reduction(| : missing, elsewhere) \
+    if (Cl->tile_rows > TR_PAR_ROWS / 16 || tr_knob_int(TR_KNOB_HYPRE_TEST_PARALLEL))
   for (int32_t tr = 0; tr < Cl->tile_rows; tr++)
     for (int64_t tt = Cl->tile_ptr[tr]; tt < Cl->tile_ptr[tr + 1]; tt++)
       for (int64_t e = Cl->tile_off[tt]; e < Cl->tile_off[tt + 1]; e++) {
         const int32_t row = 16 * tr + (Cl->idx[e] >> 4), col = 16 * Cl->tile_col[tt] + (Cl->idx[e] & 15);
         const HYPRE_BigInt gcol = col < ncP ? firstP + col : t->colQ[col - ncP];
+        t->dest[e] = -1;
         if (row < ncP) {
           const HYPRE_Int key = col_key(gcol, firstP, ncP, cmapC, nco);
           const HYPRE_Int slot = key < 0 ? -1 : row_index_find(&t->ix, row, key);
-          if (slot < 0) { *why = "an entry of P^T A P missing from the coarse operator (dropped or filtered)"; return 1; }
+          missing |= slot < 0;
           r->cmap[e] = slot;
-          t->dest[e] = -1;
+        } else if (!t->starts) {
+          elsewhere = 1;
         } else {
-          if (!t->starts) { *why = "rows of the coarse operator owned elsewhere on one rank"; return 1; }
-          const int p = owner_of(t->starts, r->nprocs, t->colQ[row - ncP]);
-          t->dest[e] = p;
-          t->scount[p]++;
+          t->dest[e] = owner_of(t->starts, r->nprocs, t->colQ[row - ncP]);
         }
       }
+  if (missing) { *why = "an entry of P^T A P missing from the coarse operator (dropped or filtered)"; return 1; }
+  if (elsewhere) { *why = "rows of the coarse operator owned elsewhere on one rank"; return 1; }
+  for (int64_t e = 0; e < Cl->nnz; e++)
+    if (t->dest[e] >= 0) t->scount[t->dest[e]]++;
   return 0;
 }
 
