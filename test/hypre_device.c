@@ -317,7 +317,6 @@ static void check_refusals(void)
   TileRAP_HypreSetDevice(cur);
   TileRAP_HypreResetStats();
   s = amg_run(&pb, 1, &it, NULL);
-  TileRAP_HypreGetStats(&st);
   OK(TileRAP_HypreComputed() == th_num_levels(s) - 1,
      "TILERAP_DEVICE=%d, hypre's device: every coarse operator computed (%ld)", cur, TileRAP_HypreComputed());
   HYPRE_BoomerAMGDestroy(s);

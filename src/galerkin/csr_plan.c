@@ -43,24 +43,17 @@ const char *tilerap_csr_kind_name(tilerap_csr_kind kind)
   return "unknown";
 }
 
-/* The operand's CSR checked as tilerap_csr_check does, and a hash of its
- * structure (every column index and row pointer with its position, so a
- * row's columns in another order change it too: the plan's transposes map
- * value positions): what the plan keeps. */
-static int tr_csr_structure_fp(const tilerap_csr *X, uint64_t *fp)
-{
-  uint64_t h = 0;
-  const int err = tr_csr_check_hash(X->m, X->n, X->rowptr, X->colidx, &h);
-  if (!err) *fp = h + tr_fp_sizes(X->m, X->nnz);
-  return err;
-}
-
-/* The same hash without the checks, for numeric runs: an operand whose
- * hash is the plan's is the checked one (but for a chance of about 2^-64) */
+/* A hash of the operand's structure (every column index and row pointer
+ * with its position, so a row's columns in another order change it too: the
+ * plan's transposes map value positions).  The plan keeps its operands'
+ * (checked at creation); a numeric run's operand with the same hash is the
+ * checked one but for a chance of about 2^-64. */
 static uint64_t tr_csr_structure_hash(const tilerap_csr *X)
 {
   return tr_csr_hash(X->m, X->rowptr, X->colidx) + tr_fp_sizes(X->m, X->nnz);
 }
+
+static int tr_csr_checked(const tilerap_csr *X) { return tilerap_csr_check(X->m, X->n, X->rowptr, X->colidx); }
 
 static int tr_csr_operand_ok(const tilerap_csr *X, int values)
 {
@@ -93,8 +86,8 @@ int tilerap_csr_plan_create(tilerap_csr_kind kind, const tilerap_csr *A, const t
   if (err) return err;
   if (!tr_csr_operand_ok(A, 0) || !tr_csr_operand_ok(B, 0))
     return tilerap_set_error(TILERAP_ERR_INVALID, "tilerap_csr_plan_create: an operand is not a CSR matrix (NULL arrays, or rowptr not from 0 to nnz)");
-  uint64_t afp = 0, bfp = 0; /* the operands checked and hashed in one pass */
-  if ((err = tr_csr_structure_fp(A, &afp)) || (err = tr_csr_structure_fp(B, &bfp))) return err;
+  if ((err = tr_csr_checked(A)) || (err = tr_csr_checked(B))) return err;
+  const uint64_t afp = tr_csr_structure_hash(A), bfp = tr_csr_structure_hash(B);
   const int values = A->val && B->val;
   int32_t cm, cn;
   if (kind == TILERAP_CSR_AB) {
@@ -167,17 +160,14 @@ int tilerap_csr_plan_numeric(tilerap_csr_plan X, const tilerap_csr *A, const til
   if (!A || !B) return tilerap_set_error(TILERAP_ERR_NULL, "tilerap_csr_plan_numeric: an operand is NULL");
   if (!tr_csr_operand_ok(A, 1) || !tr_csr_operand_ok(B, 1))
     return tilerap_set_error(TILERAP_ERR_INVALID, "tilerap_csr_plan_numeric: an operand is not a CSR matrix with values");
-  uint64_t afp = 0, bfp = 0;
   int err;
   if (A->m != X->am || A->n != X->an || A->nnz != X->annz || B->m != X->bm || B->n != X->bn || B->nnz != X->bnnz)
     return tilerap_set_error(TILERAP_ERR_STRUCTURE, "tilerap_csr_plan_numeric: the operands' shapes or sizes are not the plan's (%s plan for %d x %d and %d x %d): make a new plan",
                    tilerap_csr_kind_name(X->kind), X->am, X->an, X->bm, X->bn);
-  afp = tr_csr_structure_hash(A);
-  bfp = tr_csr_structure_hash(B);
+  const int adiff = tr_csr_structure_hash(A) != X->afp, bdiff = tr_csr_structure_hash(B) != X->bfp;
   /* another structure: an invalid operand named as the checks name it */
-  if ((afp != X->afp && (err = tr_csr_structure_fp(A, &afp))) || (bfp != X->bfp && (err = tr_csr_structure_fp(B, &bfp))))
-    return err;
-  if (afp != X->afp || bfp != X->bfp)
+  if ((adiff && (err = tr_csr_checked(A))) || (bdiff && (err = tr_csr_checked(B)))) return err;
+  if (adiff || bdiff)
     return tilerap_set_error(TILERAP_ERR_STRUCTURE, "tilerap_csr_plan_numeric: the operands' structure is not the plan's (%s plan for %d x %d and %d x %d): make a new plan",
                    tilerap_csr_kind_name(X->kind), X->am, X->an, X->bm, X->bn);
   if (X->kind == TILERAP_CSR_AB) {

@@ -73,9 +73,9 @@ static uint64_t tr_rowptr_hash(int32_t m, const int64_t *rowptr)
 }
 
 /* A hash of a CSR structure, position by position (flat passes, no branch,
- * no row loop): a numeric run's misuse check, the operands checked at the
- * plan's creation.  Checks and an order-free hash in one pass took a third
- * of a one-core CPU re-run (elasticity, 125-point stencil); this, half. */
+ * no row loop): what a CSR plan keeps of its checked operands and compares
+ * at every numeric run.  Checks and an order-free hash in one pass took a
+ * third of a one-core CPU re-run (elasticity, 125-point stencil); this, half. */
 uint64_t tr_csr_hash(int32_t m, const int64_t *rowptr, const int32_t *colidx)
 {
   const int64_t nnz = rowptr[m];
@@ -84,16 +84,6 @@ uint64_t tr_csr_hash(int32_t m, const int64_t *rowptr, const int32_t *colidx)
   for (int64_t p = 0; p < nnz; p++) h += tr_entry_mix(p, colidx[p]);
   return h + tr_rowptr_hash(m, rowptr);
 }
-
-int tr_csr_check_hash(int32_t m, int32_t n, const int64_t *rowptr, const int32_t *colidx, uint64_t *hash)
-{
-  tr_rowptr rp = {rowptr, NULL};
-  const int err = tr_check_csr_generic(m, n, rp, colidx);
-  if (!err) *hash = tr_csr_hash(m, rowptr, colidx);
-  return err;
-}
-
-
 
 int tilerap_csr_check(int32_t m, int32_t n, const int64_t *rowptr, const int32_t *colidx)
 {

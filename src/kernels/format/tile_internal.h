@@ -56,10 +56,8 @@ static inline int tr_row_end(const tilerap_tile_matrix *T, int64_t t, int r)
  * machine (several MPI ranks per core) can cost milliseconds. */
 #define TR_OMP_MIN_ITEMS 2048
 
-/* tilerap_csr_check, and where hash is not NULL an order-free hash of the
- * structure from the same pass (tile_convert_csr.c) */
-int tr_csr_check_hash(int32_t m, int32_t n, const int64_t *rowptr, const int32_t *colidx, uint64_t *hash);
-/* tr_csr_check_hash's hash without the checks (operands a plan has checked) */
+/* a hash of a CSR structure: every column index and row pointer with its
+ * position (tile_convert_csr.c; no checks: tilerap_csr_check) */
 uint64_t tr_csr_hash(int32_t m, const int64_t *rowptr, const int32_t *colidx);
 
 static inline int32_t tr_ceil16(int32_t x) { return (int32_t)(((int64_t)x + 15) / 16); }
