@@ -8,6 +8,8 @@ BENCHMARKS.md tabulates them:
     bench/spread.py --hypre run1/hypre.log run2/hypre.log run3/hypre.log   (hypre-device-bench)
     bench/spread.py --resetup run1/r.log run2/r.log run3/r.log            (hypre-resetup-bench)
     bench/spread.py --lowprec run1/l.log run2/l.log run3/l.log            (bench/lowprec.sh)
+    bench/spread.py --cpu run1.log run2.log run3.log                       (galerkin-bench on the CPU,
+                    with PETSc: first and re-run times, PETSc / tilerap per run)
     bench/spread.py --levels old1.log old2.log --vs new1.log new2.log
                     (galerkin-bench-gpu logs of two libraries, e.g. alternated in
                     one call: each level's first time and re-run, the minimum
@@ -50,6 +52,23 @@ def galerkin(files):
         print("| %s | %d | %s | %s | %.2f× | %s | %s | %.2f× | %.0f / %.0f | %s | %s |" % (
             name, len(rs), mmm(col[0]), mmm(col[2]), cf / tf, mmm(col[1]), mmm(col[3]), cn / tn,
             max(col[4]), max(col[5]), rerun, "ok" if all(c == "ok" for c in col[8]) else "FAIL"))
+
+
+def cpu(files):
+    # "CASE all csr2tile tr_first tr_num1 tr_num petsc_1st petsc_re x1st xnum1 xnum"
+    rows = {}
+    for f in files:
+        for line in open(f):
+            w = line.split()
+            if len(w) == 11 and w[1] == "all":
+                rows.setdefault(w[0], []).append([float(x) for x in w[2:]])
+    print("| case | runs | tilerap first | PETSc first | ratio | tilerap re-run | PETSc re-run | ratio |")
+    print("|---|---:|---|---|---:|---|---|---:|")
+    for name, rs in rows.items():
+        col = list(zip(*rs))
+        print("| %s | %d | %s | %s | %.2f–%.2f | %s | %s | %.2f–%.2f |" % (
+            name, len(rs), mmm(col[1], "%.1f"), mmm(col[4], "%.1f"), min(col[6]), max(col[6]), mmm(col[3], "%.1f"),
+            mmm(col[5], "%.1f"), min(col[8]), max(col[8])))
 
 
 def spgemm(files):
@@ -286,6 +305,8 @@ if __name__ == "__main__":
         hypre(args[1:])
     elif args[0] == "--resetup":
         resetup(args[1:])
+    elif args[0] == "--cpu":
+        cpu(args[1:])
     elif args[0] == "--lowprec":
         lowprec(args[1:])
     elif args[0] == "--tc":
