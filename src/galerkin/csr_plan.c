@@ -73,6 +73,29 @@ void tilerap_csr_plan_destroy(tilerap_csr_plan *plan)
   *plan = NULL;
 }
 
+/* the product built in one pass where tr_cpu_csr_product_one_pass says
+ * so, else counted, then filled by tr_csr_product_out */
+static int tr_csr_product_make(int32_t m, int32_t n, const int64_t *arp, const int32_t *acol, const int64_t *brp,
+                               const int32_t *bcol, const double *aval, const int64_t *avidx, const double *bval,
+                               const int64_t *bvidx, int sorted, tr_cpu_csr_product **P, int64_t *cnnz,
+                               int64_t *macs, int *built)
+{
+  int64_t entries;
+  *built = tr_cpu_csr_product_one_pass(m, n, arp, acol, brp, bcol, &entries);
+  if (*built)
+    return tr_cpu_csr_product_build(m, n, arp, acol, brp, bcol, aval, avidx, bval, bvidx, sorted, entries, P, cnnz,
+                                    macs);
+  return tr_cpu_csr_product_create(m, n, arp, acol, brp, bcol, P, cnnz, macs);
+}
+
+/* the product's columns into it and its values into cval (NULL: none) */
+static int tr_csr_product_out(tr_cpu_csr_product *P, int built, const double *aval, const int64_t *avidx,
+                              const double *bval, const int64_t *bvidx, double *cval, int sorted)
+{
+  if (built) return tr_cpu_csr_product_take(P, cval, NULL);
+  return tr_cpu_csr_product_fill(P, aval, avidx, bval, bvidx, cval, sorted);
+}
+
 int tilerap_csr_plan_create(tilerap_csr_kind kind, const tilerap_csr *A, const tilerap_csr *B, tilerap_csr_plan *plan,
                             tilerap_csr **C)
 {
@@ -112,32 +135,46 @@ int tilerap_csr_plan_create(tilerap_csr_kind kind, const tilerap_csr *A, const t
   tilerap_csr *Cm = NULL;
   const tr_cpu_csr_product *last;
 
+  int built[2] = {0, 0};
   if (kind == TILERAP_CSR_AB) {
-    err = tr_cpu_csr_product_create(cm, cn, A->rowptr, A->colidx, B->rowptr, B->colidx, &X->x, &cnnz, &macs);
+    err = tr_csr_product_make(cm, cn, A->rowptr, A->colidx, B->rowptr, B->colidx, A->val, NULL, B->val, NULL, 1,
+                              &X->x, &cnnz, &macs, &built[0]);
     last = X->x;
   } else if (kind == TILERAP_CSR_ATB) {
     err = tr_cpu_csr_transpose(A->m, A->n, A->rowptr, A->colidx, &X->trp, &X->tcol, &X->tvidx);
-    if (!err) err = tr_cpu_csr_product_create(cm, cn, X->trp, X->tcol, B->rowptr, B->colidx, &X->x, &cnnz, &macs);
+    if (!err)
+      err = tr_csr_product_make(cm, cn, X->trp, X->tcol, B->rowptr, B->colidx, A->val, X->tvidx, B->val, NULL, 1,
+                                &X->x, &cnnz, &macs, &built[0]);
     last = X->x;
   } else {
     int64_t apnnz = 0;
-    err = tr_cpu_csr_product_create(A->m, B->n, A->rowptr, A->colidx, B->rowptr, B->colidx, &X->x, &apnnz, &macs);
-    if (!err && !(X->apval = tilerap_host_alloc((size_t)apnnz + 1, sizeof(double)))) err = TILERAP_ERR_NOMEM;
     /* AP is an intermediate: its rows need no order */
-    if (!err) err = tr_cpu_csr_product_fill(X->x, A->val, NULL, B->val, NULL, values ? X->apval : NULL, 0);
+    err = tr_csr_product_make(A->m, B->n, A->rowptr, A->colidx, B->rowptr, B->colidx, A->val, NULL, B->val, NULL, 0,
+                              &X->x, &apnnz, &macs, &built[0]);
+    if (!err && built[0]) { /* AP's values: the pass's buffer where it can be */
+      err = tr_cpu_csr_product_take(X->x, NULL, &X->apval);
+    } else if (!err) {
+      if (!(X->apval = tilerap_host_alloc((size_t)apnnz + 1, sizeof(double)))) err = TILERAP_ERR_NOMEM;
+      else err = tr_cpu_csr_product_fill(X->x, A->val, NULL, B->val, NULL, values ? X->apval : NULL, 0);
+    }
     if (!err) err = tr_cpu_csr_transpose(B->m, B->n, B->rowptr, B->colidx, &X->trp, &X->tcol, &X->tvidx);
     if (!err)
-      err = tr_cpu_csr_product_create(cm, cn, X->trp, X->tcol, tr_cpu_csr_product_rowptr(X->x),
-                                      tr_cpu_csr_product_colidx(X->x), &X->c, &cnnz, &macs2);
+      err = tr_csr_product_make(cm, cn, X->trp, X->tcol, tr_cpu_csr_product_rowptr(X->x),
+                                tr_cpu_csr_product_colidx(X->x), values ? B->val : NULL, X->tvidx,
+                                values ? X->apval : NULL, NULL, 1, &X->c, &cnnz, &macs2, &built[1]);
     last = X->c;
   }
   if (!err) err = tilerap_csr_create(cm, cn, cnnz, &Cm);
-  if (!err) { /* C's columns, and its values (the fill writes every one) or zeros */
-    tr_cpu_csr_product *p = (tr_cpu_csr_product *)last;
+  if (!err) { /* C's columns, and its values (every one) or zeros */
     double *cval = values ? Cm->val : NULL;
-    if (kind == TILERAP_CSR_AB) err = tr_cpu_csr_product_fill(p, A->val, NULL, B->val, NULL, cval, 1);
-    else if (kind == TILERAP_CSR_ATB) err = tr_cpu_csr_product_fill(p, A->val, X->tvidx, B->val, NULL, cval, 1);
-    else err = tr_cpu_csr_product_fill(p, B->val, X->tvidx, X->apval, NULL, cval, 1);
+    tr_cpu_csr_product *p = (tr_cpu_csr_product *)last;
+    const int b = kind == TILERAP_CSR_PTAP ? built[1] : built[0];
+    if (b && values) { /* C's values: the pass's buffer where it can be */
+      double *own = NULL;
+      if (!(err = tr_cpu_csr_product_take(p, NULL, &own))) { free(Cm->val); Cm->val = own; }
+    } else if (kind == TILERAP_CSR_AB) err = tr_csr_product_out(p, b, A->val, NULL, B->val, NULL, cval, 1);
+    else if (kind == TILERAP_CSR_ATB) err = tr_csr_product_out(p, b, A->val, X->tvidx, B->val, NULL, cval, 1);
+    else err = tr_csr_product_out(p, b, B->val, X->tvidx, X->apval, NULL, cval, 1);
     if (!values && cnnz) memset(Cm->val, 0, (size_t)cnnz * sizeof(double));
   }
   if (err) {
