@@ -38,12 +38,18 @@ static int tr_check_csr_generic(int32_t m, int32_t n, tr_rowptr rp, const int32_
   int err = TILERAP_SUCCESS;
 #pragma omp parallel for schedule(static) reduction(max : err) if (m > 16 * TR_OMP_MIN_ITEMS)
   for (int32_t i = 0; i < m; i++) {
-    int64_t b = rp_at(rp, i), e = rp_at(rp, i + 1);
-    for (int64_t p = b; p < e; p++) {
-      int32_t c = colidx[p];
-      if (c < 0 || c >= n) { err = err > TILERAP_ERR_RANGE ? err : TILERAP_ERR_RANGE; break; }
-      if (p > b && c <= colidx[p - 1]) { err = err > TILERAP_ERR_UNSORTED ? err : TILERAP_ERR_UNSORTED; break; }
+    const int64_t b = rp_at(rp, i), e = rp_at(rp, i + 1);
+    if (e <= b) continue;
+    /* no branch per entry: the compares vectorise (the first product's
+     * checks took an eighth of it on one core) */
+    unsigned out = (uint32_t)colidx[b] >= (uint32_t)n, down = 0;
+#pragma omp simd reduction(| : out, down)
+    for (int64_t p = b + 1; p < e; p++) {
+      out |= (uint32_t)colidx[p] >= (uint32_t)n;
+      down |= colidx[p] <= colidx[p - 1];
     }
+    if (out) err = err > TILERAP_ERR_RANGE ? err : TILERAP_ERR_RANGE;
+    if (down) err = err > TILERAP_ERR_UNSORTED ? err : TILERAP_ERR_UNSORTED;
   }
   if (err) {
     /* locate the first offending row for the message (rare path) */
