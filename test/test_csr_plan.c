@@ -338,6 +338,48 @@ static void check_threads(void)
 #endif
 }
 
+/* A*B whose sampled rows (every tenth) sum ten products into one entry
+ * and whose other rows ten products into ten entries: the one-pass
+ * estimate of C is about a tenth of C, so one thread grows its buffers
+ * and several count first; both must give the reference */
+static void check_short_estimate(uint64_t *seed)
+{
+  const int32_t m = 1280, k = 10 + 10 * m;
+  tilerap_csr *A = NULL, *B = NULL;
+  if (tilerap_csr_create(m, k, 10 * (int64_t)m, &A) || tilerap_csr_create(k, k, k - 10 + 10, &B)) {
+    tap_ok(0, "short estimate: allocated");
+    tilerap_csr_destroy(&A);
+    return;
+  }
+  for (int32_t i = 0; i < m; i++) {
+    A->rowptr[i + 1] = 10 * (int64_t)(i + 1);
+    for (int j = 0; j < 10; j++) {
+      A->colidx[10 * (int64_t)i + j] = i % 10 ? 10 + 10 * i + j : j;
+      A->val[10 * (int64_t)i + j] = 1.0 + 0.01 * j + 1e-4 * i;
+    }
+  }
+  for (int32_t r = 0; r < k; r++) { /* rows 0-9: column 0; row r >= 10: column r */
+    B->rowptr[r + 1] = r + 1;
+    B->colidx[r] = r < 10 ? 0 : r;
+    B->val[r] = 2.0 - 1e-5 * r;
+  }
+#ifdef _OPENMP
+  const int saved = omp_get_max_threads();
+  static const int teams[] = {1, 2, 3};
+  for (int t = 0; t < 3; t++) {
+    omp_set_num_threads(teams[t]);
+    char what[96];
+    snprintf(what, sizeof what, "short estimate, %d threads", teams[t]);
+    check_kind(what, TILERAP_CSR_AB, A, B, seed);
+  }
+  omp_set_num_threads(saved);
+#else
+  check_kind("short estimate", TILERAP_CSR_AB, A, B, seed);
+#endif
+  tilerap_csr_destroy(&A);
+  tilerap_csr_destroy(&B);
+}
+
 /* odd sizes, empty rows, all-empty and zero-size operands */
 static void check_odd_sizes(const char *tag, uint64_t *seed)
 {
@@ -375,6 +417,7 @@ int main(int argc, char **argv)
   check_threads();
 
   check_odd_sizes("", &seed);
+  check_short_estimate(&seed);
   /* the model Poisson problem with its geometric prolongator */
   {
     tilerap_csr *A = NULL, *P = NULL;

@@ -82,9 +82,12 @@ static int tr_csr_product_make(int32_t m, int32_t n, const int64_t *arp, const i
 {
   int64_t entries;
   *built = tr_cpu_csr_product_one_pass(m, n, arp, acol, brp, bcol, &entries);
-  if (*built)
-    return tr_cpu_csr_product_build(m, n, arp, acol, brp, bcol, aval, avidx, bval, bvidx, sorted, entries, P, cnnz,
-                                    macs);
+  if (*built) {
+    const int err =
+        tr_cpu_csr_product_build(m, n, arp, acol, brp, bcol, aval, avidx, bval, bvidx, sorted, entries, P, cnnz, macs);
+    if (err || *P) return err;
+    *built = 0; /* the estimate was short for a thread's rows */
+  }
   return tr_cpu_csr_product_create(m, n, arp, acol, brp, bcol, P, cnnz, macs);
 }
 

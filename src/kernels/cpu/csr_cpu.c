@@ -6,6 +6,8 @@
  * also C's position map.  The accumulators are made once per product, so
  * numeric runs allocate nothing. */
 #include "spgemm_cpu.h"
+#include <sys/mman.h>
+#include <unistd.h>
 #ifdef _OPENMP
 #include <omp.h>
 #endif
@@ -299,10 +301,109 @@ static int tr_build_reserve(tr_cpu_csr_product *P, int64_t need, int values)
   return 1;
 }
 
-/* Create and fill in one pass on one thread (no count pass first): rows
- * go to buffers sized by the estimate of C's entries (grown if short), C's
- * row pointers come from their lengths, and tr_cpu_csr_product_take makes
- * the buffers C's arrays. */
+/* n elements of size sz from element src down to element dst of base, a
+ * megabyte at a time; the source's whole pages at or past element end
+ * (nothing is kept there) are given back as they are passed, so the parts'
+ * move does not hold the gaps' pages and the parts' old pages at once */
+static void tr_move_down(char *base, size_t sz, int64_t dst, int64_t src, int64_t n, int64_t end)
+{
+  const size_t step = (size_t)1 << 20, bytes = (size_t)n * sz;
+  for (size_t done = 0; done < bytes; done += step) {
+    const size_t c = bytes - done < step ? bytes - done : step;
+    memmove(base + (size_t)dst * sz + done, base + (size_t)src * sz + done, c);
+#if defined(MADV_DONTNEED) && defined(_SC_PAGESIZE)
+    const uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE);
+    uintptr_t lo = (uintptr_t)(base + (size_t)src * sz + done), hi = lo + c;
+    const uintptr_t keep = (uintptr_t)(base + (size_t)end * sz);
+    if (lo < keep) lo = keep;
+    lo = (lo + pg - 1) / pg * pg;
+    hi = hi / pg * pg;
+    if (hi > lo) madvise((void *)lo, hi - lo, MADV_DONTNEED);
+#endif
+  }
+}
+
+/* The rows of build on several threads: part t is a run of rows of about
+ * an equal share of the multiply-adds (a dense row of B weighs what it
+ * costs), written into its part of the buffers (sized by that share); then
+ * the parts move down to follow one another.  1: a part was too small
+ * (nothing usable). */
+static int tr_build_threads(tr_cpu_csr_product *P, const double *aval, const int64_t *avidx, const double *bval,
+                            const int64_t *bvidx, int values, int sorted, int64_t *total_macs)
+{
+  const int T = P->nthreads;
+  const int32_t m = P->m;
+  const int64_t cap = P->bcap - 1;
+  const size_t w = tr_stride(P->n);
+  int64_t *work = P->crp; /* the rows' multiply-adds, summed; then their lengths */
+#pragma omp parallel for schedule(static) num_threads(T)
+  for (int32_t i = 0; i < m; i++) {
+    int64_t x = 0;
+    for (int64_t e = P->arp[i]; e < P->arp[i + 1]; e++) x += P->brp[P->acol[e] + 1] - P->brp[P->acol[e]];
+    work[i + 1] = x;
+  }
+  for (int32_t i = 0; i < m; i++) work[i + 1] += work[i];
+  const int64_t macs = work[m];
+  int32_t rs[T + 1];
+  int64_t off[T + 1], used[T];
+  rs[0] = 0;
+  rs[T] = m;
+  for (int t = 1; t < T; t++) { /* the first row at or after the t-th share */
+    const int64_t target = macs / T * t;
+    int32_t lo = rs[t - 1], hi = m;
+    while (lo < hi) {
+      const int32_t mid = lo + (hi - lo) / 2;
+      if (work[mid] < target) lo = mid + 1;
+      else hi = mid;
+    }
+    rs[t] = lo;
+  }
+  for (int t = 0; t <= T; t++) off[t] = macs ? (int64_t)((double)cap * (double)work[rs[t]] / (double)macs) : cap * t / T;
+  off[T] = cap;
+  int over = 0;
+#pragma omp parallel num_threads(T)
+#ifdef _OPENMP
+  for (int t = omp_get_thread_num(); t < T; t += omp_get_num_threads()) /* every part, whatever the team */
+#else
+  for (int t = 0; t < T; t++)
+#endif
+  {
+    int32_t *mark = P->mark + (size_t)t * w, *list = P->list + (size_t)t * w;
+    double *acc = P->acc + (size_t)t * w;
+    int64_t pos = off[t];
+    for (int32_t i = rs[t]; i < rs[t + 1]; i++) {
+      const int64_t rl = tr_row_product(P, i, i, mark, list, acc, aval, avidx, bval, bvidx, values, sorted);
+      if (pos + rl > off[t + 1]) {
+#pragma omp atomic write
+        over = 1;
+        break;
+      }
+      memcpy(P->bcol_buf + pos, list, (size_t)rl * sizeof(int32_t));
+      if (values)
+        for (int64_t j = 0; j < rl; j++) { P->bval_buf[pos + j] = acc[list[j]]; acc[list[j]] = 0.0; }
+      pos += rl;
+      P->crp[i + 1] = rl;
+    }
+    used[t] = pos - off[t];
+  }
+  *total_macs = macs;
+  if (over) return 1;
+  int64_t end = 0;
+  for (int t = 0; t < T; t++) end += used[t];
+  int64_t dst = used[0];
+  for (int t = 1; t < T; t++) {
+    tr_move_down((char *)P->bcol_buf, sizeof(int32_t), dst, off[t], used[t], end);
+    if (values) tr_move_down((char *)P->bval_buf, sizeof(double), dst, off[t], used[t], end);
+    dst += used[t];
+  }
+  return 0;
+}
+
+/* Create and fill in one pass (no count pass first): rows
+ * go to buffers sized by the estimate of C's entries (on one thread grown
+ * if short; on several, *out NULL: count first), C's row pointers come
+ * from their lengths, and tr_cpu_csr_product_take makes the buffers C's
+ * arrays. */
 int tr_cpu_csr_product_build(int32_t m, int32_t n, const int64_t *arp, const int32_t *acol, const int64_t *brp,
                              const int32_t *bcol, const double *aval, const int64_t *avidx, const double *bval,
                              const int64_t *bvidx, int sorted, int64_t entries, tr_cpu_csr_product **out,
@@ -320,24 +421,36 @@ int tr_cpu_csr_product_build(int32_t m, int32_t n, const int64_t *arp, const int
   P->mark = tilerap_host_alloc(w * nt, sizeof(int32_t));
   P->acc = tilerap_host_calloc(w * nt, sizeof(double));
   P->list = tilerap_host_alloc(w * nt, sizeof(int32_t));
-  /* the estimate and a tenth: the buffers rarely grow (a copy, and the
-   * old and new buffer held at once) */
-  if (!P->crp || !P->mark || !P->acc || !P->list || !tr_build_reserve(P, entries + entries / 10 + 1024, values)) {
+  /* the estimate and a tenth (one thread: the buffers rarely grow, a copy
+   * with the old and new buffer held at once), or a half (threads: their
+   * parts' rows merge unlike the sample's; pages never written cost no
+   * memory) */
+  const int64_t room = entries + (nt == 1 ? entries / 10 : entries / 2) + 1024 * (int64_t)nt;
+  if (!P->crp || !P->mark || !P->acc || !P->list || !tr_build_reserve(P, room, values)) {
     tr_cpu_csr_product_destroy(P);
     return TILERAP_ERR_NOMEM;
   }
   for (size_t i = 0; i < w * nt; i++) P->mark[i] = -1;
   int64_t len = 0, total_macs = 0;
-  for (int32_t i = 0; i < m; i++) {
-    for (int64_t e = arp[i]; e < arp[i + 1]; e++) total_macs += brp[acol[e] + 1] - brp[acol[e]];
-    const int64_t rl = tr_row_product(P, i, i, P->mark, P->list, P->acc, aval, avidx, bval, bvidx, values, sorted);
-    if (!tr_build_reserve(P, len + rl + 1, values)) { tr_cpu_csr_product_destroy(P); return TILERAP_ERR_NOMEM; }
-    memcpy(P->bcol_buf + len, P->list, (size_t)rl * sizeof(int32_t));
-    if (values)
-      for (int64_t j = 0; j < rl; j++) { P->bval_buf[len + j] = P->acc[P->list[j]]; P->acc[P->list[j]] = 0.0; }
-    len += rl;
-    P->crp[i + 1] = len;
+  if (nt == 1) { /* one thread: the buffers grow where the estimate was short */
+    for (int32_t i = 0; i < m; i++) {
+      for (int64_t e = arp[i]; e < arp[i + 1]; e++) total_macs += brp[acol[e] + 1] - brp[acol[e]];
+      const int64_t rl = tr_row_product(P, i, i, P->mark, P->list, P->acc, aval, avidx, bval, bvidx, values, sorted);
+      if (!tr_build_reserve(P, len + rl + 1, values)) { tr_cpu_csr_product_destroy(P); return TILERAP_ERR_NOMEM; }
+      memcpy(P->bcol_buf + len, P->list, (size_t)rl * sizeof(int32_t));
+      if (values)
+        for (int64_t j = 0; j < rl; j++) { P->bval_buf[len + j] = P->acc[P->list[j]]; P->acc[P->list[j]] = 0.0; }
+      len += rl;
+      P->crp[i + 1] = rl;
+    }
+  } else if (tr_build_threads(P, aval, avidx, bval, bvidx, values, sorted, &total_macs)) {
+    /* a thread's rows outgrew its share of the buffers: the estimate was
+     * wrong; the caller counts first instead */
+    tr_cpu_csr_product_destroy(P);
+    return TILERAP_SUCCESS;
   }
+  for (int32_t i = 0; i < m; i++) P->crp[i + 1] += P->crp[i];
+  len = P->crp[m];
   P->cnnz = len;
   P->macs = total_macs;
   *out = P;
@@ -347,39 +460,50 @@ int tr_cpu_csr_product_build(int32_t m, int32_t n, const int64_t *arp, const int
 }
 
 /* One pass (columns and values at once, no count pass) where C's entries
- * sum many products each and one thread builds it: the count pass costs
- * about as much as the product there, and one thread's buffers become C's
- * arrays.  Where C's entries sum few products (a 7-point grid's AP), C is
- * nearly as large as its products, and the buffers' growth and page faults
- * cost more than the count saves; with several threads the buffers are
- * copied into C, which held C twice (2 threads, level 0: peak memory above
- * the inputs 11 -> 16 MB on elasticity, 13 -> 20 MB on the 125-point
- * stencil, 135 -> 151 MB on the 7-point grid). */
+ * sum many products each: the count pass costs about as much as the
+ * product there, and the buffers become C's arrays.  Where C's entries sum
+ * few products (a 7-point grid's AP), C is nearly as large as its
+ * products, and the buffers' growth and page faults cost more than the
+ * count saves.  (Threads with buffers of their own, copied into C, held C
+ * twice: 2 threads, level 0, peak memory above the inputs 11 -> 16 MB on
+ * elasticity, 135 -> 151 MB on the 7-point grid.) */
 #define TR_ONE_PASS_SUMS 5.0
 
-/* whether C = A*B is built in one pass; *entries: C's entries, estimated
- * from the exact counts of every stride-th row (about 128 rows) and the
- * multiply-adds of all rows */
+/* whether C = A*B is built in one pass: the median over every stride-th
+ * row (about 128 rows) of its multiply-adds per entry; *entries: C's
+ * entries, estimated from those rows' exact counts */
 int tr_cpu_csr_product_one_pass(int32_t m, int32_t n, const int64_t *arp, const int32_t *acol, const int64_t *brp,
                                 const int32_t *bcol, int64_t *entries)
 {
   *entries = 0;
-  if (m <= 0 || n <= 0 || tr_threads() != 1) return 0;
+  if (m <= 0 || n <= 0) return 0;
   int32_t *mark = tilerap_host_alloc((size_t)n, sizeof(int32_t));
   if (!mark) return 0;
   for (int32_t c = 0; c < n; c++) mark[c] = -1;
   const int32_t stride = m > 128 ? m / 128 : 1;
-  int64_t macs = 0, cnt = 0, all = 0;
-  for (int32_t i = 0; i < m; i += stride)
+  double ratio[129 + 1];
+  int64_t cnt = 0;
+  int rows = 0, nr = 0;
+  for (int32_t i = 0; i < m && rows < 129; i += stride, rows++) {
+    int64_t rm = 0, rc = 0;
     for (int64_t e = arp[i]; e < arp[i + 1]; e++)
-      for (int64_t f = brp[acol[e]]; f < brp[acol[e] + 1]; f++) {
-        macs++;
-        if (mark[bcol[f]] != i) { mark[bcol[f]] = i; cnt++; }
-      }
+      for (int64_t f = brp[acol[e]]; f < brp[acol[e] + 1]; f++, rm++)
+        if (mark[bcol[f]] != i) { mark[bcol[f]] = i; rc++; }
+    cnt += rc;
+    if (rc) ratio[nr++] = (double)rm / (double)rc;
+  }
   free(mark);
-  if (!cnt || (double)macs < TR_ONE_PASS_SUMS * (double)cnt) return 0;
-  for (int64_t e = 0; e < arp[m]; e++) all += brp[acol[e] + 1] - brp[acol[e]];
-  *entries = (int64_t)((double)all * (double)cnt / (double)macs);
+  if (!nr) return 0;
+  /* the decision on the rows' median (a dense row sampled is one row, not
+   * its products); C's entries from their mean length */
+  for (int j = 1; j < nr; j++) {
+    const double x = ratio[j];
+    int q = j;
+    for (; q > 0 && ratio[q - 1] > x; q--) ratio[q] = ratio[q - 1];
+    ratio[q] = x;
+  }
+  if (ratio[nr / 2] < TR_ONE_PASS_SUMS) return 0;
+  *entries = (int64_t)((double)cnt * (double)m / (double)rows);
   return 1;
 }
 

@@ -126,9 +126,10 @@ int tr_cpu_csr_view(const tilerap_tile_matrix *T, int transpose, int64_t **rp, i
 typedef struct tr_cpu_csr_product tr_cpu_csr_product;
 int tr_cpu_csr_product_create(int32_t m, int32_t n, const int64_t *arp, const int32_t *acol, const int64_t *brp,
                               const int32_t *bcol, tr_cpu_csr_product **P, int64_t *cnnz, int64_t *macs);
-/* create and fill in one pass on one thread (values too where aval and
- * bval are given; entries: C's estimated size): C's columns and values wait
- * in buffers until take makes them C's columns and the new array *own (the
+/* create and fill in one pass (values too where aval and bval are given;
+ * entries: C's estimated size; *P NULL where several threads found the
+ * estimate short: count first then): C's columns and values wait in
+ * buffers until take makes them C's columns and the new array *own (the
  * caller frees it; zeros where built without values), or copies the
  * values to cval (NULL: not wanted) */
 int tr_cpu_csr_product_build(int32_t m, int32_t n, const int64_t *arp, const int32_t *acol, const int64_t *brp,
@@ -137,7 +138,7 @@ int tr_cpu_csr_product_build(int32_t m, int32_t n, const int64_t *arp, const int
                              int64_t *cnnz, int64_t *macs);
 int tr_cpu_csr_product_take(tr_cpu_csr_product *P, double *cval, double **own);
 /* whether C = A*B is better built in one pass (its entries sum many
- * products each, one thread), and C's entries estimated */
+ * products each), and C's entries estimated */
 int tr_cpu_csr_product_one_pass(int32_t m, int32_t n, const int64_t *arp, const int32_t *acol, const int64_t *brp,
                                 const int32_t *bcol, int64_t *entries);
 const int64_t *tr_cpu_csr_product_rowptr(const tr_cpu_csr_product *P);
