@@ -74,7 +74,8 @@ void tilerap_csr_plan_destroy(tilerap_csr_plan *plan)
 }
 
 /* the product built in one pass where tr_cpu_csr_product_one_pass says
- * so, else counted, then filled by tr_csr_product_out */
+ * so (*built: its columns and values then come from
+ * tr_cpu_csr_product_take), else counted (then filled) */
 static int tr_csr_product_make(int32_t m, int32_t n, const int64_t *arp, const int32_t *acol, const int64_t *brp,
                                const int32_t *bcol, const double *aval, const int64_t *avidx, const double *bval,
                                const int64_t *bvidx, int sorted, tr_cpu_csr_product **P, int64_t *cnnz,
@@ -89,14 +90,6 @@ static int tr_csr_product_make(int32_t m, int32_t n, const int64_t *arp, const i
     *built = 0; /* the estimate was short for a thread's rows */
   }
   return tr_cpu_csr_product_create(m, n, arp, acol, brp, bcol, P, cnnz, macs);
-}
-
-/* the product's columns into it and its values into cval (NULL: none) */
-static int tr_csr_product_out(tr_cpu_csr_product *P, int built, const double *aval, const int64_t *avidx,
-                              const double *bval, const int64_t *bvidx, double *cval, int sorted)
-{
-  if (built) return tr_cpu_csr_product_take(P, cval, NULL);
-  return tr_cpu_csr_product_fill(P, aval, avidx, bval, bvidx, cval, sorted);
 }
 
 int tilerap_csr_plan_create(tilerap_csr_kind kind, const tilerap_csr *A, const tilerap_csr *B, tilerap_csr_plan *plan,
@@ -154,8 +147,8 @@ int tilerap_csr_plan_create(tilerap_csr_kind kind, const tilerap_csr *A, const t
     /* AP is an intermediate: its rows need no order */
     err = tr_csr_product_make(A->m, B->n, A->rowptr, A->colidx, B->rowptr, B->colidx, A->val, NULL, B->val, NULL, 0,
                               &X->x, &apnnz, &macs, &built[0]);
-    if (!err && built[0]) { /* AP's values: the pass's buffer where it can be */
-      err = tr_cpu_csr_product_take(X->x, NULL, &X->apval);
+    if (!err && built[0]) { /* AP's values: the pass's buffer */
+      err = tr_cpu_csr_product_take(X->x, &X->apval);
     } else if (!err) {
       if (!(X->apval = tilerap_host_alloc((size_t)apnnz + 1, sizeof(double)))) err = TILERAP_ERR_NOMEM;
       else err = tr_cpu_csr_product_fill(X->x, A->val, NULL, B->val, NULL, values ? X->apval : NULL, 0);
@@ -172,12 +165,12 @@ int tilerap_csr_plan_create(tilerap_csr_kind kind, const tilerap_csr *A, const t
     double *cval = values ? Cm->val : NULL;
     tr_cpu_csr_product *p = (tr_cpu_csr_product *)last;
     const int b = kind == TILERAP_CSR_PTAP ? built[1] : built[0];
-    if (b && values) { /* C's values: the pass's buffer where it can be */
-      double *own = NULL;
-      if (!(err = tr_cpu_csr_product_take(p, NULL, &own))) { free(Cm->val); Cm->val = own; }
-    } else if (kind == TILERAP_CSR_AB) err = tr_csr_product_out(p, b, A->val, NULL, B->val, NULL, cval, 1);
-    else if (kind == TILERAP_CSR_ATB) err = tr_csr_product_out(p, b, A->val, X->tvidx, B->val, NULL, cval, 1);
-    else err = tr_csr_product_out(p, b, B->val, X->tvidx, X->apval, NULL, cval, 1);
+    if (b) { /* C's values: the pass's buffer */
+      double *val = NULL;
+      if (!(err = tr_cpu_csr_product_take(p, &val))) { free(Cm->val); Cm->val = val; }
+    } else if (kind == TILERAP_CSR_AB) err = tr_cpu_csr_product_fill(p, A->val, NULL, B->val, NULL, cval, 1);
+    else if (kind == TILERAP_CSR_ATB) err = tr_cpu_csr_product_fill(p, A->val, X->tvidx, B->val, NULL, cval, 1);
+    else err = tr_cpu_csr_product_fill(p, B->val, X->tvidx, X->apval, NULL, cval, 1);
     if (!values && cnnz) memset(Cm->val, 0, (size_t)cnnz * sizeof(double));
   }
   if (err) {

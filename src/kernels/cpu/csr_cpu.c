@@ -28,7 +28,6 @@ struct tr_cpu_csr_product {
   int32_t *bcol_buf;
   double *bval_buf;
   int64_t bcap;
-  int built;
 };
 
 /* the per-thread accumulators' stride (elements): n and a cache line
@@ -301,6 +300,16 @@ static int tr_build_reserve(tr_cpu_csr_product *P, int64_t need, int values)
   return 1;
 }
 
+/* row of rl columns (list) and, with values, their sums (acc, zeroed as
+ * read) into the buffers at pos */
+static inline void tr_build_put(tr_cpu_csr_product *P, int64_t pos, const int32_t *list, double *acc, int64_t rl,
+                                int values)
+{
+  memcpy(P->bcol_buf + pos, list, (size_t)rl * sizeof(int32_t));
+  if (values)
+    for (int64_t j = 0; j < rl; j++) { P->bval_buf[pos + j] = acc[list[j]]; acc[list[j]] = 0.0; }
+}
+
 /* n elements of size sz from element src down to element dst of base, a
  * megabyte at a time; the source's whole pages at or past element end
  * (nothing is kept there) are given back as they are passed, so the parts'
@@ -308,11 +317,13 @@ static int tr_build_reserve(tr_cpu_csr_product *P, int64_t need, int values)
 static void tr_move_down(char *base, size_t sz, int64_t dst, int64_t src, int64_t n, int64_t end)
 {
   const size_t step = (size_t)1 << 20, bytes = (size_t)n * sz;
+#if defined(MADV_DONTNEED) && defined(_SC_PAGESIZE)
+  const uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE);
+#endif
   for (size_t done = 0; done < bytes; done += step) {
     const size_t c = bytes - done < step ? bytes - done : step;
     memmove(base + (size_t)dst * sz + done, base + (size_t)src * sz + done, c);
 #if defined(MADV_DONTNEED) && defined(_SC_PAGESIZE)
-    const uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE);
     uintptr_t lo = (uintptr_t)(base + (size_t)src * sz + done), hi = lo + c;
     const uintptr_t keep = (uintptr_t)(base + (size_t)end * sz);
     if (lo < keep) lo = keep;
@@ -378,9 +389,7 @@ static int tr_build_threads(tr_cpu_csr_product *P, const double *aval, const int
         over = 1;
         break;
       }
-      memcpy(P->bcol_buf + pos, list, (size_t)rl * sizeof(int32_t));
-      if (values)
-        for (int64_t j = 0; j < rl; j++) { P->bval_buf[pos + j] = acc[list[j]]; acc[list[j]] = 0.0; }
+      tr_build_put(P, pos, list, acc, rl, values);
       pos += rl;
       P->crp[i + 1] = rl;
     }
@@ -403,7 +412,7 @@ static int tr_build_threads(tr_cpu_csr_product *P, const double *aval, const int
  * go to buffers sized by the estimate of C's entries (on one thread grown
  * if short; on several, *out NULL: count first), C's row pointers come
  * from their lengths, and tr_cpu_csr_product_take makes the buffers C's
- * arrays. */
+ * columns and values. */
 int tr_cpu_csr_product_build(int32_t m, int32_t n, const int64_t *arp, const int32_t *acol, const int64_t *brp,
                              const int32_t *bcol, const double *aval, const int64_t *avidx, const double *bval,
                              const int64_t *bvidx, int sorted, int64_t entries, tr_cpu_csr_product **out,
@@ -414,7 +423,6 @@ int tr_cpu_csr_product_build(int32_t m, int32_t n, const int64_t *arp, const int
   if (!P) return TILERAP_ERR_NOMEM;
   P->m = m; P->n = n; P->arp = arp; P->acol = acol; P->brp = brp; P->bcol = bcol;
   P->nthreads = tr_threads();
-  P->built = 1;
   const size_t w = tr_stride(n), nt = (size_t)P->nthreads;
   const int values = aval && bval;
   P->crp = tilerap_host_calloc((size_t)m + 1, sizeof(int64_t));
@@ -437,9 +445,7 @@ int tr_cpu_csr_product_build(int32_t m, int32_t n, const int64_t *arp, const int
       for (int64_t e = arp[i]; e < arp[i + 1]; e++) total_macs += brp[acol[e] + 1] - brp[acol[e]];
       const int64_t rl = tr_row_product(P, i, i, P->mark, P->list, P->acc, aval, avidx, bval, bvidx, values, sorted);
       if (!tr_build_reserve(P, len + rl + 1, values)) { tr_cpu_csr_product_destroy(P); return TILERAP_ERR_NOMEM; }
-      memcpy(P->bcol_buf + len, P->list, (size_t)rl * sizeof(int32_t));
-      if (values)
-        for (int64_t j = 0; j < rl; j++) { P->bval_buf[len + j] = P->acc[P->list[j]]; P->acc[P->list[j]] = 0.0; }
+      tr_build_put(P, len, P->list, P->acc, rl, values);
       len += rl;
       P->crp[i + 1] = rl;
     }
@@ -481,7 +487,7 @@ int tr_cpu_csr_product_one_pass(int32_t m, int32_t n, const int64_t *arp, const 
   if (!mark) return 0;
   for (int32_t c = 0; c < n; c++) mark[c] = -1;
   const int32_t stride = m > 128 ? m / 128 : 1;
-  double ratio[129 + 1];
+  double ratio[129];
   int64_t cnt = 0;
   int rows = 0, nr = 0;
   for (int32_t i = 0; i < m && rows < 129; i += stride, rows++) {
@@ -507,25 +513,18 @@ int tr_cpu_csr_product_one_pass(int32_t m, int32_t n, const int64_t *arp, const 
   return 1;
 }
 
-/* A built product's buffers become its columns and, with own, the new
- * array *own of its values (the caller frees it; zeros where built without
- * values), else its values go to cval (NULL: not wanted) */
-int tr_cpu_csr_product_take(tr_cpu_csr_product *P, double *cval, double **own)
+/* A built product's buffers become its columns and the new array *val of
+ * its values (the caller frees it; zeros where built without values) */
+int tr_cpu_csr_product_take(tr_cpu_csr_product *P, double **val)
 {
-  if (!P->built || !P->bcol_buf) return TILERAP_ERR_INVALID;
+  if (!P->bcol_buf) return TILERAP_ERR_INVALID;
   const size_t cn = (size_t)P->cnnz + 1; /* the buffers hold at least this (build reserves one past) */
   int32_t *col = realloc(P->bcol_buf, cn * sizeof(int32_t)); /* shrinks in place */
   P->ccol = col ? col : P->bcol_buf;
   P->bcol_buf = NULL;
-  if (own) {
-    double *val = P->bval_buf ? realloc(P->bval_buf, cn * sizeof(double)) : tilerap_host_calloc(cn, sizeof(double));
-    if (!val && !P->bval_buf) return TILERAP_ERR_NOMEM;
-    *own = val ? val : P->bval_buf;
-    P->bval_buf = NULL;
-  } else if (cval && P->bval_buf) {
-    memcpy(cval, P->bval_buf, (size_t)P->cnnz * sizeof(double));
-  }
-  free(P->bval_buf);
+  double *v = P->bval_buf ? realloc(P->bval_buf, cn * sizeof(double)) : tilerap_host_calloc(cn, sizeof(double));
+  if (!v && !P->bval_buf) return TILERAP_ERR_NOMEM;
+  *val = v ? v : P->bval_buf;
   P->bval_buf = NULL;
   P->bcap = 0;
   return TILERAP_SUCCESS;

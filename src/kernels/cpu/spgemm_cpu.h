@@ -129,14 +129,13 @@ int tr_cpu_csr_product_create(int32_t m, int32_t n, const int64_t *arp, const in
 /* create and fill in one pass (values too where aval and bval are given;
  * entries: C's estimated size; *P NULL where several threads found the
  * estimate short: count first then): C's columns and values wait in
- * buffers until take makes them C's columns and the new array *own (the
- * caller frees it; zeros where built without values), or copies the
- * values to cval (NULL: not wanted) */
+ * buffers until take makes them C's columns and the new array *val (the
+ * caller frees it; zeros where built without values) */
 int tr_cpu_csr_product_build(int32_t m, int32_t n, const int64_t *arp, const int32_t *acol, const int64_t *brp,
                              const int32_t *bcol, const double *aval, const int64_t *avidx, const double *bval,
                              const int64_t *bvidx, int sorted, int64_t entries, tr_cpu_csr_product **P,
                              int64_t *cnnz, int64_t *macs);
-int tr_cpu_csr_product_take(tr_cpu_csr_product *P, double *cval, double **own);
+int tr_cpu_csr_product_take(tr_cpu_csr_product *P, double **val);
 /* whether C = A*B is better built in one pass (its entries sum many
  * products each), and C's entries estimated */
 int tr_cpu_csr_product_one_pass(int32_t m, int32_t n, const int64_t *arp, const int32_t *acol, const int64_t *brp,
