@@ -65,6 +65,10 @@ run "TILERAP_PATH=tiles" test_irregular
 for t in test_gpu_spgemm test_gpu_ptap test_irregular; do
   run "TILERAP_PATH=csr TILERAP_CSR_RECORD_MACS=1e300" $t
 done
+for t in test_gpu_spgemm test_gpu_ptap; do
+  run "TILERAP_PATH=csr TILERAP_CSR_RECORD_MACS=0" $t
+done
 run "TILERAP_CSR_RECORD_MACS=0" test_irregular
+run "TILERAP_CSR_RECORD_MACS=0" test_gpu_csr_device
 echo "1..$n"
 exit $fail

@@ -31,6 +31,9 @@ racecheck:test_gpu_ptap:TILERAP_PATH=csr
 memcheck:test_gpu_spgemm:TILERAP_PATH=csr,TILERAP_CSR_RECORD_MACS=1e300
 memcheck:test_gpu_ptap:TILERAP_PATH=csr,TILERAP_CSR_RECORD_MACS=1e300
 synccheck:test_gpu_ptap:TILERAP_PATH=csr,TILERAP_CSR_RECORD_MACS=1e300
+memcheck:test_irregular:TILERAP_CSR_RECORD_MACS=0 racecheck:test_irregular:TILERAP_CSR_RECORD_MACS=0
+synccheck:test_irregular:TILERAP_CSR_RECORD_MACS=0 racecheck:test_gpu_csr_device:TILERAP_CSR_RECORD_MACS=0
+memcheck:test_gpu_csr_device:TILERAP_CSR_RECORD_MACS=0
 memcheck:test_csr_graph racecheck:test_csr_graph synccheck:test_csr_graph"
 # SANITIZE_ONLY=REGEX keeps the runs whose TOOL:PROGRAM[:SETTINGS] matches
 # (the whole list takes longer than one device call allows)
