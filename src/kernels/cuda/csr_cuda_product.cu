@@ -397,6 +397,12 @@ static __device__ __forceinline__ void tr_warp_products(const tr_operand &A, con
       len = B.rp[k + 1] - bs;
       if (values) av = tr_val(A, e);
     }
+    /* B rows of at most one entry (an aggregation P, a one-column P):
+     * each lane's product is its own, no dealing */
+    if (__all_sync(all, len <= 1)) {
+      if (len) visit(bs, av, e);
+      continue;
+    }
     int64_t incl = len;
     for (int d = 1; d < 32; d <<= 1) {
       const int64_t y = __shfl_up_sync(all, incl, d);
@@ -428,14 +434,20 @@ static __device__ __forceinline__ void tr_block_products(const tr_operand &A, co
   for (int64_t eb = a0; eb < a1; eb += G) {
     const int64_t e = eb + lane;
     long long len = 0, my;
-    bs[lane] = 0;
-    av[lane] = 0.0;
+    int64_t b0 = 0;
+    double a = 0.0;
     if (e < a1) {
       const int32_t k = A.col[e];
-      bs[lane] = B.rp[k];
-      len = B.rp[k + 1] - B.rp[k];
-      if (values) av[lane] = tr_val(A, e);
+      b0 = B.rp[k];
+      len = B.rp[k + 1] - b0;
+      if (values) a = tr_val(A, e);
     }
+    if (__syncthreads_and(len <= 1)) { /* as in tr_warp_products */
+      if (len) visit(b0, a, e);
+      continue;
+    }
+    bs[lane] = b0;
+    av[lane] = a;
     cub::BlockScan<long long, G>(scan).InclusiveSum(len, my);
     incl[lane] = my;
     __syncthreads();
