@@ -82,7 +82,7 @@ for np in 2 4; do
 done
 
 # TILERAP_HYPRE_VERBOSE=2: one line per product (sizes, time split and the
-# path with what it was chosen by), as many as the products the exit report
+# path with what it was chosen by, or the CPU engine's host CSR plan), as many as the products the exit report
 # counts
 # device memory on 2 ranks (a CUDA build of hypre and a GPU; skipped otherwise)
 TILERAP_ENGINE=auto $MPIEXEC --oversubscribe -n 2 "$bin/test/hypre_device" >"$log" 2>&1
@@ -97,7 +97,7 @@ fi
 
 TILERAP_HYPRE_VERBOSE=2 "$bin/examples/poisson/poisson-boomeramg" -dim 3 -n 16 >"$log" 2>&1
 rc=$?
-lines=$(grep -c 'tilerap_hypre rank 0: product .* engine .* order wait .* path \(tiles\|csr\) (entries per tile: A [0-9.]*, P [0-9.]*)' "$log")
+lines=$(grep -c 'tilerap_hypre rank 0: product .* engine .* order wait .* path \(tiles\|csr\) (\(entries per tile: A [0-9.]*, P [0-9.]*\|host CSR plan\))' "$log")
 counted=$(sed -n 's/.*rank 0: \([0-9]*\) Galerkin products computed by tilerap.*/\1/p' "$log")
 if [ $rc -eq 0 ] && [ -n "$counted" ] && [ "$counted" -ge 2 ] && [ "$lines" = "$counted" ]; then
   tap ok "TILERAP_HYPRE_VERBOSE=2: a line for each of the $counted products"

@@ -163,15 +163,17 @@ static int local_stages(tr_galerkin *g)
 static void report(const tr_galerkin *g)
 {
   const double *ph = g->ph_local;
+  char fills[80] = "host CSR plan";
+  if (g->a_fill >= 0) snprintf(fills, sizeof fills, "entries per tile: A %.2f, P %.2f", g->a_fill, g->p_fill);
   fprintf(stderr,
           "tilerap_hypre rank %d: product %d x %d (A %lld entries, P %lld, C %lld): in %.4f, up %.4f, engine %.4f, "
           "down %.4f, out %.4f, order wait %.4f (pass %.4f), comm %.4f s; kept-A check %.4f (overlapped), device order %.4f s; "
-          "path %s (entries per tile: A %.2f, P %.2f)\n",
+          "path %s (%s)\n",
           g->rank, (int)g->ncR, (int)g->ncP, (long long)hypre_CSRMatrixNumNonzeros(g->Ad),
           (long long)hypre_CSRMatrixNumNonzeros(g->Pd), (long long)g->c_nnz, ph[TR_PH_IN], ph[TR_PH_UPLOAD],
           ph[TR_PH_ENGINE], ph[TR_PH_DOWNLOAD], ph[TR_PH_OUT], ph[TR_PH_ORDER], ph[TR_PH_TRAV], ph[TR_PH_COMM],
           g->check.seconds, g->t_dev_order, g->galerkin ? tilerap_path_name(g->path) : "tiles or csr per half",
-          g->a_fill, g->p_fill);
+          fills);
 }
 
 /* Every rank computed C: rows exchanged, hypre's C assembled and ordered. */

@@ -94,6 +94,7 @@ typedef struct {
 
   /* local_product.c */
   tilerap_tile_matrix *Aloc, *Pfull, *Rloc, *Rt, *AP, *Call;
+  tilerap_csr *Acsr, *Pcsr; /* the CPU engine's Galerkin operands (no tiles) */
   tilerap_tile_matrix *dA, *dP, *dR, *dC;
   int32_t *d_ai, *d_aj, *d_pi, *d_pj; /* A's and P's structures as hypre stores them */
   tilerap_csr *C;

@@ -167,6 +167,11 @@ typedef struct {
 int tr_tiles_from_segments(int32_t m, int32_t n, int nseg, const tr_segment *seg,
                            tilerap_tile_matrix **T);
 
+/* The same rows as a CSR matrix (rows sorted, duplicate columns summed):
+ * the CPU engine's operands.  Returns a tilerap error code
+ * (TILERAP_ERR_RANGE: a column outside [0, n)). */
+int tr_csr_from_segments(int32_t m, int32_t n, int nseg, const tr_segment *seg, tilerap_csr **C);
+
 /* ---- device_galerkin.c ---- */
 /* A CUDA build of hypre (its headers): device matrices can reach the hook. */
 #if defined(HYPRE_USING_CUDA)

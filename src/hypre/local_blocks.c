@@ -45,7 +45,9 @@ static int pair_cmp(const void *x, const void *y)
 /* Sorts one row by column and sums duplicates; returns the new length. */
 static int64_t sort_row(int32_t *col, double *val, int64_t len, tr_pair *scratch)
 {
-  if (len <= 32) {
+  int64_t descents = 0; /* hypre's rows: the diagonal first, the rest ascending (one or two) */
+  for (int64_t k = 1; k < len && descents <= 2; k++) descents += col[k] < col[k - 1];
+  if (len <= 32 || descents <= 2) { /* insertion: linear on such rows */
     for (int64_t k = 1; k < len; k++) {
       int32_t c = col[k];
       double v = val[k];
@@ -66,50 +68,82 @@ static int64_t sort_row(int32_t *col, double *val, int64_t len, tr_pair *scratch
   return w;
 }
 
-/* Slow path for rows with repeated columns: sorted CSR, then tiles. */
-static int tiles_via_sorted_csr(int32_t m, int32_t n, int nseg, const tr_segment *seg,
-                                tilerap_tile_matrix **T)
+int tr_csr_from_segments(int32_t m, int32_t n, int nseg, const tr_segment *seg, tilerap_csr **out)
 {
-  int err = TILERAP_SUCCESS;
-  int64_t *rowptr = calloc((size_t)m + 1, sizeof *rowptr);
-  int32_t *col = NULL;
-  double *val = NULL;
-  tr_pair *scratch = NULL;
-  if (!rowptr) return TILERAP_ERR_NOMEM;
-  int64_t maxlen = 0;
+  *out = NULL;
+  int64_t *len = calloc((size_t)m + 1, sizeof *len); /* row i's length at len[i + 1], then its kept length at len[i] */
+  if (!len) return TILERAP_ERR_NOMEM;
+#pragma omp parallel for schedule(static) if (m > TR_PAR_ROWS)
   for (int32_t i = 0; i < m; i++) {
     int32_t r;
     const tr_segment *S = seg_of(nseg, seg, i, &r);
-    int64_t len = 0;
+    int64_t l = 0;
     if (S)
-      for (int b = 0; b < S->nblocks; b++) len += S->b[b].i[r + 1] - S->b[b].i[r];
-    rowptr[i + 1] = rowptr[i] + len;
-    if (len > maxlen) maxlen = len;
+      for (int b = 0; b < S->nblocks; b++) l += S->b[b].i[r + 1] - S->b[b].i[r];
+    len[i + 1] = l;
   }
-  col = malloc(((size_t)rowptr[m] + 1) * sizeof *col);
-  val = malloc(((size_t)rowptr[m] + 1) * sizeof *val);
-  scratch = malloc(((size_t)maxlen + 1) * sizeof *scratch);
-  if (!col || !val || !scratch) { err = TILERAP_ERR_NOMEM; goto done; }
-  int64_t w = 0;
-  for (int32_t i = 0; i < m; i++) {
-    int32_t r;
-    const tr_segment *S = seg_of(nseg, seg, i, &r);
-    int64_t start = w;
-    if (S)
-      for (int b = 0; b < S->nblocks; b++) {
-        const tr_block *B = &S->b[b];
-        for (HYPRE_Int k = B->i[r]; k < B->i[r + 1]; k++) {
-          col[w] = (int32_t)blk_col(B, k);
-          val[w++] = (double)B->a[k];
+  for (int32_t i = 0; i < m; i++) len[i + 1] += len[i];
+  tilerap_csr *C = NULL;
+  int err = tilerap_csr_create(m, n, len[m], &C);
+  if (err) { free(len); return err; }
+  memcpy(C->rowptr, len, ((size_t)m + 1) * sizeof *len);
+  int failed = 0, range = 0, shrunk = 0;
+#pragma omp parallel reduction(| : failed, range, shrunk) if (m > TR_PAR_ROWS)
+  {
+    tr_pair *scratch = NULL;
+    int64_t cap = 0;
+#pragma omp for schedule(dynamic, 256)
+    for (int32_t i = 0; i < m; i++) {
+      int32_t r;
+      const tr_segment *S = seg_of(nseg, seg, i, &r);
+      const int64_t start = C->rowptr[i], l = C->rowptr[i + 1] - start;
+      int64_t w = start;
+      if (S)
+        for (int b = 0; b < S->nblocks; b++) {
+          const tr_block *B = &S->b[b];
+          for (HYPRE_Int k = B->i[r]; k < B->i[r + 1]; k++) {
+            const int64_t j = blk_col(B, k);
+            if (j < 0 || j >= n) range = 1;
+            C->colidx[w] = (int32_t)j;
+            C->val[w++] = (double)B->a[k];
+          }
         }
+      if (l > 32 && l > cap) {
+        free(scratch);
+        cap = l;
+        if (!(scratch = malloc((size_t)cap * sizeof *scratch))) { failed = 1; cap = 0; }
       }
-    w = start + sort_row(col + start, val + start, w - start, scratch);
-    rowptr[i] = start;
+      const int64_t kept = l > 32 && !scratch ? l : sort_row(C->colidx + start, C->val + start, l, scratch);
+      len[i] = kept;
+      if (kept != l) shrunk = 1;
+    }
+    free(scratch);
   }
-  rowptr[m] = w; /* rowptr[i] was rewritten to the compacted start of row i */
-  err = tilerap_tile_from_csr(m, n, rowptr, col, val, T);
-done:
-  free(rowptr); free(col); free(val); free(scratch);
+  err = failed ? TILERAP_ERR_NOMEM : range ? TILERAP_ERR_RANGE : TILERAP_SUCCESS;
+  if (!err && shrunk) { /* repeated columns were summed: rows move down */
+    int64_t w = 0;
+    for (int32_t i = 0; i < m; i++) {
+      const int64_t start = C->rowptr[i], kept = len[i];
+      memmove(C->colidx + w, C->colidx + start, (size_t)kept * sizeof *C->colidx);
+      memmove(C->val + w, C->val + start, (size_t)kept * sizeof *C->val);
+      C->rowptr[i] = w;
+      w += kept;
+    }
+    C->rowptr[m] = C->nnz = w;
+  }
+  free(len);
+  if (err) tilerap_csr_destroy(&C);
+  *out = C;
+  return err;
+}
+
+/* Rows with repeated columns: sorted CSR, then tiles. */
+static int tiles_via_sorted_csr(int32_t m, int32_t n, int nseg, const tr_segment *seg, tilerap_tile_matrix **T)
+{
+  tilerap_csr *C = NULL;
+  int err = tr_csr_from_segments(m, n, nseg, seg, &C);
+  if (!err) err = tilerap_tile_from_csr(m, n, C->rowptr, C->colidx, C->val, T);
+  tilerap_csr_destroy(&C);
   return err;
 }
 

@@ -13,6 +13,7 @@
  * hypre's diag arrays: in hypre's order made on the device (devorder) or
  * sorted with the diagonal first. */
 #include "galerkin_stages.h"
+#include "tuning.h"
 
 #include <stdlib.h>
 
@@ -60,17 +61,26 @@ static int direct_tiles(hypre_CSRMatrix *M, int32_t m, int32_t n, tilerap_tile_m
                                                    TILERAP_MEM_HOST, T);
 }
 
-/* A_loc, P_full and (not Galerkin) R_loc stitched into host tiles. */
+/* The CPU engine's Galerkin products (TILERAP_PATH not "tiles") take
+ * A_loc and P_full as sorted CSR and one CSR plan, as the PETSc types'
+ * CPU route does: no tile form either way. */
+static int host_csr_route(const tr_galerkin *g) { return !g->dev && g->galerkin && tr_knob_int(TR_KNOB_PATH) != 1; }
+
+/* A_loc, P_full and (not Galerkin) R_loc stitched into host tiles, or
+ * A_loc and P_full into host CSR (host_csr_route). */
 static int host_tiles(tr_galerkin *g)
 {
   const HYPRE_Int nA = g->nA, nAc = g->nAc, nAo = g->nAo, ncP = g->ncP;
+  const int csr = host_csr_route(g);
   int err;
   {
     tr_segment s = {0, (int32_t)nA, 1, {block_of(g->Ad, NULL, 0)}};
     if (nAo > 0 && has_entries(g->Ao)) s.b[s.nblocks++] = block_of(g->Ao, NULL, (int32_t)nAc);
     /* Galerkin: A square, with empty rows for the P_ext rows */
     int32_t rows = g->galerkin ? (int32_t)(nAc + nAo) : (int32_t)nA;
-    if ((err = tr_tiles_from_segments(rows, (int32_t)(nAc + nAo), 1, &s, &g->Aloc))) return err;
+    if ((err = csr ? tr_csr_from_segments(rows, (int32_t)(nAc + nAo), 1, &s, &g->Acsr)
+                   : tr_tiles_from_segments(rows, (int32_t)(nAc + nAo), 1, &s, &g->Aloc)))
+      return err;
   }
   {
     tr_segment s[2] = {{0, (int32_t)nAc, 1, {block_of(g->Pd, NULL, 0)}}, {0}};
@@ -81,7 +91,8 @@ static int host_tiles(tr_galerkin *g)
       s[1].row0 = (int32_t)nAc; s[1].nrows = (int32_t)nAo; s[1].nblocks = 1; s[1].b[0] = b;
       nseg = 2;
     }
-    if ((err = tr_tiles_from_segments((int32_t)(nAc + nAo), (int32_t)(ncP + g->nQ), nseg, s, &g->Pfull)))
+    if ((err = csr ? tr_csr_from_segments((int32_t)(nAc + nAo), (int32_t)(ncP + g->nQ), nseg, s, &g->Pcsr)
+                   : tr_tiles_from_segments((int32_t)(nAc + nAo), (int32_t)(ncP + g->nQ), nseg, s, &g->Pfull)))
       return err;
   }
   if (!g->galerkin) {
@@ -198,6 +209,21 @@ static int products(tr_galerkin *g, int *stale)
   const tilerap_tile_matrix *wA = dev ? g->dA : g->Aloc, *wP = dev ? g->dP : g->Pfull, *wR = dev ? g->dR : g->Rloc;
   tilerap_tile_matrix **wC = dev ? &g->dC : &g->Call;
   int err;
+  if (g->Acsr) { /* host_csr_route: C made as CSR */
+    tilerap_csr_plan plan = NULL;
+    g->path = TILERAP_PATH_CSR;
+    g->a_fill = g->p_fill = -1;
+    err = tilerap_csr_plan_create(TILERAP_CSR_PTAP, g->Acsr, g->Pcsr, &plan, &g->C);
+    tilerap_csr_plan_destroy(&plan);
+    if (err) return tr_galerkin_engine_failed(g, err);
+    tr_galerkin_phase(g, TR_PH_ENGINE);
+    if (g->speculative && !tr_kept_resolve(g)) {
+      *stale = 1;
+      return 0;
+    }
+    g->c_nnz = g->C->rowptr[g->C->m];
+    return 0;
+  }
   if (g->galerkin) {
     if ((err = tilerap_ptap_path(wA, wP, &g->opt, &g->path, &g->a_fill, &g->p_fill)) ||
         (err = tilerap_ptap(wA, wP, &g->opt, wC)))
@@ -251,6 +277,7 @@ int tr_local_product(tr_galerkin *g)
 void tr_local_free_tiles(tr_galerkin *g)
 {
   tilerap_tile_destroy(&g->Aloc); tilerap_tile_destroy(&g->Pfull); tilerap_tile_destroy(&g->Rloc);
+  tilerap_csr_destroy(&g->Acsr); tilerap_csr_destroy(&g->Pcsr);
   tilerap_tile_destroy(&g->Rt); tilerap_tile_destroy(&g->AP); tilerap_tile_destroy(&g->Call);
   tilerap_tile_destroy(&g->dA); tilerap_tile_destroy(&g->dP); tilerap_tile_destroy(&g->dR);
   tilerap_tile_destroy(&g->dC);
