@@ -183,6 +183,82 @@ static long sum_all(long v)
   return s;
 }
 
+/* A Poisson problem's BoomerAMG hierarchy (default settings): level l's A
+ * and P, and hypre's own product of them (*ref, the caller destroys it
+ * with the solver and the problem it returns) */
+static HYPRE_Solver level_operands(int dim, HYPRE_BigInt n, int l, th_problem *pb, hypre_ParCSRMatrix **A,
+                                   hypre_ParCSRMatrix **P, hypre_ParCSRMatrix **ref)
+{
+  th_poisson(g_comm, dim, n, pb);
+  th_amg_opts o = {0, 0};
+  int it = 0;
+  HYPRE_Solver s = th_amg_run(pb, o, &it, NULL);
+  *A = th_level_A(s, l);
+  *P = th_level_P(s, l);
+  *ref = NULL;
+  TileRAP_HypreOriginalBuildCoarseOperatorKT(*P, *A, *P, 0, ref);
+  return s;
+}
+
+/* The stitching of hypre's blocks (local_blocks.c) on rows it must sort
+ * and merge: a coarse level's A, whose rows hypre keeps in its traversal
+ * order (dozens of entries in no order, columns past 255: the radix
+ * sort's two passes), and the same A with one entry of a row split into
+ * two entries of the same column (hypre's RAP sums both; so must the
+ * hook).  Both equal hypre's product of the unsplit A. */
+static void check_stitching(void)
+{
+  th_problem pb;
+  hypre_ParCSRMatrix *A, *P, *C = NULL, *ref;
+  HYPRE_Solver s = level_operands(3, 24, 2, &pb, &A, &P, &ref);
+  hypre_CSRMatrix *d = hypre_ParCSRMatrixDiag(A);
+  const HYPRE_Int nr = hypre_CSRMatrixNumRows(d), *di = hypre_CSRMatrixI(d), *dj = hypre_CSRMatrixJ(d);
+  const HYPRE_Complex *da = hypre_CSRMatrixData(d);
+  HYPRE_Int longest = 0, top = 0;
+  for (HYPRE_Int r = 0; r < nr; r++) {
+    if (di[r + 1] - di[r] > longest) longest = di[r + 1] - di[r];
+    for (HYPRE_Int k = di[r]; k < di[r + 1]; k++) top = dj[k] > top ? dj[k] : top;
+  }
+  int rc = TileRAP_HypreGalerkin(P, A, P, 0, 1, &C);
+  int good = th_all(g_comm, rc == 0 && C && longest > 32 && top > 255);
+  th_cmp c = good ? th_compare(C, ref) : (th_cmp){0};
+  OK(good && th_cmp_ok(c, 1e-12), "stitching: level 2 of a 3D hierarchy (rows up to %d entries in hypre's order, columns "
+     "up to %d) equals hypre's product (relerr %.2e)", (int)longest, (int)top, c.relerr);
+  if (C) hypre_ParCSRMatrixDestroy(C);
+  C = NULL;
+  /* row r's last entry split in two halves of one column */
+  HYPRE_Int r = nr / 2;
+  while (r < nr && di[r + 1] - di[r] < 2) r++;
+  const HYPRE_Int nnz = di[nr];
+  hypre_CSRMatrix *d2 = hypre_CSRMatrixCreate(nr, hypre_CSRMatrixNumCols(d), nnz + 1);
+  hypre_CSRMatrixInitialize_v2(d2, 0, hypre_CSRMatrixMemoryLocation(d)); /* where A's diag lives */
+  HYPRE_Int *ei = hypre_CSRMatrixI(d2), *ej = hypre_CSRMatrixJ(d2);
+  HYPRE_Complex *ea = hypre_CSRMatrixData(d2);
+  for (HYPRE_Int q = 0, w = 0; q < nr; q++) {
+    ei[q] = w;
+    for (HYPRE_Int k = di[q]; k < di[q + 1]; k++) {
+      ej[w] = dj[k];
+      ea[w++] = q == r && k == di[q + 1] - 1 ? 0.5 * da[k] : da[k];
+    }
+    if (q == r && r < nr) { ej[w] = dj[di[q + 1] - 1]; ea[w++] = 0.5 * da[di[q + 1] - 1]; }
+    ei[q + 1] = w;
+  }
+  hypre_ParCSRMatrix *A2 = hypre_ParCSRMatrixClone(A, 1);
+  hypre_CSRMatrixDestroy(hypre_ParCSRMatrixDiag(A2));
+  hypre_ParCSRMatrixDiag(A2) = d2;
+  rc = TileRAP_HypreGalerkin(P, A2, P, 0, 1, &C);
+  good = th_all(g_comm, rc == 0 && C);
+  c = good ? th_compare(C, ref) : (th_cmp){0};
+  OK(good && th_cmp_ok(c, 1e-12), "stitching: the same A with a row's entry split in two of one column: hypre's product "
+     "(rc %d, relerr %.2e, %ld rows of other structure, %ld invariants violated)", rc, c.relerr, c.struct_diff,
+     c.invariant_bad);
+  if (C) hypre_ParCSRMatrixDestroy(C);
+  hypre_ParCSRMatrixDestroy(A2);
+  hypre_ParCSRMatrixDestroy(ref);
+  HYPRE_BoomerAMGDestroy(s);
+  th_problem_destroy(&pb);
+}
+
 /* hypre's other products (hypre_ParCSRMatMat, hypre_ParCSRTMatMatKT) are
  * observed, not taken over: BoomerAMG's rap2 path calls both once a level,
  * each call is counted with its time, and what they return is hypre's. */
@@ -225,12 +301,8 @@ static void check_observed(void)
 static void check_settings(void)
 {
   th_problem pb;
-  th_poisson(g_comm, 2, 24, &pb);
-  th_amg_opts o = {0, 0};
-  int it = 0;
-  HYPRE_Solver s = th_amg_run(&pb, o, &it, NULL);
-  hypre_ParCSRMatrix *A = th_level_A(s, 0), *P = th_level_P(s, 0), *C = NULL, *ref = NULL;
-  TileRAP_HypreOriginalBuildCoarseOperatorKT(P, A, P, 0, &ref);
+  hypre_ParCSRMatrix *A, *P, *C = NULL, *ref;
+  HYPRE_Solver s = level_operands(2, 24, 0, &pb, &A, &P, &ref);
   char text[4096], line[64];
 
   int refused = TileRAP_HypreSetOrder("sorted") == TILERAP_SUCCESS &&
@@ -506,6 +578,7 @@ int main(int argc, char **argv)
   }
 
   check_settings();
+  check_stitching();
   check_observed();
 
   for (int dim = 2; dim <= 3; dim++) {

@@ -36,10 +36,39 @@ typedef struct {
   double v;
 } tr_pair;
 
-static int pair_cmp(const void *x, const void *y)
+/* LSD radix sort of a row's (column, value) pairs, 8 bits a pass over the
+ * bits its largest column needs: coarse operators' rows in hypre's order
+ * hold hundreds of entries in no order, where qsort's calls cost most of
+ * the stitching */
+static void radix_row(int32_t *col, double *val, int64_t len, tr_pair *tmp)
 {
-  const tr_pair *a = x, *b = y;
-  return (a->c > b->c) - (a->c < b->c);
+  uint32_t top = 0;
+  for (int64_t k = 0; k < len; k++) top |= (uint32_t)col[k];
+  int passes = 0;
+  while (passes < 4 && (top >> (8 * passes))) passes++;
+  for (int p = 0; p < passes; p++) {
+    const int sh = 8 * p;
+    int64_t at[257] = {0};
+    if (p % 2 == 0) { /* the row's arrays into tmp */
+      for (int64_t k = 0; k < len; k++) at[(((uint32_t)col[k] >> sh) & 255u) + 1]++;
+      for (int d = 0; d < 256; d++) at[d + 1] += at[d];
+      for (int64_t k = 0; k < len; k++) {
+        const int64_t q = at[((uint32_t)col[k] >> sh) & 255u]++;
+        tmp[q].c = col[k];
+        tmp[q].v = val[k];
+      }
+    } else { /* and back */
+      for (int64_t k = 0; k < len; k++) at[(((uint32_t)tmp[k].c >> sh) & 255u) + 1]++;
+      for (int d = 0; d < 256; d++) at[d + 1] += at[d];
+      for (int64_t k = 0; k < len; k++) {
+        const int64_t q = at[((uint32_t)tmp[k].c >> sh) & 255u]++;
+        col[q] = tmp[k].c;
+        val[q] = tmp[k].v;
+      }
+    }
+  }
+  if (passes % 2)
+    for (int64_t k = 0; k < len; k++) { col[k] = tmp[k].c; val[k] = tmp[k].v; }
 }
 
 /* Sorts one row by column and sums duplicates; returns the new length. */
@@ -56,9 +85,7 @@ static int64_t sort_row(int32_t *col, double *val, int64_t len, tr_pair *scratch
       col[q + 1] = c; val[q + 1] = v;
     }
   } else {
-    for (int64_t k = 0; k < len; k++) { scratch[k].c = col[k]; scratch[k].v = val[k]; }
-    qsort(scratch, (size_t)len, sizeof *scratch, pair_cmp);
-    for (int64_t k = 0; k < len; k++) { col[k] = scratch[k].c; val[k] = scratch[k].v; }
+    radix_row(col, val, len, scratch);
   }
   int64_t w = 0;
   for (int64_t k = 0; k < len; k++) {
@@ -88,7 +115,8 @@ int tr_csr_from_segments(int32_t m, int32_t n, int nseg, const tr_segment *seg, 
   if (err) { free(len); return err; }
   memcpy(C->rowptr, len, ((size_t)m + 1) * sizeof *len);
   int failed = 0, range = 0, shrunk = 0;
-#pragma omp parallel reduction(| : failed, range, shrunk) if (m > TR_PAR_ROWS)
+  /* threads by the entries: a coarse level's few rows hold hundreds each */
+#pragma omp parallel reduction(| : failed, range, shrunk) if (m > TR_PAR_ROWS || C->nnz > 16 * TR_PAR_ROWS)
   {
     tr_pair *scratch = NULL;
     int64_t cap = 0;
