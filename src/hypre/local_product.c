@@ -7,7 +7,9 @@
  *   direct    the same blocks become tiles on the device (CUDA engine, one
  *             block each, RT = P);
  *   otherwise the blocks are stitched into host tiles (local_blocks.c) and
- *             uploaded for the CUDA engine.
+ *             uploaded for the CUDA engine; the CPU engine's Galerkin
+ *             products stitch them into sorted CSR instead, for one CSR
+ *             plan (host_csr_route).
  * Products: one Galerkin plan when RT is P, else R^T (A P).  C comes back
  * (tr_local_product) as host CSR, or, one rank and square, straight into
  * hypre's diag arrays: in hypre's order made on the device (devorder) or
@@ -68,7 +70,7 @@ static int host_csr_route(const tr_galerkin *g) { return !g->dev && g->galerkin 
 
 /* A_loc, P_full and (not Galerkin) R_loc stitched into host tiles, or
  * A_loc and P_full into host CSR (host_csr_route). */
-static int host_tiles(tr_galerkin *g)
+static int host_operands(tr_galerkin *g)
 {
   const HYPRE_Int nA = g->nA, nAc = g->nAc, nAo = g->nAo, ncP = g->ncP;
   const int csr = host_csr_route(g);
@@ -123,7 +125,7 @@ int tr_local_operands(tr_galerkin *g)
         (err = direct_tiles(g->Pd, (int32_t)g->nAc, (int32_t)g->ncP, &g->dP)))
       return tr_galerkin_engine_failed(g, err);
     tr_galerkin_phase(g, TR_PH_UPLOAD);
-  } else if ((err = host_tiles(g)))
+  } else if ((err = host_operands(g)))
     return tr_galerkin_engine_failed(g, err);
   return 0;
 }
@@ -216,11 +218,7 @@ static int products(tr_galerkin *g, int *stale)
     err = tilerap_csr_plan_create(TILERAP_CSR_PTAP, g->Acsr, g->Pcsr, &plan, &g->C);
     tilerap_csr_plan_destroy(&plan);
     if (err) return tr_galerkin_engine_failed(g, err);
-    tr_galerkin_phase(g, TR_PH_ENGINE);
-    if (g->speculative && !tr_kept_resolve(g)) {
-      *stale = 1;
-      return 0;
-    }
+    tr_galerkin_phase(g, TR_PH_ENGINE); /* (no kept A on the CPU: nothing speculative) */
     g->c_nnz = g->C->rowptr[g->C->m];
     return 0;
   }
