@@ -136,14 +136,14 @@ int tr_csr_from_segments(int32_t m, int32_t n, int nseg, const tr_segment *seg, 
             C->val[w++] = (double)B->a[k];
           }
         }
-      if (l > 32 && l > cap) {
+      if (l > 32 && l > cap) { /* the radix sort's buffer (longer rows only) */
         free(scratch);
-        cap = l;
-        if (!(scratch = malloc((size_t)cap * sizeof *scratch))) { failed = 1; cap = 0; }
+        scratch = malloc((size_t)l * sizeof *scratch);
+        cap = scratch ? l : 0;
+        if (!scratch) { failed = 1; continue; }
       }
-      const int64_t kept = l > 32 && !scratch ? l : sort_row(C->colidx + start, C->val + start, l, scratch);
-      len[i] = kept;
-      if (kept != l) shrunk = 1;
+      len[i] = sort_row(C->colidx + start, C->val + start, l, scratch);
+      shrunk |= len[i] != l;
     }
     free(scratch);
   }
