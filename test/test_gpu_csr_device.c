@@ -353,8 +353,9 @@ static void check_kernel_choices(uint64_t *seed)
   tilerap_csr_destroy(&A);
   /* small products whose few rows each sum thousands of products into a
    * narrow C: split below TR_BIN_SPLIT over several blocks a row (the
-   * threshold follows the product's work); hash runs (C's entries sum about
-   * 740 products each) and recorded ones (about 5) */
+   * threshold follows the product's work); re-runs from records (C's
+   * entries sum about 740 products each in rows of 12, and about 5), from
+   * hash tables with TILERAP_CSR_RECORD_MACS=0 (gpu_paths.sh) */
   A = ref_random(20000, 20000, 7.0 / 20000, 0, seed);
   P = ref_random(20000, 12, 1.0 / 12, 0, seed);
   check(TILERAP_CSR_PTAP, A, P, 1, 0, "random 20000, P of 12 columns (C rows of about 9000 products: split)", seed);

@@ -392,6 +392,48 @@ static void check_dense_rows(uint64_t *seed)
   gpu_knob_set("TILERAP_PATH", NULL);
 }
 
+/* Which CSR-path products re-run from a record (tr_csr_record_pays): few
+ * products per C entry, or up to 1024 in rows of at most 128 entries on
+ * average; wide rows and heavier entries keep the hash runs.  Each
+ * product's values are checked over its re-runs (check_product: the
+ * second run makes the record, the third reads it). */
+static void check_record_choice(uint64_t *seed)
+{
+  static const struct { int32_t m, k, n; double da, db; int rec; const char *what; } cases[] = {
+    {300, 4000, 4000, 0.0005, 0.0005, 1, "about 2 products per entry"},
+    {200, 300, 16, 0.4, 1.0, 1, "rows of 16 entries of 120 products"},
+    {40, 3000, 400, 0.5, 0.1, 0, "rows of 400 entries of 150 products"},
+    {60, 3000, 1, 0.9, 1.0, 0, "one column, 2700 products an entry"},
+  };
+  gpu_knob_set("TILERAP_PATH", "csr");
+  for (int w = 0; w < 4; w++) {
+    char what[128];
+    snprintf(what, sizeof what, "CSR path record choice, %s", cases[w].what);
+    tilerap_csr *A = ref_random(cases[w].m, cases[w].k, cases[w].da, 0, seed);
+    tilerap_csr *B = ref_random(cases[w].k, cases[w].n, cases[w].db, 0, seed);
+    if (!tap_ok(A && B, "%s: operands", what)) { tilerap_csr_destroy(&A); tilerap_csr_destroy(&B); continue; }
+    check_product(A, B, 192, what);
+    tilerap_tile_matrix *hA = ref_csr_to_tile(A), *hB = ref_csr_to_tile(B);
+    tilerap_tile_matrix *dA = gpu_to_device(hA), *dB = gpu_to_device(hB), *dC = NULL;
+    tilerap_options o = gpu_opts(TILERAP_ENGINE_CUDA, 192);
+    tilerap_spgemm_plan p = NULL;
+    tilerap_spgemm_info info;
+    int err = tilerap_spgemm_plan_create(dA, dB, &o, &p, &dC);
+    if (!err) err = tilerap_spgemm_plan_info(p, &info);
+    const double per_entry = err || !info.c_nnz ? 0 : info.flops / 2.0 / (double)info.c_nnz;
+    const double row_len = err || !cases[w].m ? 0 : (double)info.c_nnz / cases[w].m;
+    tap_ok(!err && info.path == TILERAP_PATH_CSR && info.recorded == (cases[w].rec ? info.flops / 2 : 0),
+           "%s: %s (%.0f products an entry, rows of %.0f; %lld recorded of %lld)", what,
+           cases[w].rec ? "recorded" : "hash re-runs", per_entry, row_len, err ? -1LL : (long long)info.recorded,
+           err ? -1LL : (long long)(info.flops / 2));
+    tilerap_spgemm_plan_destroy(&p);
+    tilerap_tile_destroy(&dC); tilerap_tile_destroy(&dA); tilerap_tile_destroy(&dB);
+    tilerap_tile_destroy(&hA); tilerap_tile_destroy(&hB);
+    tilerap_csr_destroy(&A); tilerap_csr_destroy(&B);
+  }
+  gpu_knob_set("TILERAP_PATH", NULL);
+}
+
 static void model_ap(tilerap_stencil st, int32_t n, tilerap_csr **A, tilerap_csr **P)
 {
   int32_t dims[3], cd[3];
@@ -431,6 +473,7 @@ int main(int argc, char **argv)
   }
   check_heavy(&seed);
   check_dense_rows(&seed);
+  if (!getenv("TILERAP_CSR_RECORD_MACS")) check_record_choice(&seed);
   check_skewed();
   check_row_sort(300);
   if (!quick) {

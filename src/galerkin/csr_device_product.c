@@ -81,14 +81,14 @@ void tilerap_csr_device_product_destroy(tilerap_csr_device_product *px)
 }
 
 #ifdef TILERAP_HAVE_CUDA
-/* Numeric runs from a record of each C entry's products where C's entries
- * sum at most TILERAP_CSR_RECORD_MACS products on average, as the tile
- * plans' CSR path does (csr_path.c); without device memory for it, the
- * hash runs. */
-static int tr_keep_record(tr_cuda_csr_product *p, int64_t macs, int64_t cnnz, int64_t annz, int64_t bnnz, int *kept)
+/* Numeric runs from a record of each C entry's products where that pays
+ * (tr_csr_record_pays), as the tile plans' CSR path does (csr_path.c);
+ * without device memory for it, the hash runs. */
+static int tr_keep_record(tr_cuda_csr_product *p, int64_t macs, int64_t cnnz, int64_t rows, int64_t annz,
+                          int64_t bnnz, int *kept)
 {
   *kept = 0;
-  if (cnnz <= 0 || (double)macs > tr_knob(TR_KNOB_CSR_RECORD_MACS) * (double)cnnz) return TILERAP_SUCCESS;
+  if (!tr_csr_record_pays(macs, cnnz, rows)) return TILERAP_SUCCESS;
   const int err = tr_cuda_csr_product_keep_record(p, annz, bnnz, kept);
   return err == TILERAP_ERR_DEVICE_NOMEM ? TILERAP_SUCCESS : err;
 }
@@ -134,7 +134,7 @@ int tilerap_csr_device_product_create_i32(tilerap_csr_kind kind, const tilerap_c
         (err = tr_cuda_csr_product_create(A->m, B->n, X->arp, A->colidx, X->annz, X->brp, B->colidx, NULL, &X->ap,
                                           &apnnz, &macs_ap)) ||
         ((flags & TILERAP_CSR_REUSE) &&
-         (err = tr_keep_record(X->ap, macs_ap, apnnz, X->annz, X->bnnz, &X->ap_recorded))) ||
+         (err = tr_keep_record(X->ap, macs_ap, apnnz, A->m, X->annz, X->bnnz, &X->ap_recorded))) ||
         (err = tr_cuda_malloc((size_t)(apnnz ? apnnz : 1) * sizeof(double), (void **)&X->apval)) ||
         (err = tr_cuda_csr_product_fill(X->ap, A->val, NULL, B->val, NULL, X->apval, X->ap_recorded)) ||
         (err = tr_cuda_csr_product_create(cm, cn, X->trp, X->tcol, X->bnnz, tr_cuda_csr_product_rowptr(X->ap),
@@ -144,7 +144,7 @@ int tilerap_csr_device_product_create_i32(tilerap_csr_kind kind, const tilerap_c
   }
   int c_recorded = 0; /* C is always filled sorted */
   if (!err && (flags & TILERAP_CSR_REUSE))
-    err = tr_keep_record(X->c, X->macs - macs_ap, X->cnnz, kind == TILERAP_CSR_PTAP ? X->bnnz : X->annz,
+    err = tr_keep_record(X->c, X->macs - macs_ap, X->cnnz, cm, kind == TILERAP_CSR_PTAP ? X->bnnz : X->annz,
                          kind == TILERAP_CSR_PTAP ? apnnz : X->bnnz, &c_recorded);
   if (err) goto fail;
   if (X->cnnz > INT32_MAX) {

@@ -277,25 +277,25 @@ static int tr_b_values(tr_csr_path *X, const tilerap_tile_matrix *B, const doubl
 }
 
 /* CUDA re-runs from a record of each C entry's products (a gather per
- * entry: csr_cuda_product.cu) where C's entries sum at most
- * TILERAP_CSR_RECORD_MACS products on average: there the hash runs' tables
- * and atomics cost more than the products, and the record's memory (8
- * bytes per multiply-add) stayed below cuSPARSE's own on every product
- * measured (BENCHMARKS.md section 9).  *kept: 1 when
+ * entry: csr_cuda_product.cu) where that pays (tr_csr_record_pays: few
+ * products per entry, or narrow rows, where the hash runs' tables and
+ * atomics cost more than the products); the record's memory (8 bytes per
+ * multiply-add) stayed below cuSPARSE's own on every product measured
+ * (BENCHMARKS.md section 9).  *kept: 1 when
  * kept, and then the product's rows must be filled in column
  * order; without device memory for it, the table runs.  Only plans run
  * again keep one (not the one-shot products') */
-static int tr_keep_record(tr_plan_runs runs, tr_product *p, int64_t macs, int64_t cnnz, int64_t annz, int64_t bnnz,
-                          int *kept)
+static int tr_keep_record(tr_plan_runs runs, tr_product *p, int64_t macs, int64_t cnnz, int64_t rows, int64_t annz,
+                          int64_t bnnz, int *kept)
 {
   int k = 0, err = TILERAP_SUCCESS;
 #ifdef TILERAP_HAVE_CUDA
-  if (runs == TR_RUNS_REPEATED && p->cuda && cnnz > 0 && (double)macs <= tr_knob(TR_KNOB_CSR_RECORD_MACS) * (double)cnnz) {
+  if (runs == TR_RUNS_REPEATED && p->cuda && tr_csr_record_pays(macs, cnnz, rows)) {
     err = tr_cuda_csr_product_keep_record(p->cuda, annz, bnnz, &k);
     if (err == TILERAP_ERR_DEVICE_NOMEM) err = TILERAP_SUCCESS;
   }
 #else
-  (void)runs; (void)p; (void)macs; (void)cnnz; (void)annz; (void)bnnz;
+  (void)runs; (void)p; (void)macs; (void)cnnz; (void)rows; (void)annz; (void)bnnz;
 #endif
   *kept = k;
   return err;
@@ -314,7 +314,7 @@ int tr_csr_path_create(const tilerap_tile_matrix *A, int at, const tilerap_tile_
   int err, c_kept = 0;
   if ((err = tr_view_make(X, A, at, &X->va)) || (err = tr_view_make(X, B, 0, &X->vb)) ||
       (err = tr_product_make(X, m, B->n, X->va.rp, X->va.col, A->nnz, X->vb.rp, X->vb.col, &X->c, &cnnz, &X->macs_c)) ||
-      (err = tr_keep_record(runs, &X->c, X->macs_c, cnnz, A->nnz, B->nnz, &c_kept)) ||
+      (err = tr_keep_record(runs, &X->c, X->macs_c, cnnz, m, A->nnz, B->nnz, &c_kept)) ||
       (err = tr_finish_c(X, A->val, X->va.vidx, B->val, X->vb.vidx, m, B->n, cnnz, values, C)) ||
       (err = tr_keep_b_values(X, B, X->macs_c))) {
     tilerap_tile_destroy(C);
@@ -343,12 +343,12 @@ int tr_csr_path_ptap_create(const tilerap_tile_matrix *A, const tilerap_tile_mat
       (err = tr_view_make(X, P, 1, &X->vt)) ||
       (err = tr_product_make(X, A->m, P->n, X->va.rp, X->va.col, A->nnz, X->vb.rp, X->vb.col, &X->ab, &apnnz,
                              &X->macs_ab)) ||
-      (err = tr_keep_record(runs, &X->ab, X->macs_ab, apnnz, A->nnz, P->nnz, &ap_sorted)) ||
+      (err = tr_keep_record(runs, &X->ab, X->macs_ab, apnnz, A->m, A->nnz, P->nnz, &ap_sorted)) ||
       (err = tr_alloc_engine(X, (size_t)apnnz * sizeof(double), (void **)&X->apval)) ||
       (err = tr_product_fill(&X->ab, A->val, X->va.vidx, P->val, X->vb.vidx, X->apval, ap_sorted)) ||
       (err = tr_product_make(X, P->n, P->n, X->vt.rp, X->vt.col, P->nnz, tr_product_rowptr(&X->ab),
                              tr_product_colidx(&X->ab), &X->c, &cnnz, &X->macs_c)) ||
-      (err = tr_keep_record(runs, &X->c, X->macs_c, cnnz, P->nnz, apnnz, &c_kept)) ||
+      (err = tr_keep_record(runs, &X->c, X->macs_c, cnnz, P->n, P->nnz, apnnz, &c_kept)) ||
       (err = tr_finish_c(X, P->val, X->vt.vidx, X->apval, NULL, P->n, P->n, cnnz, values, C)) ||
       (err = tr_keep_b_values(X, P, X->macs_ab))) {
     tilerap_tile_destroy(C);

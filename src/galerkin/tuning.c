@@ -52,6 +52,27 @@ static const tr_knob_def tr_knobs[TR_KNOB_COUNT] = {
   {"TILERAP_HYPRE_TEST_ORDER_THREAD", TR_FLAG, NULL, 0, 0, 1},
 };
 
+/* Narrow rows: a row's hash table then has few slots for its products,
+ * whose shared-memory fp64 adds (compare-and-swap loops) wait on one
+ * another; a gather per C entry has no such wait.  Wide rows spread their
+ * adds, and there the hash tables read B's rows in order while a record
+ * reads two scattered values per product: H200, 2026-11-29, one call,
+ * re-runs level by level (ms, hash against record): the 125-point
+ * stencil's level 0 (41.8 and 104 products per entry, rows of 15 and 85)
+ * 0.94 against 0.53, elasticity's (140 per entry, rows of 23) 0.69
+ * against 0.53; classical coarse levels with rows of 250-730 entries
+ * 0.54-6.5 against 0.75-9.7 ms.  Beyond TR_RECORD_NARROW_MACS the record's
+ * few heavy entries leave the GPU idle (`random`'s one-column level, 4062
+ * and 11673 products per entry: 0.53 against 2.5). */
+int tr_csr_record_pays(int64_t macs, int64_t cnnz, int64_t rows)
+{
+  const double k = tr_knob(TR_KNOB_CSR_RECORD_MACS);
+  if (cnnz <= 0) return 0;
+  if ((double)macs <= k * (double)cnnz) return 1;
+  return k > 0 && macs <= (int64_t)TR_RECORD_NARROW_MACS * cnnz && rows > 0 &&
+         cnnz <= (int64_t)TR_RECORD_NARROW_LEN * rows;
+}
+
 static double tr_values[TR_KNOB_COUNT];
 static double tr_env[TR_KNOB_COUNT]; /* what the environment said (or the default) */
 static int tr_bad = -1;           /* first knob whose environment value was refused */

@@ -58,6 +58,15 @@ TILERAP_EXPORT int tr_tuning_check(void); /* exported for the hypre hook */
 TILERAP_EXPORT double tr_knob(tr_knob_id k);
 static inline int tr_knob_int(tr_knob_id k) { return (int)tr_knob(k); }
 
+/* Whether a CUDA CSR product whose C (rows x cnnz entries) sums macs
+ * multiply-adds re-runs from a record rather than its hash tables
+ * (csr_cuda_product.cu): C's entries sum at most TILERAP_CSR_RECORD_MACS
+ * products on average, or, that knob not 0, at most TR_RECORD_NARROW_MACS
+ * in rows of at most TR_RECORD_NARROW_LEN entries on average */
+#define TR_RECORD_NARROW_MACS 1024
+#define TR_RECORD_NARROW_LEN 128
+int tr_csr_record_pays(int64_t macs, int64_t cnnz, int64_t rows);
+
 #ifdef __cplusplus
 }
 #endif
