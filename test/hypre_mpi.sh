@@ -28,8 +28,9 @@ log=$(mktemp); trap 'rm -f "$log"' EXIT
 if ! command -v "$MPIEXEC" >/dev/null 2>&1; then echo "1..0 # SKIP no $MPIEXEC"; exit 0; fi
 
 # the row order computed on a thread of its own (the CUDA engine's way)
-# while the CPU engine computes C: same checks on one rank
-TILERAP_HYPRE_TEST_ORDER_THREAD=1 "$bin/test/hypre_galerkin" >"$log" 2>&1
+# while the CPU engine computes C: same checks on one rank (through tiles:
+# on one rank the CPU engine's own route makes C in hypre's order)
+TILERAP_PATH=tiles TILERAP_HYPRE_TEST_ORDER_THREAD=1 "$bin/test/hypre_galerkin" >"$log" 2>&1
 rc=$?
 if [ $rc = 0 ] && ! grep -q "^not ok" "$log"; then
   tap ok "hypre_galerkin with the row order on its own thread ($(grep -c '^ok' "$log") checks)"
@@ -37,18 +38,22 @@ else
   tap fail "hypre_galerkin with the row order on its own thread (rc=$rc)" "$log"
 fi
 
-# the same with 3 threads and the row-order pass's parallel paths taken at
-# any size (the test problems are below their thresholds otherwise)
-# (verbose: a row order computed ahead that did not fit C would be redone
-# by the full pass and only noted, so the note fails the check)
-OMP_NUM_THREADS=3 TILERAP_HYPRE_TEST_ORDER_THREAD=1 TILERAP_HYPRE_TEST_PARALLEL=1 TILERAP_HYPRE_VERBOSE=1 \
-  "$bin/test/hypre_galerkin" >"$log" 2>&1
-rc=$?
-if [ $rc = 0 ] && ! grep -q "^not ok" "$log" && ! grep -q "recomputed" "$log"; then
-  tap ok "hypre_galerkin, row order on its own thread, parallel blocks at every size ($(grep -c '^ok' "$log") checks)"
-else
-  tap fail "hypre_galerkin, row order on its own thread, parallel blocks at every size (rc=$rc)" "$log"
-fi
+# the same with 3 threads and the parallel paths taken at any size (the
+# test problems are below their thresholds otherwise): the row-order pass's
+# (through tiles), and the blocks of the CPU engine's product in hypre's
+# order (verbose: a row order computed ahead that did not fit C would be
+# redone by the full pass and only noted, so the note fails the check)
+for path in tiles auto; do
+  TILERAP_PATH=$path OMP_NUM_THREADS=3 TILERAP_HYPRE_TEST_ORDER_THREAD=1 TILERAP_HYPRE_TEST_PARALLEL=1 \
+    TILERAP_HYPRE_VERBOSE=1 "$bin/test/hypre_galerkin" >"$log" 2>&1
+  rc=$?
+  what="hypre_galerkin, TILERAP_PATH=$path, 3 threads, parallel blocks at every size"
+  if [ $rc = 0 ] && ! grep -q "^not ok" "$log" && ! grep -q "recomputed" "$log"; then
+    tap ok "$what ($(grep -c '^ok' "$log") checks)"
+  else
+    tap fail "$what (rc=$rc)" "$log"
+  fi
+done
 
 for np in 2 4; do
   $MPIEXEC --oversubscribe -n $np "$bin/test/hypre_galerkin" >"$log" 2>&1
@@ -82,7 +87,8 @@ for np in 2 4; do
 done
 
 # TILERAP_HYPRE_VERBOSE=2: one line per product (sizes, time split and the
-# path with what it was chosen by, or the CPU engine's host CSR plan), as many as the products the exit report
+# path with what it was chosen by, or the CPU engine's host CSR plan or its product in hypre's order on one
+# rank), as many as the products the exit report
 # counts
 # device memory on 2 ranks (a CUDA build of hypre and a GPU; skipped otherwise)
 TILERAP_ENGINE=auto $MPIEXEC --oversubscribe -n 2 "$bin/test/hypre_device" >"$log" 2>&1
@@ -97,7 +103,7 @@ fi
 
 TILERAP_HYPRE_VERBOSE=2 "$bin/examples/poisson/poisson-boomeramg" -dim 3 -n 16 >"$log" 2>&1
 rc=$?
-lines=$(grep -c 'tilerap_hypre rank 0: product .* engine .* order wait .* path \(tiles\|csr\) (\(entries per tile: A [0-9.]*, P [0-9.]*\|host CSR plan\))' "$log")
+lines=$(grep -c "tilerap_hypre rank 0: product .* engine .* order wait .* path \\(tiles\\|csr\\) (\\(entries per tile: A [0-9.]*, P [0-9.]*\\|host CSR plan\\|host product in hypre's order\\))" "$log")
 counted=$(sed -n 's/.*rank 0: \([0-9]*\) Galerkin products computed by tilerap.*/\1/p' "$log")
 if [ $rc -eq 0 ] && [ -n "$counted" ] && [ "$counted" -ge 2 ] && [ "$lines" = "$counted" ]; then
   tap ok "TILERAP_HYPRE_VERBOSE=2: a line for each of the $counted products"

@@ -145,9 +145,13 @@ static void choose_paths(tr_galerkin *g)
    * P's stored structures (tilerap_ptap_csr_encounter_order_device_i32),
    * and C kept there for the next level */
   g->devorder = g->straight_ok && g->order_hypre;
+  /* the CPU engine, one rank, square: C made in hypre's order straight
+   * into hypre's arrays (TILERAP_PATH=tiles keeps the tile route) */
+  g->host_order = !g->dev && local_only && g->nprocs == 1 && g->square && g->order_hypre &&
+                  tr_knob_int(TR_KNOB_PATH) != 1;
   /* otherwise hypre's row order ahead of C (one rank, RT = P): on a thread
    * of its own with the CUDA engine, so that it overlaps the device work */
-  g->fast_order = !g->devorder && g->order_hypre && g->nprocs == 1 && local_only;
+  g->fast_order = !g->devorder && !g->host_order && g->order_hypre && g->nprocs == 1 && local_only;
 }
 
 /* The local stages; 0, or 1 with g->failed and g->reason set. */
@@ -164,7 +168,8 @@ static void report(const tr_galerkin *g)
 {
   const double *ph = g->ph_local;
   char fills[80] = "host CSR plan";
-  if (g->a_fill >= 0) snprintf(fills, sizeof fills, "entries per tile: A %.2f, P %.2f", g->a_fill, g->p_fill);
+  if (g->host_order) snprintf(fills, sizeof fills, "host product in hypre's order");
+  else if (g->a_fill >= 0) snprintf(fills, sizeof fills, "entries per tile: A %.2f, P %.2f", g->a_fill, g->p_fill);
   fprintf(stderr,
           "tilerap_hypre rank %d: product %d x %d (A %lld entries, P %lld, C %lld): in %.4f, up %.4f, engine %.4f, "
           "down %.4f, out %.4f, order wait %.4f (pass %.4f), comm %.4f s; kept-A check %.4f (overlapped), device order %.4f s; "

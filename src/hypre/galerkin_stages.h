@@ -83,6 +83,7 @@ typedef struct {
   int straight_ok; /* C can go straight into hypre's diag arrays */
   int devorder;    /* and in hypre's order, made on the device; C kept */
   int fast_order;  /* hypre's order computed ahead of C on the host */
+  int host_order;  /* CPU engine, one rank: C made in hypre's order (host_order_product.c) */
 
   /* exchange.c: remote rows of P, Q */
   hypre_ParCSRCommPkg *pkgRT;
@@ -102,7 +103,7 @@ typedef struct {
   int straight; /* C is in s_di/s_dj/s_da: hypre's diag arrays, no offd */
   HYPRE_Int *s_di, *s_dj;
   HYPRE_Complex *s_da;
-  int ordered_on_device;
+  int ordered; /* C is in hypre's order already (made so on the device or by host_order) */
   double t_dev_order; /* the device order's part of the download */
 
   /* kept_operand.c: the kept A in use until its check is in */
@@ -176,6 +177,11 @@ void tr_kept_join(tr_galerkin *g);
 void tr_kept_store(tr_galerkin *g, int32_t *d_ci, int32_t *d_cj, uint64_t fp);
 
 /* ---- row_order.c */
+/* Columns of M as lists of rows (ascending), with the entries' positions
+ * when pos is not NULL; 0, or 1 out of memory (the arrays are the caller's
+ * to free either way). */
+int tr_columns_as_rows(hypre_CSRMatrix *M, HYPRE_Int ncols, int nthreads, HYPRE_Int **ptr, HYPRE_Int **rows,
+                       HYPRE_Int **pos);
 /* The order computed ahead, on its own thread when the engine works meanwhile. */
 void tr_order_ahead_start(tr_galerkin *g);
 void tr_order_ahead_join(tr_galerkin *g);
@@ -184,6 +190,11 @@ void tr_order_send_rows(const tr_galerkin *g, const HYPRE_Int *ii, HYPRE_BigInt 
 /* The rows of assembled C in hypre's order (when asked for). */
 void tr_order_rows(tr_galerkin *g, hypre_ParCSRMatrix *RAP);
 void tr_order_free(tr_galerkin *g);
+
+/* ---- host_order_product.c */
+/* C = P^T A P on the CPU straight into hypre's diag arrays (g->s_*), rows
+ * in hypre's order; 0, or 1 (g->failed set). */
+int tr_host_order_product(tr_galerkin *g);
 
 /* ---- assembly.c */
 /* C's offd columns: the used Q columns and the received off-rank ones. */

@@ -14,6 +14,7 @@ libtilerap_hypre_la_SOURCES = \
 	src/hypre/galerkin.c \
 	src/hypre/exchange.c \
 	src/hypre/local_product.c \
+	src/hypre/host_order_product.c \
 	src/hypre/kept_operand.c \
 	src/hypre/row_order.c \
 	src/hypre/assembly.c \

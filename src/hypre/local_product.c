@@ -9,7 +9,9 @@
  *   otherwise the blocks are stitched into host tiles (local_blocks.c) and
  *             uploaded for the CUDA engine; the CPU engine's Galerkin
  *             products stitch them into sorted CSR instead, for one CSR
- *             plan (host_csr_route).
+ *             plan (host_csr_route), except on one rank with C square
+ *             and hypre's order, where C is made from the blocks as they
+ *             are (host_order_product.c).
  * Products: one Galerkin plan when RT is P, else R^T (A P).  C comes back
  * (tr_local_product) as host CSR, or, one rank and square, straight into
  * hypre's diag arrays: in hypre's order made on the device (devorder) or
@@ -115,6 +117,7 @@ static int host_operands(tr_galerkin *g)
 int tr_local_operands(tr_galerkin *g)
 {
   int err;
+  if (g->host_order) return 0; /* hypre's blocks as they are */
   if (g->devorder) {
     if (!tr_kept_take(g) && (err = upload_a(g))) return tr_galerkin_engine_failed(g, err);
     if ((err = upload_block(g->Pd, (int32_t)g->ncP, &g->d_pi, &g->d_pj, &g->dP)))
@@ -169,7 +172,7 @@ static int download_hypre_order(tr_galerkin *g, int *stale)
       tr_hypre_note("rank %d: %lld entries of C outside the product walk (kept ascending)", g->rank,
                     (long long)unreached);
     tr_kept_store(g, d_ci, d_cj, fp);
-    g->ordered_on_device = 1;
+    g->ordered = 1;
   } else {
     tilerap_device_free(d_ci);
     tilerap_device_free(d_cj);
@@ -211,6 +214,13 @@ static int products(tr_galerkin *g, int *stale)
   const tilerap_tile_matrix *wA = dev ? g->dA : g->Aloc, *wP = dev ? g->dP : g->Pfull, *wR = dev ? g->dR : g->Rloc;
   tilerap_tile_matrix **wC = dev ? &g->dC : &g->Call;
   int err;
+  if (g->host_order) {
+    g->path = TILERAP_PATH_CSR;
+    g->a_fill = g->p_fill = -1;
+    if (tr_host_order_product(g)) return 1;
+    tr_galerkin_phase(g, TR_PH_ENGINE);
+    return 0;
+  }
   if (g->Acsr) { /* host_csr_route: C made as CSR */
     tilerap_csr_plan plan = NULL;
     g->path = TILERAP_PATH_CSR;

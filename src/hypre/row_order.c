@@ -30,21 +30,25 @@
 static int tr_test_parallel(void) { return tr_knob_int(TR_KNOB_HYPRE_TEST_PARALLEL); }
 
 /* Columns of block M (ncols of them) as lists of its rows, rows ascending
- * (a counting sort): column c holds rows (*rows)[(*ptr)[c] .. (*ptr)[c+1]).
+ * (a counting sort): column c holds rows (*rows)[(*ptr)[c] .. (*ptr)[c+1]),
+ * and, with pos, the entries' positions in M at (*pos)[...] alike.
  * The walks below visit column ic of RT this way.  Large blocks are
  * sorted by up to nthreads threads, each counting and then placing a
  * contiguous range of rows (so rows stay ascending within a column); a
  * serial pass was 15 ms of the row-order pass on a 1M-row P.
  * 0, or 1 out of memory. */
-static int tr_columns_as_rows(hypre_CSRMatrix *M, HYPRE_Int ncols, int nthreads, HYPRE_Int **ptr, HYPRE_Int **rows)
+int tr_columns_as_rows(hypre_CSRMatrix *M, HYPRE_Int ncols, int nthreads, HYPRE_Int **ptr, HYPRE_Int **rows,
+                       HYPRE_Int **pos)
 {
   const HYPRE_Int nf = hypre_CSRMatrixNumRows(M);
   const HYPRE_Int *mi = hypre_CSRMatrixI(M), *mj = hypre_CSRMatrixJ(M);
   const HYPRE_Int nz = mi ? mi[nf] : 0;
   HYPRE_Int *tp = calloc((size_t)ncols + 2, sizeof *tp), *tr = malloc(((size_t)nz + 1) * sizeof *tr);
+  HYPRE_Int *tk = pos ? malloc(((size_t)nz + 1) * sizeof *tk) : NULL;
   *ptr = tp;
   *rows = tr;
-  if (!tp || !tr) return 1;
+  if (pos) *pos = tk;
+  if (!tp || !tr || (pos && !tk)) return 1;
   int nt = nthreads < 1 ? 1 : nthreads;
   if (!nz || (!tr_test_parallel() && (nz < 65536 || (int64_t)nt * ncols > 16 * (int64_t)nz)))
     nt = 1; /* small, or counts larger than the block */
@@ -54,7 +58,11 @@ static int tr_columns_as_rows(hypre_CSRMatrix *M, HYPRE_Int ncols, int nthreads,
     for (HYPRE_Int k = 0; k < nz; k++) tp[mj[k] + 2]++;
     for (HYPRE_Int c = 0; c < ncols; c++) tp[c + 2] += tp[c + 1];
     for (HYPRE_Int i = 0; i < nf && nz; i++)
-      for (HYPRE_Int k = mi[i]; k < mi[i + 1]; k++) tr[tp[mj[k] + 1]++] = i;
+      for (HYPRE_Int k = mi[i]; k < mi[i + 1]; k++) {
+        const HYPRE_Int at = tp[mj[k] + 1]++;
+        tr[at] = i;
+        if (tk) tk[at] = k;
+      }
     return 0;
   }
   /* cnt[id][c]: entries of column c in thread id's rows, then their first slot */
@@ -83,7 +91,11 @@ static int tr_columns_as_rows(hypre_CSRMatrix *M, HYPRE_Int ncols, int nthreads,
       }
     }
     for (HYPRE_Int i = r0; i < r1; i++)
-      for (HYPRE_Int k = mi[i]; k < mi[i + 1]; k++) tr[my[mj[k]]++] = i;
+      for (HYPRE_Int k = mi[i]; k < mi[i + 1]; k++) {
+        const HYPRE_Int at = my[mj[k]]++;
+        tr[at] = i;
+        if (tk) tk[at] = k;
+      }
   }
   free(cnt);
   return 0;
@@ -98,7 +110,7 @@ static void reorder_rows(const tr_galerkin *g, hypre_ParCSRMatrix *RAP)
   HYPRE_Int *dj = hypre_CSRMatrixJ(Cd), *oj = hypre_CSRMatrixJ(Co);
   HYPRE_Complex *da = hypre_CSRMatrixData(Cd), *oa = hypre_CSRMatrixData(Co);
   HYPRE_Int *tp, *tr;
-  if (tr_columns_as_rows(g->RTd, ncR, tr_max_threads(), &tp, &tr)) { free(tp); free(tr); return; } /* rows stay sorted */
+  if (tr_columns_as_rows(g->RTd, ncR, tr_max_threads(), &tp, &tr, NULL)) { free(tp); free(tr); return; } /* rows stay sorted */
   HYPRE_Int maxd = 0, maxo = 0;
   for (HYPRE_Int r = 0; r < ncR; r++) {
     if (di[r + 1] - di[r] > maxd) maxd = di[r + 1] - di[r];
@@ -225,7 +237,7 @@ void tr_order_send_rows(const tr_galerkin *g, const HYPRE_Int *ii, HYPRE_BigInt 
   const HYPRE_Int *poi = has_po ? hypre_CSRMatrixI(g->Po) : NULL, *poj = has_po ? hypre_CSRMatrixJ(g->Po) : NULL;
   const HYPRE_Int *xi = g->Pext ? hypre_CSRMatrixI(g->Pext) : NULL;
   HYPRE_Int *tp, *tr;
-  const int nomem = tr_columns_as_rows(g->RTo, nRo, 1, &tp, &tr);
+  const int nomem = tr_columns_as_rows(g->RTo, nRo, 1, &tp, &tr, NULL);
   HYPRE_Int *amark = calloc((size_t)nAc + nAo + 1, sizeof *amark), *have = calloc((size_t)ncol + 1, sizeof *have);
   HYPRE_Int *emit = calloc((size_t)ncol + 1, sizeof *emit), *ord = NULL;
   HYPRE_Complex *vv = malloc(((size_t)ncol + 1) * sizeof *vv);
@@ -298,7 +310,7 @@ static void trav_compute(tr_trav *t)
   t->ok = 0;
   t->ptr = calloc((size_t)ncR + 2, sizeof *t->ptr);
   HYPRE_Int *tp, *tr; /* columns of P (= RT) as rows */
-  const int nomem = tr_columns_as_rows(t->Pd, ncR, nth, &tp, &tr);
+  const int nomem = tr_columns_as_rows(t->Pd, ncR, nth, &tp, &tr, NULL);
   /* Blocks of rows taken dynamically: rows differ a lot in cost (coarse
    * levels have few, long rows), so static shares left threads idle. The
    * work, not the row count, decides whether to go parallel: a 2000-row
@@ -453,7 +465,7 @@ void tr_order_ahead_join(tr_galerkin *g)
 void tr_order_rows(tr_galerkin *g, hypre_ParCSRMatrix *RAP)
 {
   hypre_CSRMatrix *Cd = hypre_ParCSRMatrixDiag(RAP);
-  const int applied = g->ordered_on_device ||
+  const int applied = g->ordered ||
                       (g->fast_order && g->trav.ok &&
                        apply_order(&g->trav, g->ncR, g->ncP, hypre_CSRMatrixI(Cd), hypre_CSRMatrixJ(Cd),
                                    hypre_CSRMatrixData(Cd)));
