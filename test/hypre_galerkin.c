@@ -432,12 +432,17 @@ static void run_case(int dim, HYPRE_BigInt n, th_amg_opts o)
   }
   OK(all_ok, "%s: every level equals hypre's own product (max relerr %.2e, %ld bad)", tag, worst,
      bad_levels);
+#if defined(__x86_64__)
   /* one rank, CPU engine, hypre's order: made along hypre's own walk
-   * (host_order_product.c), so the same sums in the same order */
+   * (host_order_product.c), so the same sums in the same order, rounded
+   * alike where neither build fuses multiply-adds (x86-64's baseline, the
+   * distributions' hypre; a hypre built with FMA would differ in the last
+   * bits) */
   const char *path_env = getenv("TILERAP_PATH"), *order_env = getenv("TILERAP_HYPRE_ORDER");
   if (!o.modular && g_np == 1 && tilerap_engine_resolve(TILERAP_ENGINE_AUTO) == TILERAP_ENGINE_CPU &&
       (!path_env || strcmp(path_env, "tiles")) && (!order_env || !strcmp(order_env, "hypre")))
     OK(worst == 0.0, "%s: every level equals hypre's own product bit for bit (max relerr %.2e)", tag, worst);
+#endif
   if (!o.modular) { /* one rank, CUDA engine: every A after the first was the previous C, kept on the GPU */
     const int gpu_one = g_np == 1 && tilerap_engine_resolve(TILERAP_ENGINE_AUTO) == TILERAP_ENGINE_CUDA;
     OK(st.operand_kept == (gpu_one ? L - 2 : 0) && st.operand_changed == 0,

@@ -16,6 +16,10 @@
 #include "galerkin_stages.h"
 #include "tuning.h"
 
+/* No fused multiply-adds: the sums are hypre's, rounded as hypre's own
+ * (plain) build rounds them */
+#pragma GCC optimize("fp-contract=off")
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -123,8 +127,12 @@ int tr_host_order_product(tr_galerkin *g)
     free(amark); free(emit); free(at); free(ra); free(rav);
   }
   int err = nomem ? TILERAP_ERR_NOMEM : range ? TILERAP_ERR_RANGE : TILERAP_SUCCESS;
+  const int64_t int_max = (int64_t)(((uint64_t)1 << (8 * sizeof(HYPRE_Int) - 1)) - 1);
   if (!err) {
     for (int64_t blk = 0; blk < nb; blk++) bpos[blk + 1] += bpos[blk];
+    if (bpos[nb] > int_max) err = TILERAP_ERR_OVERFLOW; /* before the row pointers' sum */
+  }
+  if (!err) {
     for (HYPRE_Int r = 0; r < ncR; r++) g->s_di[r + 1] += g->s_di[r];
     const int64_t nnz = bpos[nb];
     g->s_dj = hypre_TAlloc(HYPRE_Int, nnz > 0 ? nnz : 1, HYPRE_MEMORY_HOST);
@@ -139,14 +147,16 @@ int tr_host_order_product(tr_galerkin *g)
         memcpy(g->s_da + bpos[blk], buf[blk].val, (size_t)(bpos[blk + 1] - bpos[blk]) * sizeof *g->s_da);
       }
   for (int64_t blk = 0; buf && blk < nb; blk++) { free(buf[blk].col); free(buf[blk].val); }
-  free(buf); free(bpos); free(tp); free(tr); free(tk);
+  free(buf); free(tp); free(tr); free(tk);
+  const int64_t total = bpos ? bpos[nb] : 0;
+  free(bpos);
   if (err) {
     hypre_TFree(g->s_di, HYPRE_MEMORY_HOST); hypre_TFree(g->s_dj, HYPRE_MEMORY_HOST);
     hypre_TFree(g->s_da, HYPRE_MEMORY_HOST);
     g->s_di = g->s_dj = NULL; g->s_da = NULL;
-    return err == TILERAP_ERR_RANGE ? TR_REFUSED(g, "A has a column outside 0..%lld", nAc - 1)
-                                    : TR_REFUSED(g, "out of host memory (%lld bytes of markers a thread)",
-                                                 ((int64_t)nAc + ncP) * 12);
+    if (err == TILERAP_ERR_RANGE) return TR_REFUSED(g, "A has a column outside 0..%lld", nAc - 1);
+    if (err == TILERAP_ERR_OVERFLOW) return TR_REFUSED(g, "C has %lld entries, beyond HYPRE_Int", total);
+    return TR_REFUSED(g, "out of host memory (C of %lld rows)", ncR);
   }
   g->straight = 1;
   g->ordered = 1;
