@@ -50,7 +50,8 @@
  *   (tilerap_device.h: A and P as device CSR with 32-bit indices, C into
  *   device CSR arrays, no tile form; first = create + C's arrays + fill,
  *   re-run = numeric on a product made with TILERAP_CSR_REUSE); the path
- *   column reads "dcsr".
+ *   column reads "dcsr", "dcsr+rec" where that product re-runs all its
+ *   multiply-adds from records, "dcsr+recN" where N % of them.
  *
  * --overhead  the fixed costs a plan pays whatever its size, on this
  *   device: a queued 4-byte memset (a launch), a launch followed by a
@@ -135,7 +136,7 @@ static double dcsr_c_err(const dcsr_c *c, int n, const tilerap_csr *R)
   return e;
 }
 static void run_device_csr(const tilerap_csr *A, const tilerap_csr *P, const tilerap_csr *R, double *med, double *err,
-                           double *t, double *mb, double *mb_rerun)
+                           double *t, double *mb, double *mb_rerun, double *rec_share)
 {
   dcsr cA, cP;
   dcsr_upload(A, &cA); dcsr_upload(P, &cP);
@@ -159,6 +160,12 @@ static void run_device_csr(const tilerap_csr *A, const tilerap_csr *P, const til
   dcsr_c_free(&c);
   TR(tilerap_device_memory_reset_peak());
   dcsr_c_make(&a, &p, TILERAP_CSR_REUSE, &c);
+  {
+    int64_t rec = 0, flops = 0;
+    TR(tilerap_csr_device_product_record_info(c.X, &rec, NULL));
+    TR(tilerap_csr_device_product_info(c.X, NULL, NULL, NULL, &flops, NULL));
+    *rec_share = flops > 0 ? 2.0 * (double)rec / (double)flops : 0.0;
+  }
   for (int r = -1; r < reps; r++) {
     gpu_tic();
     TR(tilerap_csr_device_product_numeric_i32(c.X, &a, &p, c.val));
@@ -215,11 +222,11 @@ static void run_case(const char *spec, double bw, cusparseHandle_t h)
       TR(tilerap_ptap(hA, hP, &ocpu, &hC));
       R = ref_tile_to_csr(hC);
     }
-    double t[64], med[4], err[4], dcsr_mb = 0, dcsr_mb_rerun = 0;
+    double t[64], med[4], err[4], dcsr_mb = 0, dcsr_mb_rerun = 0, dcsr_rec = 0;
     tilerap_ptap_info pinfo;
     memset(&pinfo, 0, sizeof pinfo);
     size_t tl_base = 0, tl_peak = 0, tl_peak_rerun = 0;
-    if (device_csr) run_device_csr(A, P, R, med, err, t, &dcsr_mb, &dcsr_mb_rerun);
+    if (device_csr) run_device_csr(A, P, R, med, err, t, &dcsr_mb, &dcsr_mb_rerun, &dcsr_rec);
     else {
     /* tilerap, device-resident */
     tilerap_tile_matrix *dA = NULL, *dP = NULL, *dC = NULL;
@@ -313,7 +320,12 @@ static void run_case(const char *spec, double bw, cusparseHandle_t h)
                  tl_mb_rerun = device_csr ? dcsr_mb_rerun : 1e-6 * (double)(tl_peak_rerun - tl_base),
                  cs_mb_rerun = 1e-6 * (double)(cs_peak_rerun - cs_base);
     char path[32]; /* "+rec": a product of the plan re-runs from a record */
-    if (device_csr) snprintf(path, sizeof path, "dcsr");
+    if (device_csr) {
+      const int pct = (int)(100.0 * dcsr_rec + 0.5);
+      if (dcsr_rec <= 0) snprintf(path, sizeof path, "dcsr");
+      else if (pct >= 100 && dcsr_rec >= 1.0) snprintf(path, sizeof path, "dcsr+rec");
+      else snprintf(path, sizeof path, "dcsr+rec%d", pct < 1 ? 1 : pct > 99 ? 99 : pct);
+    }
     else
       snprintf(path, sizeof path, "%s%s", tilerap_path_name(pinfo.ap.path),
                pinfo.ap.recorded > 0 || pinfo.ptap.recorded > 0 ? "+rec" : "");

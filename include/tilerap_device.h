@@ -191,6 +191,14 @@ TILERAP_EXPORT int tilerap_csr_device_product_transpose_i32(tilerap_csr_device_p
 /* C's shape, entries, 2 * the multiply-adds, and the longest row of A (any may be NULL) */
 TILERAP_EXPORT int tilerap_csr_device_product_info(tilerap_csr_device_product X, int32_t *c_m, int32_t *c_n,
                                                    int64_t *c_nnz, int64_t *flops, int64_t *a_longest_row);
+/* What its numeric runs re-run from records (a product made with
+ * TILERAP_CSR_REUSE keeps them where they pay: products that sum few
+ * multiply-adds per C entry, or narrow rows; the others re-run from hash
+ * tables): the multiply-adds recorded (0: none; at most the flops / 2 of
+ * tilerap_csr_device_product_info) and the device bytes the records hold
+ * (either may be NULL) */
+TILERAP_EXPORT int tilerap_csr_device_product_record_info(tilerap_csr_device_product X, int64_t *recorded_macs,
+                                                          int64_t *record_bytes);
 TILERAP_EXPORT void tilerap_csr_device_product_destroy(tilerap_csr_device_product *X);
 /* The path a product made once of these device operands takes: CSR (the
  * calls above) or TILES (tilerap_tile_from_csr_device, the tile plans and

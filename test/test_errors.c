@@ -119,6 +119,12 @@ int main(void)
       tap_ok(w == 0, "... nothing written");
     }
   }
+  /* device CSR products: no product, no record to report */
+  {
+    int64_t rec = -1, bytes = -1;
+    EXPECT(tilerap_csr_device_product_record_info(NULL, &rec, &bytes), TILERAP_ERR_NULL, "record info of no product");
+    tap_ok(rec == -1 && bytes == -1, "... nothing written");
+  }
   /* devices: none in a CPU build or without a GPU, a clear error on setting one */
   {
     int ndev = tilerap_device_count(), dev = 123;

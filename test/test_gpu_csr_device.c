@@ -227,6 +227,14 @@ static void check(tilerap_csr_kind kind, const tilerap_csr *A, const tilerap_csr
   tilerap_csr_device_product_info(X, &cm, &cn, NULL, &flops, NULL);
   tap_ok(cm == R->m && cn == R->n && (R->nnz == 0 || flops >= 2 * R->nnz), "%s %s: info %d x %d, %lld flops",
          tilerap_csr_kind_name(kind), what, cm, cn, (long long)flops);
+  {
+    /* a record holds 8 bytes per multiply-add and 4 per entry; none: no bytes */
+    int64_t rec = -1, bytes = -1;
+    err = tilerap_csr_device_product_record_info(X, &rec, &bytes);
+    tap_ok(!err && rec >= 0 && 2 * rec <= flops && (rec ? bytes > 8 * rec : bytes == 0),
+           "%s %s: record info %lld of %lld multiply-adds, %lld bytes", tilerap_csr_kind_name(kind), what,
+           (long long)rec, (long long)(flops / 2), (long long)bytes);
+  }
   if (kind != TILERAP_CSR_AB) {
     const tilerap_csr *O = kind == TILERAP_CSR_ATB ? A : B;
     tilerap_csr *Ot = ref_transpose(O);
