@@ -26,7 +26,6 @@ struct tilerap_csr_device_product_s {
   tilerap_csr_device_i32 a, b;    /* the operands given to create */
   int32_t cm, cn;
   int64_t annz, bnnz, cnnz, macs, a_longest;
-  int64_t recorded_macs, record_bytes; /* what the numeric runs' records hold */
 #ifdef TILERAP_HAVE_CUDA
   int64_t *arp, *brp;             /* 64-bit row pointers */
   int64_t *trp, *tvidx;           /* transposed operand: A^T or P^T */
@@ -148,12 +147,6 @@ int tilerap_csr_device_product_create_i32(tilerap_csr_kind kind, const tilerap_c
     err = tr_keep_record(X->c, X->macs - macs_ap, X->cnnz, cm, kind == TILERAP_CSR_PTAP ? X->bnnz : X->annz,
                          kind == TILERAP_CSR_PTAP ? apnnz : X->bnnz, &c_recorded);
   if (err) goto fail;
-  /* 8 bytes per recorded multiply-add, 4 per entry (and one) */
-  if (X->ap_recorded) { X->recorded_macs += macs_ap; X->record_bytes += 8 * macs_ap + 4 * (apnnz + 1); }
-  if (c_recorded) {
-    X->recorded_macs += X->macs - macs_ap;
-    X->record_bytes += 8 * (X->macs - macs_ap) + 4 * (X->cnnz + 1);
-  }
   if (X->cnnz > INT32_MAX) {
     err = tilerap_set_error(TILERAP_ERR_OVERFLOW, "C has %lld entries: beyond 32-bit row pointers", (long long)X->cnnz);
     goto fail;
@@ -298,8 +291,17 @@ int tilerap_csr_device_product_record_info(tilerap_csr_device_product X, int64_t
                                            int64_t *record_bytes)
 {
   if (!X) return tilerap_set_error(TILERAP_ERR_NULL, "tilerap_csr_device_product_record_info: product is NULL");
-  if (recorded_macs) *recorded_macs = X->recorded_macs;
-  if (record_bytes) *record_bytes = X->record_bytes;
+  int64_t macs = 0, bytes = 0;
+#ifdef TILERAP_HAVE_CUDA
+  for (int k = 0; k < 2; k++) { /* A P (P^T A P), then C */
+    const tr_cuda_csr_product *p = k ? X->c : X->ap;
+    int64_t b = 0;
+    if (p) macs += tr_cuda_csr_product_recorded(p, &b);
+    bytes += b;
+  }
+#endif
+  if (recorded_macs) *recorded_macs = macs;
+  if (record_bytes) *record_bytes = bytes;
   return TILERAP_SUCCESS;
 }
 

@@ -56,14 +56,9 @@ static const tr_knob_def tr_knobs[TR_KNOB_COUNT] = {
  * whose shared-memory fp64 adds (compare-and-swap loops) wait on one
  * another; a gather per C entry has no such wait.  Wide rows spread their
  * adds, and there the hash tables read B's rows in order while a record
- * reads two scattered values per product: H200, 2026-11-29, one call,
- * re-runs level by level (ms, hash against record): the 125-point
- * stencil's level 0 (41.8 and 104 products per entry, rows of 15 and 85)
- * 0.94 against 0.53, elasticity's (140 per entry, rows of 23) 0.69
- * against 0.53; classical coarse levels with rows of 250-730 entries
- * 0.54-6.5 against 0.75-9.7 ms.  Beyond TR_RECORD_NARROW_MACS the record's
- * few heavy entries leave the GPU idle (`random`'s one-column level, 4062
- * and 11673 products per entry: 0.53 against 2.5). */
+ * reads two scattered values per product.  Beyond TR_RECORD_NARROW_MACS
+ * the record's few heavy entries leave the GPU idle.  Measured level by
+ * level: design.md, "Recorded re-runs". */
 int tr_csr_record_pays(int64_t macs, int64_t cnnz, int64_t rows)
 {
   const double k = tr_knob(TR_KNOB_CSR_RECORD_MACS);

@@ -6,9 +6,7 @@
  * diagonal.  Made that way directly, a row's columns come out in that
  * order and its values summed along the same walk: no sorted operands
  * to stitch, no sorted C to reorder afterwards, and C goes straight into
- * hypre's diag arrays.  The sorted route (CSR plan, then the order pass)
- * spent about a sixth of its time stitching and a fifth on the order on
- * BoomerAMG's 7-point hierarchies (one thread, TILERAP_HYPRE_VERBOSE=1).
+ * hypre's diag arrays (design.md, hypre hook).
  *
  * Rows are taken in blocks by the threads (blocks of rows differ a lot in
  * cost on coarse levels), each block into buffers of its own that grow,

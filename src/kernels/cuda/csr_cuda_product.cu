@@ -1122,6 +1122,15 @@ cleanup:
   return err;
 }
 
+extern "C" int64_t tr_cuda_csr_product_recorded(const tr_cuda_csr_product *P, int64_t *bytes)
+{
+  const int kept = P && P->rec_ptr;
+  *bytes = kept ? (int64_t)(((size_t)P->cnnz + 1) * sizeof(uint32_t) + 2 * (size_t)P->macs * sizeof(int32_t) +
+                            P->rec_scan_bytes)
+                : 0;
+  return kept ? P->macs : 0;
+}
+
 /* ------------------------------------------------------------ driver */
 /* a table bin's launch, with or without run sums */
 template <int G, int S, int BLOCK>

@@ -132,6 +132,8 @@ int tr_cuda_csr_product_numeric(tr_cuda_csr_product *P, const double *aval, cons
 /* re-runs from a record of each C entry's products (*kept: 1 if kept; it
  * needs C's rows filled sorted; annz, bnnz: the operands' value counts) */
 int tr_cuda_csr_product_keep_record(tr_cuda_csr_product *P, int64_t annz, int64_t bnnz, int *kept);
+/* the multiply-adds its record holds (0: none) and the record's device bytes */
+int64_t tr_cuda_csr_product_recorded(const tr_cuda_csr_product *P, int64_t *bytes);
 void tr_cuda_csr_product_destroy(tr_cuda_csr_product *P);
 /* Device CSR operands with 32-bit row pointers (csr_cuda_device_operands.cu),
  * all on the legacy stream: checks with 64-bit row pointers and the
