@@ -88,6 +88,8 @@ typedef struct {
   const tilerap_tile_matrix *A, *P;
   const tilerap_csr *cA, *cP;
   const tilerap_options *opt;
+  int64_t plan_bytes; /* -csr: what the plan holds (tilerap_csr_plan_memory) */
+  int keeps_ap;
 #ifdef BENCH_WITH_PETSC
   Mat pA, pP;
 #endif
@@ -112,6 +114,7 @@ static void mem_csr(void *p)
   tilerap_csr *C = NULL;
   int err = tilerap_csr_plan_create(TILERAP_CSR_PTAP, c->cA, c->cP, &plan, &C);
   for (int r = 0; r < 2 && !err; r++) err = tilerap_csr_plan_numeric(plan, c->cA, c->cP, C->val);
+  if (!err) tilerap_csr_plan_memory(plan, &c->plan_bytes, &c->keeps_ap);
   if (err) fprintf(stderr, "tilerap: %s\n", tilerap_last_error());
   tilerap_csr_plan_destroy(&plan);
   tilerap_csr_destroy(&C);
@@ -247,6 +250,7 @@ static int run_case(const char *spec, int reps, tilerap_engine engine, int with_
       printf("%-10s %3d %9d %10lld %9lld %9lld  peak MB above the inputs: tilerap %.1f", spec, l, Al[l]->m,
              (long long)Al[l]->nnz, (long long)Pl[l]->nnz, (long long)Al[l + 1]->nnz, tl);
       if (pe >= 0) printf(", PETSc MatPtAP %.1f (ratio %.2f)", pe, tl / pe);
+      if (g_csr) printf(" | the plan holds %.1f MB%s", (double)mc.plan_bytes / 1048576.0, mc.keeps_ap ? ", A*P kept" : "");
       printf("\n");
       tilerap_tile_destroy(&tA); tilerap_tile_destroy(&tP);
       continue;

@@ -137,6 +137,60 @@ static void check_spec(const char *spec, uint64_t *seed)
   tilerap_csr_destroy(&A);
 }
 
+/* P^T A P by each route of TILERAP_CSR_PTAP (the runs above take the
+ * default, ap): the reference
+ * on meshes, graphs, blocks and stencils with SA, classical and
+ * tall-skinny P; the plan says whether it keeps A*P, and without it holds
+ * less memory */
+static void check_routes(int quick, uint64_t *seed)
+{
+  static const char *specs[] = {"mesh2d:2000:random", "powerlaw:2000", "elast:1500", "denserow:1500",
+                                "s125:1000",          "random:2000",   "mesh3d:1500"};
+  tap_ok(tilerap_tuning_set("TILERAP_CSR_PTAP", "fast") == TILERAP_ERR_INVALID,
+         "TILERAP_CSR_PTAP=fast: refused (ap or walk)");
+  for (int k = 0; k < (int)(sizeof specs / sizeof *specs) && !(quick && k > 2); k++) {
+    tilerap_csr *A = NULL, *P[3] = {NULL, NULL, NULL};
+    if (!tap_ok(!tilerap_model_irregular(specs[k], 5, &A), "routes: %s generated", specs[k])) continue;
+    tilerap_model_sa_prolongator(A, 2.0 / 3.0, &P[0]);
+    tilerap_model_classical_prolongator(A, 0.25, 7, &P[1]);
+    tilerap_model_random_prolongator(A->m, 8, 2, *seed, &P[2]);
+    static const char *pn[] = {"SA P", "classical P", "random P (nc 8)"};
+    for (int p = 0; p < 3; p++) {
+      if (!P[p]) continue;
+      int64_t bytes[2] = {-1, -1};
+      int keeps[2] = {-1, -1};
+      for (int r = 0; r < 2; r++) {
+        const char *route = r ? "ap" : "walk";
+        char what[160];
+        snprintf(what, sizeof what, "TILERAP_CSR_PTAP=%s, %s %s", route, specs[k], pn[p]);
+        tilerap_tuning_set("TILERAP_CSR_PTAP", route);
+        check_kind(what, TILERAP_CSR_PTAP, A, P[p], seed);
+        tilerap_csr_plan plan = NULL;
+        tilerap_csr *C = NULL;
+        /* per-thread scratch: with many threads on these small operands
+         * the walk's (A's rows) can outweigh the A*P saved */
+#ifdef _OPENMP
+        const int saved = omp_get_max_threads();
+        omp_set_num_threads(2);
+#endif
+        if (!tilerap_csr_plan_create(TILERAP_CSR_PTAP, A, P[p], &plan, &C))
+          tilerap_csr_plan_memory(plan, &bytes[r], &keeps[r]);
+#ifdef _OPENMP
+        omp_set_num_threads(saved);
+#endif
+        tilerap_csr_destroy(&C);
+        tilerap_csr_plan_destroy(&plan);
+      }
+      tap_ok(keeps[0] == 0 && keeps[1] == 1 && bytes[0] > 0 && bytes[0] < bytes[1],
+             "routes: %s %s: the walk keeps no A*P (%d; ap %d) and, on 2 threads, holds less (%lld bytes against %lld)", specs[k], pn[p],
+             keeps[0], keeps[1], (long long)bytes[0], (long long)bytes[1]);
+      tilerap_csr_destroy(&P[p]);
+    }
+    tilerap_csr_destroy(&A);
+  }
+  tilerap_tuning_set("TILERAP_CSR_PTAP", NULL);
+}
+
 /* misuse: every call fails with the error named, writes nothing */
 static void check_errors(uint64_t *seed)
 {
@@ -274,6 +328,11 @@ static void check_errors(uint64_t *seed)
       int64_t nn = 0;
       err = tilerap_csr_plan_info(NULL, &nn, NULL);
       tap_ok(err == TILERAP_ERR_NULL, "info of a NULL plan: TILERAP_ERR_NULL (%d)", err);
+      int keeps = -1;
+      err = tilerap_csr_plan_memory(NULL, &nn, &keeps);
+      tap_ok(err == TILERAP_ERR_NULL && keeps == -1, "memory of a NULL plan: TILERAP_ERR_NULL (%d), nothing written", err);
+      err = tilerap_csr_plan_memory(plan, NULL, NULL);
+      tap_ok(err == TILERAP_SUCCESS, "memory with NULL outputs: nothing asked, success (%d)", err);
     }
 
     err = tilerap_csr_plan_numeric(plan, P, P, v);
@@ -301,39 +360,68 @@ static void check_errors(uint64_t *seed)
 }
 
 /* P^T A P with 1, 3 and 8 threads (rows shared out dynamically, per-
- * thread accumulators) on a random-order mesh with a classical P: every
- * split gives the reference's bits, first values and a numeric run. */
-static void check_threads(void)
+ * thread accumulators) on a random-order mesh with a classical P, each
+ * route of TILERAP_CSR_PTAP: every split gives the same bits, first values
+ * and a numeric run; with A*P kept ("ap") the reference's bits (P^T (A P)
+ * as the reference sums it), without ("walk", (P^T A) P) within TOL. */
+static void check_threads(const char *route, int grid)
 {
 #ifdef _OPENMP
   const int saved = omp_get_max_threads();
+  const int walk = !strcmp(route, "walk");
+  tilerap_tuning_set("TILERAP_CSR_PTAP", route);
+  double *bits1 = NULL, *bits2 = NULL; /* one thread's first values and numeric run */
   tilerap_csr *A = NULL, *P = NULL;
-  if (tilerap_model_irregular("mesh2d:3000:random", 7, &A) || tilerap_model_classical_prolongator(A, 0.25, 7, &P)) {
+  int32_t dims[3], cdims[3];
+  int ndim = 0;
+  /* grid: a 7-point grid with its SA P, where the walk's 8 threads take
+   * hash tables and one thread a slot per fine column */
+  if (grid ? tilerap_model_poisson(TILERAP_P3D7, 17, &A, dims, &ndim) ||
+                 tilerap_model_prolongator(A, ndim, dims, 2.0 / 3.0, &P, cdims)
+           : tilerap_model_irregular("mesh2d:3000:random", 7, &A) ||
+                 tilerap_model_classical_prolongator(A, 0.25, 7, &P)) {
     tap_ok(0, "threads: generated: %s", tilerap_last_error());
     tilerap_csr_destroy(&A);
     return;
   }
-  tilerap_csr *R = ref_ptap(A, P), *A0 = ref_copy(A);
+  tilerap_csr *R = ref_ptap(A, P), *A0 = ref_copy(A), *Rabs = reference_abs(TILERAP_CSR_PTAP, A, P);
   static const int teams[] = {1, 3, 8};
   for (int t = 0; t < 3; t++) {
     omp_set_num_threads(teams[t]);
     tilerap_csr_plan plan = NULL;
     tilerap_csr *C = NULL;
     int err = tilerap_csr_plan_create(TILERAP_CSR_PTAP, A, P, &plan, &C);
-    const int first = !err && ref_same_structure(C, R) && same_bits(C->val, R->val, R->nnz);
+    int keeps = -1;
+    if (!err) tilerap_csr_plan_memory(plan, NULL, &keeps);
+    int first = !err && ref_same_structure(C, R) && keeps == !walk;
+    if (first && walk) {
+      first = relerr(C, R, Rabs) <= TOL;
+      if (!bits1 && (bits1 = malloc(((size_t)C->nnz + 1) * sizeof *bits1))) memcpy(bits1, C->val, (size_t)C->nnz * sizeof *bits1);
+      first = first && bits1 && same_bits(C->val, bits1, C->nnz);
+    } else if (first) first = same_bits(C->val, R->val, R->nnz);
     for (int64_t q = 0; q < A->nnz; q++) A->val[q] *= 1.0 + 1e-3 * (double)(q % 7);
-    tilerap_csr *R2 = ref_ptap(A, P);
+    tilerap_csr *R2 = ref_ptap(A, P), *R2abs = reference_abs(TILERAP_CSR_PTAP, A, P);
     if (!err) err = tilerap_csr_plan_numeric(plan, A, P, C->val);
-    const int again = !err && same_bits(C->val, R2->val, R2->nnz);
+    int again = !err;
+    if (again && walk) {
+      again = relerr(C, R2, R2abs) <= TOL;
+      if (!bits2 && (bits2 = malloc(((size_t)C->nnz + 1) * sizeof *bits2))) memcpy(bits2, C->val, (size_t)C->nnz * sizeof *bits2);
+      again = again && bits2 && same_bits(C->val, bits2, C->nnz);
+    } else if (again) again = same_bits(C->val, R2->val, R2->nnz);
     memcpy(A->val, A0->val, (size_t)A->nnz * sizeof(double));
-    tap_ok(first && again, "threads: %d threads: first values (%d) and a numeric run (%d) equal the reference bit for bit %s",
-           teams[t], first, again, err ? tilerap_last_error() : "");
-    tilerap_csr_destroy(&R2); tilerap_csr_destroy(&C);
+    tap_ok(first && again, "threads (%s, %s): %d threads: first values (%d) and a numeric run (%d) equal %s %s", route,
+           grid ? "7-point grid" : "random-order mesh", teams[t], first, again, walk ? "one thread's bit for bit, the reference within 1e-14" : "the reference bit for bit",
+           err ? tilerap_last_error() : "");
+    tilerap_csr_destroy(&R2); tilerap_csr_destroy(&R2abs); tilerap_csr_destroy(&C);
     tilerap_csr_plan_destroy(&plan);
   }
   omp_set_num_threads(saved);
-  tilerap_csr_destroy(&R); tilerap_csr_destroy(&A0); tilerap_csr_destroy(&A); tilerap_csr_destroy(&P);
+  free(bits1); free(bits2);
+  tilerap_tuning_set("TILERAP_CSR_PTAP", NULL);
+  tilerap_csr_destroy(&R); tilerap_csr_destroy(&Rabs); tilerap_csr_destroy(&A0); tilerap_csr_destroy(&A);
+  tilerap_csr_destroy(&P);
 #else
+  (void)route; (void)grid;
   tap_diag("threads: built without OpenMP, nothing to split");
 #endif
 }
@@ -414,7 +502,16 @@ int main(int argc, char **argv)
   uint64_t seed = 77;
 
   check_errors(&seed);
-  check_threads();
+  /* the misuse checks again with each route of P^T A P forced */
+  tilerap_tuning_set("TILERAP_CSR_PTAP", "walk");
+  check_errors(&seed);
+  tilerap_tuning_set("TILERAP_CSR_PTAP", "ap");
+  check_errors(&seed);
+  tilerap_tuning_set("TILERAP_CSR_PTAP", NULL);
+  check_threads("ap", 0);
+  check_threads("walk", 0);
+  check_threads("walk", 1);
+  check_routes(quick, &seed);
 
   check_odd_sizes("", &seed);
   check_short_estimate(&seed);

@@ -30,6 +30,9 @@ struct tilerap_csr_plan_s {
   tr_cpu_csr_product *x;         /* A B, A^T B, or AP                */
   tr_cpu_csr_product *c;         /* P^T A P: P^T (AP)                */
   double *apval;                 /* P^T A P: AP's values             */
+  tr_cpu_ptap_walk *walk;        /* P^T A P without AP (then no x, c, apval, trp) */
+  int64_t *crp;                  /* ... and C's structure           */
+  int32_t *ccol;
   int64_t cnnz, macs;
 };
 
@@ -68,6 +71,8 @@ void tilerap_csr_plan_destroy(tilerap_csr_plan *plan)
   tilerap_csr_plan X = *plan;
   tr_cpu_csr_product_destroy(X->x);
   tr_cpu_csr_product_destroy(X->c);
+  tr_cpu_ptap_walk_destroy(X->walk);
+  free(X->crp); free(X->ccol);
   free(X->trp); free(X->tcol); free(X->tvidx); free(X->apval);
   free(X);
   *plan = NULL;
@@ -129,7 +134,7 @@ int tilerap_csr_plan_create(tilerap_csr_kind kind, const tilerap_csr *A, const t
   X->afp = afp; X->bfp = bfp;
   int64_t cnnz = 0, macs = 0, macs2 = 0;
   tilerap_csr *Cm = NULL;
-  const tr_cpu_csr_product *last;
+  const tr_cpu_csr_product *last = NULL;
 
   int built[2] = {0, 0};
   if (kind == TILERAP_CSR_AB) {
@@ -143,6 +148,31 @@ int tilerap_csr_plan_create(tilerap_csr_kind kind, const tilerap_csr *A, const t
                                 &X->x, &cnnz, &macs, &built[0]);
     last = X->x;
   } else {
+    /* P^T A P without AP (the walk) where TILERAP_CSR_PTAP asks for it:
+     * memory near PETSc's MatPtAP, re-runs slower than the two passes
+     * (per core at PETSc's speed or below on meshes and grids) */
+    if (tr_knob_int(TR_KNOB_CSR_PTAP) == TR_CSR_PTAP_WALK && B->nnz < INT32_MAX)
+      err = tr_cpu_ptap_walk_new(A, B, &X->walk);
+    if (!err && X->walk) {
+      err = tr_cpu_ptap_walk_first(X->walk, A, B, values, &Cm, &macs);
+      if (!err && !(X->crp = tilerap_host_alloc((size_t)cm + 1, sizeof *X->crp))) err = TILERAP_ERR_NOMEM;
+      if (!err && !(X->ccol = tilerap_host_alloc((size_t)Cm->nnz + 1, sizeof *X->ccol))) err = TILERAP_ERR_NOMEM;
+      if (err) {
+        tilerap_csr_destroy(&Cm);
+        tilerap_csr_plan_destroy(&X);
+        return err;
+      }
+      memcpy(X->crp, Cm->rowptr, ((size_t)cm + 1) * sizeof *X->crp);
+      memcpy(X->ccol, Cm->colidx, (size_t)Cm->nnz * sizeof *X->ccol);
+      X->cnnz = Cm->nnz;
+      X->macs = macs;
+      *plan = X;
+      *C = Cm;
+      return TILERAP_SUCCESS;
+    }
+    if (!err) err = tr_cpu_csr_transpose(B->m, B->n, B->rowptr, B->colidx, &X->trp, &X->tcol, &X->tvidx);
+  }
+  if (!err && kind == TILERAP_CSR_PTAP) {
     int64_t apnnz = 0;
     /* AP is an intermediate: its rows need no order */
     err = tr_csr_product_make(A->m, B->n, A->rowptr, A->colidx, B->rowptr, B->colidx, A->val, NULL, B->val, NULL, 0,
@@ -153,7 +183,6 @@ int tilerap_csr_plan_create(tilerap_csr_kind kind, const tilerap_csr *A, const t
       if (!(X->apval = tilerap_host_alloc((size_t)apnnz + 1, sizeof(double)))) err = TILERAP_ERR_NOMEM;
       else err = tr_cpu_csr_product_fill(X->x, A->val, NULL, B->val, NULL, values ? X->apval : NULL, 0);
     }
-    if (!err) err = tr_cpu_csr_transpose(B->m, B->n, B->rowptr, B->colidx, &X->trp, &X->tcol, &X->tvidx);
     if (!err)
       err = tr_csr_product_make(cm, cn, X->trp, X->tcol, tr_cpu_csr_product_rowptr(X->x),
                                 tr_cpu_csr_product_colidx(X->x), values ? B->val : NULL, X->tvidx,
@@ -211,6 +240,7 @@ int tilerap_csr_plan_numeric(tilerap_csr_plan X, const tilerap_csr *A, const til
     tr_cpu_csr_product_bind(X->x, X->trp, X->tcol, B->rowptr, B->colidx);
     return tr_cpu_csr_product_numeric(X->x, A->val, X->tvidx, B->val, NULL, cval, NULL);
   }
+  if (X->walk) return tr_cpu_ptap_walk_numeric(X->walk, A, B, X->crp, X->ccol, cval);
   tr_cpu_csr_product_bind(X->x, A->rowptr, A->colidx, B->rowptr, B->colidx);
   err = tr_cpu_csr_product_numeric(X->x, A->val, NULL, B->val, NULL, X->apval, NULL);
   if (!err) err = tr_cpu_csr_product_numeric(X->c, B->val, X->tvidx, X->apval, NULL, cval, NULL);
@@ -222,5 +252,19 @@ int tilerap_csr_plan_info(tilerap_csr_plan X, int64_t *c_nnz, int64_t *flops)
   if (!X) return tilerap_set_error(TILERAP_ERR_NULL, "tilerap_csr_plan_info: NULL plan");
   if (c_nnz) *c_nnz = X->cnnz;
   if (flops) *flops = 2 * X->macs;
+  return TILERAP_SUCCESS;
+}
+
+int tilerap_csr_plan_memory(tilerap_csr_plan X, int64_t *bytes, int *keeps_intermediate)
+{
+  if (!X) return tilerap_set_error(TILERAP_ERR_NULL, "tilerap_csr_plan_memory: NULL plan");
+  const int64_t tn = X->trp ? (X->kind == TILERAP_CSR_ATB ? X->an : X->bn) : -2;
+  const int64_t tnnz = X->trp ? (X->kind == TILERAP_CSR_ATB ? X->annz : X->bnnz) : 0;
+  const int64_t apnnz = X->apval && X->x ? tr_cpu_csr_product_rowptr(X->x)[X->am] : 0;
+  if (bytes)
+    *bytes = (int64_t)sizeof *X + (tn + 2) * 8 + tnnz * (4 + 8) + apnnz * 8 + tr_cpu_csr_product_bytes(X->x) +
+             tr_cpu_csr_product_bytes(X->c) + tr_cpu_ptap_walk_bytes(X->walk) +
+             (X->crp ? ((int64_t)X->bn + 1) * 8 + X->cnnz * 4 : 0);
+  if (keeps_intermediate) *keeps_intermediate = X->kind == TILERAP_CSR_PTAP && !X->walk;
   return TILERAP_SUCCESS;
 }

@@ -31,6 +31,7 @@ static const tr_knob_def tr_knobs[TR_KNOB_COUNT] = {
   {"TILERAP_HYPRE_ORDER", TR_CHOICE, "hypre|sorted", 0, 0, 0},
   {"TILERAP_HYPRE_REUSE", TR_INT, NULL, 0, -1, 1 << 30},
   {"TILERAP_PATH", TR_CHOICE, "auto|tiles|csr", 0, 0, 0},
+  {"TILERAP_CSR_PTAP", TR_CHOICE, "ap|walk", 0, 0, 0},
   {"TILERAP_STEP1_SORT", TR_CHOICE, "auto|radix|rows|compact", 0, 0, 0},
   {"TILERAP_ROWS_MAX", TR_INT, NULL, 1 << 18, 0, 1e15},
   {"TILERAP_MASKS_LANES", TR_CHOICE, "auto|8|16", 0, 0, 0},

@@ -24,6 +24,7 @@ typedef enum {
   TR_KNOB_HYPRE_ORDER,       /* choice hypre|sorted: row order of the hook's coarse operators */
   TR_KNOB_HYPRE_REUSE,       /* int -1..: BoomerAMG re-setups from the kept hierarchy (0 off) */
   TR_KNOB_PATH,              /* choice auto|tiles|csr: the path of a product (csr_path.c) */
+  TR_KNOB_CSR_PTAP,          /* choice ap|walk: CPU CSR plans' P^T A P with AP kept or without (less memory) */
   /* internal: tests force paths that the automatic choice takes only on
    * large products (doc/tuning.md says which) */
   TR_KNOB_STEP1_SORT,        /* choice auto|radix|rows|compact */
@@ -66,6 +67,11 @@ static inline int tr_knob_int(tr_knob_id k) { return (int)tr_knob(k); }
 #define TR_RECORD_NARROW_MACS 1024
 #define TR_RECORD_NARROW_LEN 128
 int tr_csr_record_pays(int64_t macs, int64_t cnnz, int64_t rows);
+
+/* TILERAP_CSR_PTAP's choices: AP kept (the default: faster), or the walk
+ * (csr_cpu_ptap_walk.c: no AP, memory near PETSc's MatPtAP; design.md,
+ * "Pᵀ A P without AP") */
+enum { TR_CSR_PTAP_AP, TR_CSR_PTAP_WALK };
 
 #ifdef __cplusplus
 }

@@ -192,6 +192,13 @@ int tr_cpu_csr_product_create(int32_t m, int32_t n, const int64_t *arp, const in
 const int64_t *tr_cpu_csr_product_rowptr(const tr_cpu_csr_product *P) { return P->crp; }
 const int32_t *tr_cpu_csr_product_colidx(const tr_cpu_csr_product *P) { return P->ccol; }
 
+int64_t tr_cpu_csr_product_bytes(const tr_cpu_csr_product *P)
+{
+  if (!P) return 0;
+  return (int64_t)sizeof *P + ((int64_t)P->m + 1) * 8 + P->cnnz * 4 +
+         (int64_t)P->nthreads * (int64_t)tr_stride(P->n) * (4 + 8 + 4) + P->bcap * (4 + 8);
+}
+
 /* distinct columns of a row: quicksort down to runs of 24, insertion sort
  * (qsort's comparison calls cost more than the product on AMG rows) */
 static void tr_sort_i32(int32_t *v, int64_t n)

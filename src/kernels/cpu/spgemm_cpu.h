@@ -142,6 +142,8 @@ int tr_cpu_csr_product_one_pass(int32_t m, int32_t n, const int64_t *arp, const 
                                 const int32_t *bcol, int64_t *entries);
 const int64_t *tr_cpu_csr_product_rowptr(const tr_cpu_csr_product *P);
 const int32_t *tr_cpu_csr_product_colidx(const tr_cpu_csr_product *P);
+/* the bytes P holds (C's structure, the per-thread accumulators, a one-pass buffer not yet taken) */
+int64_t tr_cpu_csr_product_bytes(const tr_cpu_csr_product *P);
 int tr_cpu_csr_product_fill(tr_cpu_csr_product *P, const double *aval, const int64_t *avidx, const double *bval,
                             const int64_t *bvidx, double *cval, int sorted);
 int tr_cpu_csr_product_numeric(tr_cpu_csr_product *P, const double *aval, const int64_t *avidx, const double *bval,
@@ -154,6 +156,18 @@ void tr_cpu_csr_product_bind(tr_cpu_csr_product *P, const int64_t *arp, const in
 /* T = A^T of an m x n CSR A (rows sorted), vidx: A's entry of each of T's */
 int tr_cpu_csr_transpose(int32_t m, int32_t n, const int64_t *rp, const int32_t *col, int64_t **trp,
                          int32_t **tcol, int64_t **tvidx);
+/* P^T A P without AP (csr_cpu_ptap_walk.c): P^T's view and per-thread
+ * scratch for A (nf x nf) and P (nf x nc; TILERAP_ERR_INVALID where P has
+ * 2^31 entries or more); the first product (C's rows sorted; zeros
+ * unless values); numeric runs on C's structure (no allocation) */
+typedef struct tr_cpu_ptap_walk tr_cpu_ptap_walk;
+int tr_cpu_ptap_walk_new(const tilerap_csr *A, const tilerap_csr *P, tr_cpu_ptap_walk **W);
+int tr_cpu_ptap_walk_first(tr_cpu_ptap_walk *W, const tilerap_csr *A, const tilerap_csr *P, int values,
+                           tilerap_csr **C, int64_t *macs);
+int tr_cpu_ptap_walk_numeric(tr_cpu_ptap_walk *W, const tilerap_csr *A, const tilerap_csr *P, const int64_t *crp,
+                             const int32_t *ccol, double *cval);
+void tr_cpu_ptap_walk_destroy(tr_cpu_ptap_walk *W);
+int64_t tr_cpu_ptap_walk_bytes(const tr_cpu_ptap_walk *W);
 /* tilerap_csr_graph_i32 (graph_cpu.c), arguments other than the arrays checked */
 int tr_cpu_csr_graph(int32_t m, int32_t bs, const int32_t *rp, const int32_t *col, const double *val,
                      unsigned flags, tilerap_csr **G);
