@@ -98,44 +98,45 @@ static inline double tr_p_value(const tilerap_csr *P, int32_t i, int32_t I)
 static inline uint32_t tr_hash(int32_t c, int32_t hsize) { return ((uint32_t)c * 2654435761u) & (uint32_t)(hsize - 1); }
 
 /* R*A's row I into thread t's list (values 0: structure only); returns
- * its length.  The places stay set until tr_ra_done. */
-static int32_t tr_ra_row(const tr_cpu_ptap_walk *W, int t, int32_t I, const tilerap_csr *A, const tilerap_csr *P,
-                         int values)
+ * its length.  The places stay set until tr_ra_done.  hashed is a
+ * constant at each call: the product loop is made once per way of finding
+ * a column's place. */
+static inline __attribute__((always_inline)) int32_t tr_ra_sum(const tr_cpu_ptap_walk *W, int t, int32_t I,
+                                                               const tilerap_csr *A, const tilerap_csr *P,
+                                                               int values, const int hashed)
 {
   int32_t *lcol = W->lcol + (size_t)t * (size_t)W->lmax;
   double *lval = W->lval + (size_t)t * (size_t)W->lmax;
+  const int32_t hs = W->hsize;
+  int32_t *hk = hashed ? W->hkey + (size_t)t * (size_t)hs : NULL, *hv = hashed ? W->hval + (size_t)t * (size_t)hs : NULL;
+  int32_t *hp = hashed ? W->hpos + (size_t)t * (size_t)W->lmax : NULL;
+  int32_t *slot = hashed ? NULL : W->slot + (size_t)t * (size_t)W->nf;
   int32_t n = 0;
-  if (W->hsize) {
-    const int32_t hs = W->hsize;
-    int32_t *hk = W->hkey + (size_t)t * (size_t)hs, *hv = W->hval + (size_t)t * (size_t)hs;
-    int32_t *hp = W->hpos + (size_t)t * (size_t)W->lmax;
-    for (int64_t q = W->trp[I]; q < W->trp[I + 1]; q++) {
-      const int32_t i1 = W->tcol[q];
-      const double rv = values ? tr_p_value(P, i1, I) : 0.0;
-      for (int64_t k = A->rowptr[i1]; k < A->rowptr[i1 + 1]; k++) {
-        const int32_t i2 = A->colidx[k];
-        const double x = values ? rv * A->val[k] : 0.0;
-        uint32_t h = tr_hash(i2, hs);
-        while (hk[h] != -1 && hk[h] != i2) h = (h + 1) & (uint32_t)(hs - 1);
-        if (hk[h] == i2) lval[hv[h]] += x;
-        else { hk[h] = i2; hv[h] = n; hp[n] = (int32_t)h; lcol[n] = i2; lval[n] = x; n++; }
-      }
-    }
-    return n;
-  }
-  int32_t *slot = W->slot + (size_t)t * (size_t)W->nf;
   for (int64_t q = W->trp[I]; q < W->trp[I + 1]; q++) {
     const int32_t i1 = W->tcol[q];
     const double rv = values ? tr_p_value(P, i1, I) : 0.0;
     for (int64_t k = A->rowptr[i1]; k < A->rowptr[i1 + 1]; k++) {
       const int32_t i2 = A->colidx[k];
       const double x = values ? rv * A->val[k] : 0.0;
-      const int32_t s = slot[i2];
-      if (s) lval[s - 1] += x;
-      else { lcol[n] = i2; lval[n] = x; slot[i2] = ++n; }
+      if (hashed) {
+        uint32_t h = tr_hash(i2, hs);
+        while (hk[h] != -1 && hk[h] != i2) h = (h + 1) & (uint32_t)(hs - 1);
+        if (hk[h] == i2) lval[hv[h]] += x;
+        else { hk[h] = i2; hv[h] = n; hp[n] = (int32_t)h; lcol[n] = i2; lval[n] = x; n++; }
+      } else {
+        const int32_t s = slot[i2];
+        if (s) lval[s - 1] += x;
+        else { lcol[n] = i2; lval[n] = x; slot[i2] = ++n; }
+      }
     }
   }
   return n;
+}
+
+static int32_t tr_ra_row(const tr_cpu_ptap_walk *W, int t, int32_t I, const tilerap_csr *A, const tilerap_csr *P,
+                         int values)
+{
+  return W->hsize ? tr_ra_sum(W, t, I, A, P, values, 1) : tr_ra_sum(W, t, I, A, P, values, 0);
 }
 
 static void tr_ra_done(const tr_cpu_ptap_walk *W, int t, int32_t n)
