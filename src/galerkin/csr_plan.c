@@ -151,8 +151,7 @@ int tilerap_csr_plan_create(tilerap_csr_kind kind, const tilerap_csr *A, const t
     /* P^T A P without AP (the walk) where TILERAP_CSR_PTAP asks for it:
      * memory near PETSc's MatPtAP, re-runs slower than the two passes
      * (per core at PETSc's speed or below on meshes and grids) */
-    if (tr_knob_int(TR_KNOB_CSR_PTAP) == TR_CSR_PTAP_WALK && B->nnz < INT32_MAX)
-      err = tr_cpu_ptap_walk_new(A, B, &X->walk);
+    if (tr_knob_int(TR_KNOB_CSR_PTAP) == TR_CSR_PTAP_WALK) err = tr_cpu_ptap_walk_new(A, B, &X->walk);
     if (!err && X->walk) {
       err = tr_cpu_ptap_walk_first(X->walk, A, B, values, &Cm, &macs);
       if (!err && !(X->crp = tilerap_host_alloc((size_t)cm + 1, sizeof *X->crp))) err = TILERAP_ERR_NOMEM;
@@ -258,13 +257,13 @@ int tilerap_csr_plan_info(tilerap_csr_plan X, int64_t *c_nnz, int64_t *flops)
 int tilerap_csr_plan_memory(tilerap_csr_plan X, int64_t *bytes, int *keeps_intermediate)
 {
   if (!X) return tilerap_set_error(TILERAP_ERR_NULL, "tilerap_csr_plan_memory: NULL plan");
-  const int64_t tn = X->trp ? (X->kind == TILERAP_CSR_ATB ? X->an : X->bn) : -2;
-  const int64_t tnnz = X->trp ? (X->kind == TILERAP_CSR_ATB ? X->annz : X->bnnz) : 0;
-  const int64_t apnnz = X->apval && X->x ? tr_cpu_csr_product_rowptr(X->x)[X->am] : 0;
+  /* the transposed operand's view (A^T B: A's; two passes: P's), with positions */
+  const int at = X->kind == TILERAP_CSR_ATB;
+  const int64_t view = X->trp ? ((at ? X->an : X->bn) + 2) * 8 + (at ? X->annz : X->bnnz) * (4 + 8) : 0;
+  const int64_t apnnz = X->apval ? tr_cpu_csr_product_rowptr(X->x)[X->am] : 0;
   if (bytes)
-    *bytes = (int64_t)sizeof *X + (tn + 2) * 8 + tnnz * (4 + 8) + apnnz * 8 + tr_cpu_csr_product_bytes(X->x) +
-             tr_cpu_csr_product_bytes(X->c) + tr_cpu_ptap_walk_bytes(X->walk) +
-             (X->crp ? ((int64_t)X->bn + 1) * 8 + X->cnnz * 4 : 0);
+    *bytes = (int64_t)sizeof *X + view + apnnz * 8 + tr_cpu_csr_product_bytes(X->x) + tr_cpu_csr_product_bytes(X->c) +
+             tr_cpu_ptap_walk_bytes(X->walk) + (X->crp ? ((int64_t)X->bn + 1) * 8 + X->cnnz * 4 : 0);
   if (keeps_intermediate) *keeps_intermediate = X->kind == TILERAP_CSR_PTAP && !X->walk;
   return TILERAP_SUCCESS;
 }

@@ -30,27 +30,6 @@ struct tr_cpu_csr_product {
   int64_t bcap;
 };
 
-/* the per-thread accumulators' stride (elements): n and a cache line
- * apart, so two threads never write one line (a one-column product had
- * both threads' marks and sums on the same line) */
-static size_t tr_stride(int32_t n) { return ((size_t)(n > 0 ? n : 1) + 15) / 16 * 16 + 16; }
-
-static int tr_threads(void)
-{
-#ifdef _OPENMP
-  return omp_get_max_threads();
-#else
-  return 1;
-#endif
-}
-static int tr_thread(void)
-{
-#ifdef _OPENMP
-  return omp_get_thread_num();
-#else
-  return 0;
-#endif
-}
 
 int tr_cpu_csr_view(const tilerap_tile_matrix *T, int transpose, int64_t **rp_out, int32_t **col_out,
                     int64_t **vidx_out)
@@ -114,9 +93,10 @@ int tr_cpu_csr_transpose(int32_t m, int32_t n, const int64_t *rp, const int32_t 
   const int64_t nnz = rp[m];
   int64_t *trp = tilerap_host_calloc((size_t)n + 2, sizeof(int64_t));
   int32_t *tcol = tilerap_host_alloc((size_t)nnz + 1, sizeof(int32_t));
-  int64_t *tvidx = tilerap_host_alloc((size_t)nnz + 1, sizeof(int64_t));
-  *trp_out = NULL; *tcol_out = NULL; *tvidx_out = NULL;
-  if (!trp || !tcol || !tvidx) { free(trp); free(tcol); free(tvidx); return TILERAP_ERR_NOMEM; }
+  int64_t *tvidx = tvidx_out ? tilerap_host_alloc((size_t)nnz + 1, sizeof(int64_t)) : NULL;
+  *trp_out = NULL; *tcol_out = NULL;
+  if (tvidx_out) *tvidx_out = NULL;
+  if (!trp || !tcol || (tvidx_out && !tvidx)) { free(trp); free(tcol); free(tvidx); return TILERAP_ERR_NOMEM; }
   /* counts shifted by two: after the prefix sum trp[j + 1] is row j's start, the cursor of the scatter */
   /* (64-bit index arithmetic: a column n - 1 = INT32_MAX - 1 would overflow) */
   for (int64_t e = 0; e < nnz; e++) trp[(int64_t)col[e] + 2]++;
@@ -125,9 +105,10 @@ int tr_cpu_csr_transpose(int32_t m, int32_t n, const int64_t *rp, const int32_t 
     for (int64_t e = rp[i]; e < rp[i + 1]; e++) {
       const int64_t at = trp[(int64_t)col[e] + 1]++;
       tcol[at] = i;
-      tvidx[at] = e;
+      if (tvidx) tvidx[at] = e;
     }
-  *trp_out = trp; *tcol_out = tcol; *tvidx_out = tvidx;
+  *trp_out = trp; *tcol_out = tcol;
+  if (tvidx_out) *tvidx_out = tvidx;
   return TILERAP_SUCCESS;
 }
 
@@ -152,8 +133,8 @@ int tr_cpu_csr_product_create(int32_t m, int32_t n, const int64_t *arp, const in
   tr_cpu_csr_product *P = tilerap_host_calloc(1, sizeof *P);
   if (!P) return TILERAP_ERR_NOMEM;
   P->m = m; P->n = n; P->arp = arp; P->acol = acol; P->brp = brp; P->bcol = bcol;
-  P->nthreads = tr_threads();
-  const size_t w = tr_stride(n), nt = (size_t)P->nthreads;
+  P->nthreads = tr_cpu_threads();
+  const size_t w = tr_cpu_stride(n), nt = (size_t)P->nthreads;
   P->crp = tilerap_host_calloc((size_t)m + 1, sizeof(int64_t));
   P->mark = tilerap_host_alloc(w * nt, sizeof(int32_t));
   P->acc = tilerap_host_calloc(w * nt, sizeof(double));
@@ -163,7 +144,7 @@ int tr_cpu_csr_product_create(int32_t m, int32_t n, const int64_t *arp, const in
   int64_t total_macs = 0;
 #pragma omp parallel num_threads(P->nthreads) reduction(+ : total_macs)
   {
-    int32_t *mark = P->mark + (size_t)tr_thread() * w;
+    int32_t *mark = P->mark + (size_t)tr_cpu_thread() * w;
 #pragma omp for schedule(dynamic, 256)
     for (int32_t i = 0; i < m; i++) {
       int64_t cnt = 0;
@@ -196,12 +177,12 @@ int64_t tr_cpu_csr_product_bytes(const tr_cpu_csr_product *P)
 {
   if (!P) return 0;
   return (int64_t)sizeof *P + ((int64_t)P->m + 1) * 8 + P->cnnz * 4 +
-         (int64_t)P->nthreads * (int64_t)tr_stride(P->n) * (4 + 8 + 4) + P->bcap * (4 + 8);
+         (int64_t)P->nthreads * (int64_t)tr_cpu_stride(P->n) * (4 + 8 + 4) + P->bcap * (4 + 8);
 }
 
 /* distinct columns of a row: quicksort down to runs of 24, insertion sort
  * (qsort's comparison calls cost more than the product on AMG rows) */
-static void tr_sort_i32(int32_t *v, int64_t n)
+void tr_cpu_sort_i32(int32_t *v, int64_t n)
 {
   while (n > 24) {
     const int32_t a = v[0], b = v[n / 2], c = v[n - 1];
@@ -215,8 +196,8 @@ static void tr_sort_i32(int32_t *v, int64_t n)
       i++; j--;
     }
     /* [0, j] <= pivot <= [j + 1, n): recurse on the shorter side */
-    if (j + 1 < n - j - 1) { tr_sort_i32(v, j + 1); v += j + 1; n -= j + 1; }
-    else { tr_sort_i32(v + j + 1, n - j - 1); n = j + 1; }
+    if (j + 1 < n - j - 1) { tr_cpu_sort_i32(v, j + 1); v += j + 1; n -= j + 1; }
+    else { tr_cpu_sort_i32(v + j + 1, n - j - 1); n = j + 1; }
   }
   for (int64_t i = 1; i < n; i++) {
     const int32_t x = v[i];
@@ -258,7 +239,7 @@ static inline int64_t tr_row_product(const tr_cpu_csr_product *P, int32_t i, int
     for (int32_t c = lo; c <= hi; c++)
       if (mark[c] == stamp) list[q++] = c;
   } else {
-    tr_sort_i32(list, len);
+    tr_cpu_sort_i32(list, len);
   }
   return len;
 }
@@ -270,10 +251,10 @@ static inline int64_t tr_row_product(const tr_cpu_csr_product *P, int32_t i, int
 int tr_cpu_csr_product_fill(tr_cpu_csr_product *P, const double *aval, const int64_t *avidx, const double *bval,
                             const int64_t *bvidx, double *cval, int sorted)
 {
-  const size_t w = tr_stride(P->n);
+  const size_t w = tr_cpu_stride(P->n);
 #pragma omp parallel num_threads(P->nthreads)
   {
-    const size_t th = (size_t)tr_thread();
+    const size_t th = (size_t)tr_cpu_thread();
     int32_t *mark = P->mark + th * w, *list = P->list + th * w;
     double *acc = P->acc + th * w;
 #pragma omp for schedule(dynamic, 256)
@@ -352,7 +333,7 @@ static int tr_build_threads(tr_cpu_csr_product *P, const double *aval, const int
   const int T = P->nthreads;
   const int32_t m = P->m;
   const int64_t cap = P->bcap - 1;
-  const size_t w = tr_stride(P->n);
+  const size_t w = tr_cpu_stride(P->n);
   int64_t *work = P->crp; /* the rows' multiply-adds, summed; then their lengths */
 #pragma omp parallel for schedule(static) num_threads(T)
   for (int32_t i = 0; i < m; i++) {
@@ -429,8 +410,8 @@ int tr_cpu_csr_product_build(int32_t m, int32_t n, const int64_t *arp, const int
   tr_cpu_csr_product *P = tilerap_host_calloc(1, sizeof *P);
   if (!P) return TILERAP_ERR_NOMEM;
   P->m = m; P->n = n; P->arp = arp; P->acol = acol; P->brp = brp; P->bcol = bcol;
-  P->nthreads = tr_threads();
-  const size_t w = tr_stride(n), nt = (size_t)P->nthreads;
+  P->nthreads = tr_cpu_threads();
+  const size_t w = tr_cpu_stride(n), nt = (size_t)P->nthreads;
   const int values = aval && bval;
   P->crp = tilerap_host_calloc((size_t)m + 1, sizeof(int64_t));
   P->mark = tilerap_host_alloc(w * nt, sizeof(int32_t));
@@ -541,10 +522,10 @@ int tr_cpu_csr_product_take(tr_cpu_csr_product *P, double **val)
 int tr_cpu_csr_product_numeric(tr_cpu_csr_product *P, const double *aval, const int64_t *avidx, const double *bval,
                                const int64_t *bvidx, double *cval, const int64_t *cvidx)
 {
-  const size_t w = tr_stride(P->n);
+  const size_t w = tr_cpu_stride(P->n);
 #pragma omp parallel num_threads(P->nthreads)
   {
-    double *acc = P->acc + (size_t)tr_thread() * w;
+    double *acc = P->acc + (size_t)tr_cpu_thread() * w;
 #pragma omp for schedule(dynamic, 256)
     for (int32_t i = 0; i < P->m; i++) {
       for (int64_t e = P->arp[i]; e < P->arp[i + 1]; e++) {

@@ -1,5 +1,5 @@
-/* P^T A P on the CPU without AP: the CSR plans' Galerkin product where
- * C's entries sum several products each (csr_plan.c chooses).
+/* P^T A P on the CPU without AP: the CSR plans' Galerkin product with
+ * TILERAP_CSR_PTAP=walk (less memory, slower re-runs than the two passes).
  *
  * Per coarse row I: R*A's row (R = P^T through a transposed view of P:
  * the fine rows i of P's column I, A's row i each, summed over A's
@@ -15,7 +15,8 @@
  * P's values found in P's sorted rows rather than through 4 more bytes of
  * positions) and per thread with A's rows (a slot per fine column) or,
  * where those slots would outgrow an eighth of A's arrays (many threads),
- * with R*A's longest row (a hash table). */
+ * with R*A's longest row (a hash table).  Each thread's part of an array
+ * starts tr_cpu_stride elements after the last (no shared cache line). */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,25 +24,22 @@
 #include "spgemm_cpu.h"
 #include "tile_internal.h"
 
-#ifdef _OPENMP
-#include <omp.h>
-#endif
-
 struct tr_cpu_ptap_walk {
   int nth;
   int32_t nf, nc;
   int64_t *trp;   /* P^T's view: row I's fine rows tcol[trp[I] .. trp[I+1]) */
   int32_t *tcol;
   int32_t lmax;   /* longest R*A row (bounded above) */
+  size_t fs, ls, cs; /* per-thread strides: fine columns, R*A's row, coarse columns */
   /* R*A's row's place of each fine column: hsize > 0, a hash table (key,
    * place; key -1 = free) of hsize slots per thread, hpos the slot of each
    * place; else slot[column] = place + 1 (0 = not in the row) */
   int32_t hsize;
   int32_t *hkey, *hval, *hpos;
   int32_t *slot;
-  int32_t *lcol;  /* nth x lmax: R*A's row, columns in first-seen order */
-  double *lval;   /* nth x lmax: ... its values */
-  double *acc;    /* nth x (nc + 1): C's row, dense */
+  int32_t *lcol;  /* per thread: R*A's row, columns in first-seen order */
+  double *lval;   /* per thread: ... its values */
+  double *acc;    /* per thread: C's row, dense */
   double row_est; /* C's entries per row in a sample */
 };
 
@@ -58,27 +56,9 @@ int64_t tr_cpu_ptap_walk_bytes(const tr_cpu_ptap_walk *W)
 {
   if (!W) return 0;
   const int64_t nnz = W->trp[W->nc];
-  const int64_t place = W->hsize ? (int64_t)W->hsize * 8 + (int64_t)W->lmax * 4 : (int64_t)W->nf * 4;
+  const int64_t place = W->hsize ? (int64_t)W->hsize * 8 + (int64_t)W->ls * 4 : (int64_t)W->fs * 4;
   return (int64_t)sizeof *W + ((int64_t)W->nc + 2) * 8 + nnz * 4 +
-         (int64_t)W->nth * (place + (int64_t)W->lmax * 12 + ((int64_t)W->nc + 1) * 8);
-}
-
-static int tr_walk_threads(void)
-{
-#ifdef _OPENMP
-  return omp_get_max_threads();
-#else
-  return 1;
-#endif
-}
-
-static int tr_walk_thread(void)
-{
-#ifdef _OPENMP
-  return omp_get_thread_num();
-#else
-  return 0;
-#endif
+         (int64_t)W->nth * (place + (int64_t)W->ls * 12 + (int64_t)W->cs * 8);
 }
 
 /* P(i, I): a binary search in P's row i (sorted, checked at creation) */
@@ -105,12 +85,12 @@ static inline __attribute__((always_inline)) int32_t tr_ra_sum(const tr_cpu_ptap
                                                                const tilerap_csr *A, const tilerap_csr *P,
                                                                int values, const int hashed)
 {
-  int32_t *lcol = W->lcol + (size_t)t * (size_t)W->lmax;
-  double *lval = W->lval + (size_t)t * (size_t)W->lmax;
+  int32_t *lcol = W->lcol + (size_t)t * W->ls;
+  double *lval = W->lval + (size_t)t * W->ls;
   const int32_t hs = W->hsize;
   int32_t *hk = hashed ? W->hkey + (size_t)t * (size_t)hs : NULL, *hv = hashed ? W->hval + (size_t)t * (size_t)hs : NULL;
-  int32_t *hp = hashed ? W->hpos + (size_t)t * (size_t)W->lmax : NULL;
-  int32_t *slot = hashed ? NULL : W->slot + (size_t)t * (size_t)W->nf;
+  int32_t *hp = hashed ? W->hpos + (size_t)t * W->ls : NULL;
+  int32_t *slot = hashed ? NULL : W->slot + (size_t)t * W->fs;
   int32_t n = 0;
   for (int64_t q = W->trp[I]; q < W->trp[I + 1]; q++) {
     const int32_t i1 = W->tcol[q];
@@ -143,37 +123,29 @@ static void tr_ra_done(const tr_cpu_ptap_walk *W, int t, int32_t n)
 {
   if (W->hsize) {
     int32_t *hk = W->hkey + (size_t)t * (size_t)W->hsize;
-    const int32_t *hp = W->hpos + (size_t)t * (size_t)W->lmax;
+    const int32_t *hp = W->hpos + (size_t)t * W->ls;
     for (int32_t u = 0; u < n; u++) hk[hp[u]] = -1;
     return;
   }
-  int32_t *slot = W->slot + (size_t)t * (size_t)W->nf;
-  const int32_t *lcol = W->lcol + (size_t)t * (size_t)W->lmax;
+  int32_t *slot = W->slot + (size_t)t * W->fs;
+  const int32_t *lcol = W->lcol + (size_t)t * W->ls;
   for (int32_t u = 0; u < n; u++) slot[lcol[u]] = 0;
 }
 
 int tr_cpu_ptap_walk_new(const tilerap_csr *A, const tilerap_csr *P, tr_cpu_ptap_walk **out)
 {
   *out = NULL;
-  if (P->nnz >= INT32_MAX) return TILERAP_ERR_INVALID; /* 32-bit positions: the caller keeps AP instead */
   tr_cpu_ptap_walk *W = tilerap_host_calloc(1, sizeof *W);
   if (!W) return TILERAP_ERR_NOMEM;
-  W->nth = tr_walk_threads();
+  W->nth = tr_cpu_threads();
   W->nf = A->m;
   W->nc = P->n;
   const int32_t nf = W->nf, nc = W->nc;
-  /* P^T's view: counts shifted by two, so after the prefix sum trp[j + 1]
-   * is row j's start, the scatter's cursor */
-  W->trp = tilerap_host_calloc((size_t)nc + 2, sizeof *W->trp);
-  W->tcol = tilerap_host_alloc((size_t)P->nnz + 1, sizeof *W->tcol);
-  if (!W->trp || !W->tcol) { tr_cpu_ptap_walk_destroy(W); return TILERAP_ERR_NOMEM; }
-  for (int64_t e = 0; e < P->nnz; e++) W->trp[(int64_t)P->colidx[e] + 2]++;
-  for (int64_t j = 0; j < nc; j++) W->trp[j + 2] += W->trp[j + 1];
-  for (int32_t i = 0; i < P->m; i++)
-    for (int64_t e = P->rowptr[i]; e < P->rowptr[i + 1]; e++) {
-      const int64_t at = W->trp[(int64_t)P->colidx[e] + 1]++;
-      W->tcol[at] = i;
-    }
+  /* P^T's view without value positions (P's values are found in its rows) */
+  if (tr_cpu_csr_transpose(P->m, P->n, P->rowptr, P->colidx, &W->trp, &W->tcol, NULL)) {
+    tr_cpu_ptap_walk_destroy(W);
+    return TILERAP_ERR_NOMEM;
+  }
   /* R*A's longest row, at most the A rows it sums and at most nf */
   int64_t lmax = 0;
   for (int32_t I = 0; I < nc; I++) {
@@ -183,6 +155,9 @@ int tr_cpu_ptap_walk_new(const tilerap_csr *A, const tilerap_csr *P, tr_cpu_ptap
     if (s > lmax) lmax = s;
   }
   W->lmax = (int32_t)(lmax < nf ? lmax : nf) + 1;
+  W->fs = tr_cpu_stride(nf);
+  W->ls = tr_cpu_stride(W->lmax);
+  W->cs = tr_cpu_stride(nc);
   /* a slot per fine column and thread (a hash probe costs 1.4x on the
    * R*A rows of elasticity and the 125-point stencil) while those stay
    * within an eighth of A's CSR arrays; else a hash table at most half
@@ -190,16 +165,18 @@ int tr_cpu_ptap_walk_new(const tilerap_csr *A, const tilerap_csr *P, tr_cpu_ptap
    * PETSc's MatPtAP */
   int64_t hs = 16;
   while (hs < 2 * (int64_t)W->lmax) hs *= 2;
-  if ((int64_t)W->nth * nf * 4 > A->nnz * 12 / 8 + (int64_t)nf && hs * 8 + (int64_t)W->lmax * 4 < (int64_t)nf * 4) {
-    W->hsize = (int32_t)hs;
-    W->hkey = tilerap_host_alloc((size_t)W->nth * (size_t)hs, sizeof *W->hkey);
-    W->hval = tilerap_host_alloc((size_t)W->nth * (size_t)hs, sizeof *W->hval);
-    W->hpos = tilerap_host_alloc((size_t)W->nth * (size_t)W->lmax, sizeof *W->hpos);
-    if (W->hkey) memset(W->hkey, 0xff, (size_t)W->nth * (size_t)hs * sizeof *W->hkey);
-  } else W->slot = tilerap_host_calloc((size_t)W->nth * (size_t)nf + 1, sizeof *W->slot);
-  W->lcol = tilerap_host_alloc((size_t)W->nth * (size_t)W->lmax, sizeof *W->lcol);
-  W->lval = tilerap_host_alloc((size_t)W->nth * (size_t)W->lmax, sizeof *W->lval);
-  W->acc = tilerap_host_calloc((size_t)W->nth * ((size_t)nc + 1), sizeof *W->acc);
+  const size_t nth = (size_t)W->nth;
+  if ((int64_t)nth * (int64_t)W->fs * 4 > A->nnz * 12 / 8 + (int64_t)nf &&
+      hs * 8 + (int64_t)W->ls * 4 < (int64_t)W->fs * 4) {
+    W->hsize = (int32_t)hs; /* 16 int32 at least: a thread's part fills whole cache lines */
+    W->hkey = tilerap_host_alloc(nth * (size_t)hs, sizeof *W->hkey);
+    W->hval = tilerap_host_alloc(nth * (size_t)hs, sizeof *W->hval);
+    W->hpos = tilerap_host_alloc(nth * W->ls, sizeof *W->hpos);
+    if (W->hkey) memset(W->hkey, 0xff, nth * (size_t)hs * sizeof *W->hkey);
+  } else W->slot = tilerap_host_calloc(nth * W->fs, sizeof *W->slot);
+  W->lcol = tilerap_host_alloc(nth * W->ls, sizeof *W->lcol);
+  W->lval = tilerap_host_alloc(nth * W->ls, sizeof *W->lval);
+  W->acc = tilerap_host_calloc(nth * W->cs, sizeof *W->acc);
   if ((W->hsize ? !W->hkey || !W->hval || !W->hpos : !W->slot) || !W->lcol || !W->lval || !W->acc) {
     tr_cpu_ptap_walk_destroy(W);
     return TILERAP_ERR_NOMEM;
@@ -251,12 +228,6 @@ static int tr_walk_grow(tr_walk_buf *b)
   return 0;
 }
 
-static int tr_cmp_i32(const void *a, const void *b)
-{
-  const int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
-  return (x > y) - (x < y);
-}
-
 /* C's structure and values (values 0: zeros), rows sorted.  Blocks of
  * coarse rows, several per thread, each into its own growing buffer; C is
  * made from them at the end. */
@@ -274,19 +245,18 @@ int tr_cpu_ptap_walk_first(tr_cpu_ptap_walk *W, const tilerap_csr *A, const tile
   int64_t *bpos = tilerap_host_calloc((size_t)nb + 1, sizeof *bpos);
   /* per thread: each coarse column's place in the row being made, and
    * the row that last met it (rows from 1) */
-  int32_t *at = tilerap_host_alloc((size_t)nth * ((size_t)nc + 1), sizeof *at);
-  int32_t *cmk = tilerap_host_calloc((size_t)nth * ((size_t)nc + 1), sizeof *cmk);
+  int32_t *at = tilerap_host_alloc((size_t)nth * W->cs, sizeof *at);
+  int32_t *cmk = tilerap_host_calloc((size_t)nth * W->cs, sizeof *cmk);
   int nomem = !buf || !len || !bpos || !at || !cmk;
   int64_t macs = 0;
-  const double *pval = values ? P->val : NULL;
   if (!nomem)
 #pragma omp parallel num_threads(nth) reduction(| : nomem) reduction(+ : macs)
   {
-    const int t = tr_walk_thread();
-    int32_t *myat = at + (size_t)t * ((size_t)nc + 1), *em = cmk + (size_t)t * ((size_t)nc + 1);
-    const int32_t *lcol = W->lcol + (size_t)t * (size_t)W->lmax;
-    const double *lval = W->lval + (size_t)t * (size_t)W->lmax;
-    double *tmp = W->acc + (size_t)t * ((size_t)nc + 1);
+    const int t = tr_cpu_thread();
+    int32_t *myat = at + (size_t)t * W->cs, *em = cmk + (size_t)t * W->cs;
+    const int32_t *lcol = W->lcol + (size_t)t * W->ls;
+    const double *lval = W->lval + (size_t)t * W->ls;
+    double *tmp = W->acc + (size_t)t * W->cs;
 #pragma omp for schedule(dynamic, 1)
     for (int64_t blk = 0; blk < nb; blk++) {
       if (nomem) continue;
@@ -306,7 +276,7 @@ int tr_cpu_ptap_walk_first(tr_cpu_ptap_walk *W, const tilerap_csr *A, const tile
           const double v = lval[u];
           for (int64_t x = P->rowptr[i2]; x < P->rowptr[i2 + 1]; x++) {
             const int32_t c = P->colidx[x];
-            const double y = pval ? v * pval[x] : 0.0;
+            const double y = values ? v * P->val[x] : 0.0;
             macs++;
             if (em[c] == st) { b->val[n0 + myat[c]] += y; continue; }
             if (b->n == b->cap && tr_walk_grow(b)) { nomem = 1; break; }
@@ -319,14 +289,7 @@ int tr_cpu_ptap_walk_first(tr_cpu_ptap_walk *W, const tilerap_csr *A, const tile
         /* sorted: the columns, then the values gathered through myat */
         const int32_t n = (int32_t)(b->n - n0);
         int32_t *cc = b->col + n0;
-        if (n < 32)
-          for (int32_t j = 1; j < n; j++) {
-            const int32_t x = cc[j];
-            int32_t h = j - 1;
-            while (h >= 0 && cc[h] > x) { cc[h + 1] = cc[h]; h--; }
-            cc[h + 1] = x;
-          }
-        else qsort(cc, (size_t)n, sizeof *cc, tr_cmp_i32);
+        tr_cpu_sort_i32(cc, n);
         for (int32_t j = 0; j < n; j++) tmp[j] = b->val[n0 + myat[cc[j]]];
         memcpy(b->val + n0, tmp, (size_t)n * sizeof *tmp);
         len[I + 1] = n;
@@ -334,7 +297,7 @@ int tr_cpu_ptap_walk_first(tr_cpu_ptap_walk *W, const tilerap_csr *A, const tile
       bpos[blk + 1] = (int64_t)b->n;
     }
   }
-  if (W->acc) memset(W->acc, 0, (size_t)nth * ((size_t)nc + 1) * sizeof *W->acc);
+  memset(W->acc, 0, (size_t)nth * W->cs * sizeof *W->acc);
   free(at); free(cmk);
   tilerap_csr *C = NULL;
   int err = nomem ? TILERAP_ERR_NOMEM : TILERAP_SUCCESS;
@@ -372,10 +335,10 @@ int tr_cpu_ptap_walk_numeric(tr_cpu_ptap_walk *W, const tilerap_csr *A, const ti
   const int32_t nc = W->nc;
 #pragma omp parallel num_threads(W->nth)
   {
-    const int t = tr_walk_thread();
-    const int32_t *lcol = W->lcol + (size_t)t * (size_t)W->lmax;
-    const double *lval = W->lval + (size_t)t * (size_t)W->lmax;
-    double *acc = W->acc + (size_t)t * ((size_t)nc + 1);
+    const int t = tr_cpu_thread();
+    const int32_t *lcol = W->lcol + (size_t)t * W->ls;
+    const double *lval = W->lval + (size_t)t * W->ls;
+    double *acc = W->acc + (size_t)t * W->cs;
 #pragma omp for schedule(dynamic, 64)
     for (int32_t I = 0; I < nc; I++) {
       const int32_t nra = tr_ra_row(W, t, I, A, P, 1);

@@ -3,6 +3,31 @@
 #ifndef TILERAP_SPGEMM_CPU_H
 #define TILERAP_SPGEMM_CPU_H
 #include "tile_internal.h"
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+/* OpenMP's team size and thread number (1 and 0 without OpenMP) */
+static inline int tr_cpu_threads(void)
+{
+#ifdef _OPENMP
+  return omp_get_max_threads();
+#else
+  return 1;
+#endif
+}
+static inline int tr_cpu_thread(void)
+{
+#ifdef _OPENMP
+  return omp_get_thread_num();
+#else
+  return 0;
+#endif
+}
+/* per-thread arrays' stride (elements): n and a cache line apart, so two
+ * threads never write one line (a one-column product had both threads'
+ * marks and sums on the same line) */
+static inline size_t tr_cpu_stride(int64_t n) { return ((size_t)(n > 0 ? n : 1) + 15) / 16 * 16 + 16; }
 
 /* Summation order, the same in every CPU kernel (so that they agree bit
  * for bit, and with PETSc's AIJ products): the products of a C entry
@@ -142,6 +167,9 @@ int tr_cpu_csr_product_one_pass(int32_t m, int32_t n, const int64_t *arp, const 
                                 const int32_t *bcol, int64_t *entries);
 const int64_t *tr_cpu_csr_product_rowptr(const tr_cpu_csr_product *P);
 const int32_t *tr_cpu_csr_product_colidx(const tr_cpu_csr_product *P);
+/* n distinct columns ascending (quicksort down to runs of 24, then
+ * insertion: qsort's comparison calls cost more than AMG rows' products) */
+void tr_cpu_sort_i32(int32_t *v, int64_t n);
 /* the bytes P holds (C's structure, the per-thread accumulators, a one-pass buffer not yet taken) */
 int64_t tr_cpu_csr_product_bytes(const tr_cpu_csr_product *P);
 int tr_cpu_csr_product_fill(tr_cpu_csr_product *P, const double *aval, const int64_t *avidx, const double *bval,
@@ -153,13 +181,14 @@ void tr_cpu_csr_product_destroy(tr_cpu_csr_product *P);
  * moved between numeric runs) */
 void tr_cpu_csr_product_bind(tr_cpu_csr_product *P, const int64_t *arp, const int32_t *acol, const int64_t *brp,
                              const int32_t *bcol);
-/* T = A^T of an m x n CSR A (rows sorted), vidx: A's entry of each of T's */
+/* T = A^T of an m x n CSR A (rows sorted), vidx: A's entry of each of T's
+ * (tvidx NULL: none made) */
 int tr_cpu_csr_transpose(int32_t m, int32_t n, const int64_t *rp, const int32_t *col, int64_t **trp,
                          int32_t **tcol, int64_t **tvidx);
 /* P^T A P without AP (csr_cpu_ptap_walk.c): P^T's view and per-thread
- * scratch for A (nf x nf) and P (nf x nc; TILERAP_ERR_INVALID where P has
- * 2^31 entries or more); the first product (C's rows sorted; zeros
- * unless values); numeric runs on C's structure (no allocation) */
+ * scratch for A (nf x nf) and P (nf x nc); the first product (C's rows
+ * sorted; zeros unless values); numeric runs on C's structure (no
+ * allocation) */
 typedef struct tr_cpu_ptap_walk tr_cpu_ptap_walk;
 int tr_cpu_ptap_walk_new(const tilerap_csr *A, const tilerap_csr *P, tr_cpu_ptap_walk **W);
 int tr_cpu_ptap_walk_first(tr_cpu_ptap_walk *W, const tilerap_csr *A, const tilerap_csr *P, int values,
