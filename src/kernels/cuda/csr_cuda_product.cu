@@ -1029,9 +1029,34 @@ static __global__ void __launch_bounds__(TR_DENSE_THREADS)
 }
 
 /* a warp per 32 consecutive C entries: a lane per entry, or, where the 32
- * hold more than TR_REC_LANE_MEAN products each on average, the warp over
- * each entry in turn (a hub's entries sum thousands) */
+ * hold more than TR_REC_LANE_MEAN products each on average, subgroups of
+ * W lanes (a power of two up to the warp) an entry each, about
+ * TR_REC_SUB_PER_LANE products a lane: a warp per entry leaves lanes idle
+ * on entries of 10-40 products and pays its 5 shuffle steps per entry.
+ * W is a template argument: with a stride known at compile time the
+ * product loop unrolls and keeps several loads in flight */
 #define TR_REC_LANE_MEAN 8
+#define TR_REC_SUB_PER_LANE 4
+template <int W>
+static __device__ __forceinline__ void tr_recorded_sub(int64_t p0, int np, int lane, const uint32_t *__restrict__ ptr,
+                                                       const int32_t *__restrict__ ra, const int32_t *__restrict__ rb,
+                                                       const double *__restrict__ aval,
+                                                       const double *__restrict__ bval, double *cval,
+                                                       const int64_t *__restrict__ cvidx)
+{
+  const int sub = lane / W, sl = lane % W;
+  /* rounds taken by every lane alike: the shuffles need the whole warp */
+  for (int j0 = 0; j0 < np; j0 += 32 / W) {
+    const int j = j0 + sub;
+    double sum = 0.0;
+    if (j < np)
+      for (uint32_t q = ptr[p0 + j] + sl, q1 = ptr[p0 + j + 1]; q < q1; q += W) sum += aval[ra[q]] * bval[rb[q]];
+#pragma unroll
+    for (int d = W >> 1; d; d >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, d);
+    if (j < np && sl == 0) cval[cvidx ? cvidx[p0 + j] : p0 + j] = sum;
+  }
+}
+
 static __global__ void k_recorded(int64_t cnnz, const uint32_t *__restrict__ ptr, const int32_t *__restrict__ ra,
                                   const int32_t *__restrict__ rb, const double *__restrict__ aval,
                                   const double *__restrict__ bval, double *cval, const int64_t *__restrict__ cvidx)
@@ -1040,7 +1065,8 @@ static __global__ void k_recorded(int64_t cnnz, const uint32_t *__restrict__ ptr
   const int lane = threadIdx.x & 31;
   if (p0 >= cnnz) return; /* the whole warp */
   const int np = (int)(cnnz - p0 < 32 ? cnnz - p0 : 32);
-  if (ptr[p0 + np] - ptr[p0] <= 32u * TR_REC_LANE_MEAN) {
+  const uint32_t total = ptr[p0 + np] - ptr[p0];
+  if (total <= 32u * TR_REC_LANE_MEAN) {
     if (lane >= np) return;
     const int64_t p = p0 + lane;
     double sum = 0.0;
@@ -1048,12 +1074,14 @@ static __global__ void k_recorded(int64_t cnnz, const uint32_t *__restrict__ ptr
     cval[cvidx ? cvidx[p] : p] = sum;
     return;
   }
-  for (int j = 0; j < np; j++) {
-    const int64_t p = p0 + j;
-    double sum = 0.0;
-    for (uint32_t q = ptr[p] + lane, q1 = ptr[p + 1]; q < q1; q += 32) sum += aval[ra[q]] * bval[rb[q]];
-    for (int d = 16; d; d >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, d);
-    if (lane == 0) cval[cvidx ? cvidx[p] : p] = sum;
+  int w = 2; /* the mean is above TR_REC_LANE_MEAN: two lanes at least */
+  while (w < 32 && (uint32_t)w * TR_REC_SUB_PER_LANE * (uint32_t)np < total) w <<= 1;
+  switch (w) { /* the same for the whole warp */
+  case 2: tr_recorded_sub<2>(p0, np, lane, ptr, ra, rb, aval, bval, cval, cvidx); break;
+  case 4: tr_recorded_sub<4>(p0, np, lane, ptr, ra, rb, aval, bval, cval, cvidx); break;
+  case 8: tr_recorded_sub<8>(p0, np, lane, ptr, ra, rb, aval, bval, cval, cvidx); break;
+  case 16: tr_recorded_sub<16>(p0, np, lane, ptr, ra, rb, aval, bval, cval, cvidx); break;
+  default: tr_recorded_sub<32>(p0, np, lane, ptr, ra, rb, aval, bval, cval, cvidx); break;
   }
 }
 
