@@ -27,8 +27,10 @@
 # bench     galerkin-bench-gpu --reps 7 on the five model hierarchies
 # phases    the same with --phases
 # trace     TILERAP_TRACE host marks of plan creation on two levels
-# dcsrab    the dcsr sets with and without $AB_ENV, --reps 3, alternating
-#           $AB_ROUNDS (2) times (dcsrab.log)
+# dcsrab    the dcsr sets with and without $AB_ENV, or this build and
+#           $BASE_BENCH, --reps 3, alternating $AB_ROUNDS (2) times
+#           (dcsrab.log; AB_SA, AB_CL: other cases for the two sets, "-"
+#           none; bench/spread.py --levels compares them level by level)
 # envab     this build with and without the environment setting $AB_ENV
 #           (e.g. AB_ENV=TILERAP_ROWS_MAX=0), alternating twice
 # convert   convert-bench-gpu -n 100 (BENCHMARKS.md section 4): 1 and 16 host
@@ -175,18 +177,25 @@ for what in "${steps[@]}"; do
     ;;
   dcsrab)
     # the dcsr sets (smoothed aggregation, then classical), --reps 3, this build with and without $AB_ENV
-    # (a temporary experiment switch), alternating ${AB_ROUNDS:-2} times: dcsrab.log, the 'all' lines in the summary
+    # (a temporary experiment switch), or this build and $BASE_BENCH (an older commit's galerkin-bench-gpu),
+    # alternating ${AB_ROUNDS:-2} times: dcsrab.log (and dcsrab_new.log, dcsrab_base.log for
+    # bench/spread.py --levels), the 'all' lines in the summary
     sa="mesh2d:500000 mesh2d:500000:sfc mesh3d:150000 mesh3d:150000:sfc random:200000 denserow:490000 elast:192000"
-    sa="$sa s125:110000 powerlaw:100000"
-    cl="mesh2d:500000 mesh2d:500000:sfc mesh3d:150000 mesh3d:150000:sfc"
+    sa=${AB_SA:-$sa s125:110000 powerlaw:100000}
+    cl=${AB_CL:-mesh2d:500000 mesh2d:500000:sfc mesh3d:150000 mesh3d:150000:sfc}
+    alt=${AB_ENV:-}
+    [ -n "$alt" ] || { [ -n "${BASE_BENCH:-}" ] && alt=base; } || { note "dcsrab needs AB_ENV=VAR=value or BASE_BENCH"; continue; }
     for i in $(seq "${AB_ROUNDS:-2}"); do
-      for v in default "${AB_ENV:?dcsrab needs AB_ENV=VAR=value}"; do
-        e=; [ "$v" = default ] || e=$v
+      for v in default "$alt"; do
+        e= g=$B/bench/galerkin-bench-gpu side=new
+        case $v in default) ;; base) g=$BASE_BENCH side=base ;; *) e=$v ;; esac
         for set in sa cl; do
           if [ $set = sa ]; then c=$sa p=sa; else c=$cl p=classical; fi
-          env $e BENCH_PROLONGATOR=$p "$B/bench/galerkin-bench-gpu" --device-csr --reps 3 $c >"$out/run.tmp" 2>&1 ||
+          [ "$c" = - ] && continue
+          env $e BENCH_PROLONGATOR=$p "$g" --device-csr --reps 3 $c >"$out/run.tmp" 2>&1 ||
             note "dcsrab $v $set: exit $?"
           { echo "== round $i, $v, $set"; cat "$out/run.tmp"; } >>"$out/dcsrab.log"
+          [ "$alt" = base ] && cat "$out/run.tmp" >>"$out/dcsrab_$side.log"
           grep ' all ' "$out/run.tmp" | sed "s/^/dcsrab $i [$v] $set: /" | tee -a "$summary"
         done
         [ -z "${TAR_TO:-}" ] || tar czf "$TAR_TO/gpu_session.tgz" -C "$out" . 2>/dev/null
