@@ -346,6 +346,69 @@ static void check_split_rows(uint64_t *seed)
   tilerap_csr_destroy(&A);
 }
 
+/* B (rows x cols): every hub-th row full, the others two entries */
+static tilerap_csr *hub_rows(int32_t rows, int32_t cols, int32_t hub, uint64_t *seed)
+{
+  int64_t nz = 0;
+  for (int32_t j = 0; j < rows; j++) nz += j % hub == 0 ? cols : 2;
+  tilerap_csr *B = NULL;
+  if (tilerap_csr_create(rows, cols, nz, &B)) abort();
+  nz = 0;
+  for (int32_t j = 0; j < rows; j++) {
+    B->rowptr[j] = nz;
+    if (j % hub == 0) {
+      for (int32_t c = 0; c < cols; c++) B->colidx[nz] = c, B->val[nz++] = ref_rand01(seed) - 0.5;
+    } else {
+      const int32_t c0 = (int32_t)(ref_rand01(seed) * (cols - 1)), c1 = c0 + 1;
+      B->colidx[nz] = c0, B->val[nz++] = ref_rand01(seed) - 0.5;
+      B->colidx[nz] = c1, B->val[nz++] = ref_rand01(seed) - 0.5;
+    }
+  }
+  B->rowptr[rows] = nz;
+  B->nnz = nz;
+  return B;
+}
+
+/* A (rows x rows): every 100th row long, of 2000 to rows entries spread
+ * over the columns, the others five entries */
+static tilerap_csr *long_rows(int32_t rows, uint64_t *seed)
+{
+  int64_t nz = 0;
+  for (int32_t i = 0; i < rows; i++) nz += i % 100 == 0 ? 2000 + (int64_t)(i / 100) * 7919 % (rows - 2000) : 5;
+  tilerap_csr *A = NULL;
+  if (tilerap_csr_create(rows, rows, nz, &A)) abort();
+  nz = 0;
+  for (int32_t i = 0; i < rows; i++) {
+    A->rowptr[i] = nz;
+    const int64_t len = i % 100 == 0 ? 2000 + (int64_t)(i / 100) * 7919 % (rows - 2000) : 5;
+    const int32_t step = (int32_t)(rows / len), off = (int32_t)(ref_rand01(seed) * step);
+    for (int64_t e = 0; e < len; e++) A->colidx[nz] = (int32_t)(e * step + off), A->val[nz++] = ref_rand01(seed) - 0.5;
+  }
+  A->rowptr[rows] = nz;
+  A->nnz = nz;
+  return A;
+}
+
+/* Split rows of very different products in one launch, each cut into work
+ * items by its products: 200 long rows of A (2000 to 20000 entries) on B
+ * rows of 2 entries and hub rows of all of B's columns, so that a row's
+ * products range over 10^5 to 10^6 and its entries' B rows differ 400-fold
+ * (items cut at entry boundaries).  C of 800 columns sums in shared
+ * memory, of 5000 columns on the global accumulator alone. */
+static void check_uneven_split_rows(uint64_t *seed)
+{
+  tilerap_csr *A = long_rows(20000, seed);
+  for (int wide = 0; wide < 2; wide++) {
+    tilerap_csr *B = hub_rows(20000, wide ? 5000 : 800, wide ? 100 : 40, seed);
+    char what[128];
+    snprintf(what, sizeof what, "200 long rows of A times hub rows of %d columns (uneven split rows%s)", B->n,
+             wide ? ", global accumulator" : ", shared sums");
+    check(TILERAP_CSR_AB, A, B, 1, 0, what, seed);
+    tilerap_csr_destroy(&B);
+  }
+  tilerap_csr_destroy(&A);
+}
+
 /* Kernel choices the matrices above leave out: table bins 3 and 4 with
  * more rows than the few-rows threshold (8 per SM: a warp per row on a
  * 132-SM H100 or H200; fewer rows take a block each), and split rows into a
@@ -575,6 +638,7 @@ int main(int argc, char **argv)
   check_path("powerlaw:3000", &seed);
   check_path("denserow:40000", &seed);
   check_split_rows(&seed);
+  check_uneven_split_rows(&seed);
   check_kernel_choices(&seed);
   check_misuse(&seed);
   check_refill_and_new_arrays(&seed);

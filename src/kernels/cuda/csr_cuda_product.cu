@@ -35,11 +35,10 @@
 #define TR_CSR_EMPTY INT_MAX
 #define TR_CSR_BINS 8 /* 0: empty rows, 1-5: shared tables, 6: dense accumulator, 7: split rows */
 /* the binning's device words: bin cursors, their starts and, read back
- * with them, the caller's value and the fewest products of a split row;
- * then the split rows' threshold (the device's alone) */
-#define TR_CSR_SPLIT_MIN_UB (2 * TR_CSR_BINS + 1)
-#define TR_CSR_SPLIT_AT (2 * TR_CSR_BINS + 2)
-#define TR_CSR_CURSORS (2 * TR_CSR_BINS + 3)
+ * with them, the caller's value; then the split rows' threshold (the
+ * device's alone) */
+#define TR_CSR_SPLIT_AT (2 * TR_CSR_BINS + 1)
+#define TR_CSR_CURSORS (2 * TR_CSR_BINS + 2)
 #define TR_SPLIT_SHARED_COLS 4096 /* split rows sum in shared memory up to this many columns of C */
 #define TR_DENSE_THREADS 512
 
@@ -57,7 +56,13 @@ struct tr_cuda_csr_product {
   int dense_blocks;
   void *split;                     /* the split rows' accumulators, as dense's, one per row in flight */
   int split_slots;
-  int64_t split_min_ub;            /* the fewest products of a split row */
+  /* the split rows' work items (tr_split_layout): per launch of
+   * split_slots rows, items_cap items; cum[r] the items of the launch's
+   * rows up to r (inclusive), item[w] item w's first entry of A */
+  int32_t *split_cum;
+  int64_t *split_item;
+  unsigned long long *split_w;     /* per launch: the products of an item */
+  int64_t split_items_cap;
   size_t split_shm_bytes[3];       /* per mode: the split rows' shared sums (0: global atomics alone) */
   int run_sums;                    /* C is narrow enough for run sums (tr_run_sum) */
   int sms;                         /* the device's multiprocessors */
@@ -207,7 +212,6 @@ static __global__ void k_split_at(const unsigned long long *__restrict__ macs, i
     v = v < lo ? lo : v > TR_BIN_SPLIT ? TR_BIN_SPLIT : v;
   }
   cursor[TR_CSR_SPLIT_AT] = v;
-  cursor[TR_CSR_SPLIT_MIN_UB] = ULLONG_MAX;
 }
 
 static __device__ __forceinline__ int tr_bin_of(unsigned long long c, unsigned long long ub,
@@ -234,8 +238,7 @@ static __device__ __forceinline__ int tr_bin_row(int count_pass, const unsigned 
 }
 
 /* pass 0: bin sizes; pass 1: rows placed through the bin cursors.  Both
- * count in shared memory first: one global atomic per bin and block (and
- * one per split row, for the fewest products of a split row) */
+ * count in shared memory first: one global atomic per bin and block */
 static __global__ void k_bin(int pass, int count_pass, int32_t m, const unsigned long long *__restrict__ ub,
                              const int64_t *__restrict__ crp, unsigned long long *cursor, int32_t *rows)
 {
@@ -250,7 +253,6 @@ static __global__ void k_bin(int pass, int count_pass, int32_t m, const unsigned
   if (i < m) {
     b = tr_bin_row(count_pass, ub, crp, i, split_at);
     rank = atomicAdd(&cnt[b], 1u);
-    if (b == 7 && pass == 0 && count_pass) atomicMin(&cursor[TR_CSR_SPLIT_MIN_UB], ub[i]);
   }
   __syncthreads();
   if (threadIdx.x < TR_CSR_BINS && cnt[threadIdx.x])
@@ -274,12 +276,10 @@ static __global__ void k_bin_starts(unsigned long long *cursor)
 }
 
 /* Bins the rows (for the count, or by length once crp exists): both passes
- * queued, then one read of the bins' starts, of cursor[2 * TR_CSR_BINS]
- * (the caller's value: A's multiply-adds, C's entries) and of the fewest
- * products of a split row (set by the count's binning; the fill's bins the
- * same split rows) into hb[0 .. TR_CSR_BINS + 1]; P->bin_start and
- * P->split_min_ub set.  The one wait of the binning: the host needs the
- * bins' sizes for the launches. */
+ * queued, then one read of the bins' starts and of cursor[2 * TR_CSR_BINS]
+ * (the caller's value: A's multiply-adds, C's entries) into
+ * hb[0 .. TR_CSR_BINS]; P->bin_start set.  The one wait of the binning:
+ * the host needs the bins' sizes for the launches. */
 static int tr_bin_rows(tr_cuda_csr_product *P, int count_pass, const unsigned long long *ub, unsigned long long *cursor,
                        unsigned long long *hb)
 {
@@ -296,9 +296,8 @@ static int tr_bin_rows(tr_cuda_csr_product *P, int count_pass, const unsigned lo
     k_bin<<<tr_blocks(m, 256), 256, 0, s>>>(1, count_pass, m, ub, P->crp, cursor, P->rows);
     TR_RET(tr_cuda_check_launch("CSR path bins"));
   }
-  TR_RET(tr_readback(hb, cursor + TR_CSR_BINS, (TR_CSR_BINS + 2) * sizeof(*hb), s, "CSR path bins"));
+  TR_RET(tr_readback(hb, cursor + TR_CSR_BINS, (TR_CSR_BINS + 1) * sizeof(*hb), s, "CSR path bins"));
   for (int b = 0; b < TR_CSR_BINS; b++) P->bin_start[b] = (int64_t)hb[b];
-  P->split_min_ub = hb[TR_CSR_BINS + 1] > (unsigned long long)INT64_MAX ? INT64_MAX : (int64_t)hb[TR_CSR_BINS + 1];
   P->bin_start[TR_CSR_BINS] = m;
   return TILERAP_SUCCESS;
 }
@@ -773,34 +772,156 @@ static __global__ void __launch_bounds__(TR_DENSE_THREADS)
   }
 }
 
-/* Split rows: X blocks per row, block x taking the x-th of X equal runs
- * of the row's A entries (its products dealt over the block's threads),
- * all of a row's blocks on one global accumulator (slot = the row's place
- * in this launch).  COUNT adds each block's new columns to crp[i] (zeroed
- * by the caller); FILL and NUMERIC accumulate, k_split_out writes. */
+/* Split rows are cut into work items in proportion to their products
+ * (tr_split_layout): a launch's products over TR_SPLIT_ITEMS_PER_SM items
+ * per SM, each item a run of its row's A entries holding about that many
+ * products.  (The same number of blocks for every row of a launch let the
+ * longest row set the launch's length: design.md, "Split rows' work
+ * items".) */
+#define TR_SPLIT_ITEMS_PER_SM 8
+/* the fewest products of an item: 4 a thread */
+#define TR_SPLIT_ITEM_MIN 2048
+/* items of a row of at least this many A entries each are even runs of
+ * entries: enough entries to even out their B rows' lengths, and no scan
+ * of a long row on one block */
+#define TR_SPLIT_EVEN_ENTRIES 64
+
+/* work item w of a launch of k split rows: its row's slot in the launch,
+ * the row, and its run e0..e1-1 of the row's A entries */
+static __device__ __forceinline__ void tr_split_item(int64_t w, int32_t k, const int32_t *__restrict__ cum,
+                                                     const int64_t *__restrict__ item, const int32_t *__restrict__ rows,
+                                                     const int64_t *__restrict__ arp, int32_t *slot, int32_t *i,
+                                                     int64_t *e0, int64_t *e1)
+{
+  int32_t lo = 0, hi = k - 1; /* the first row whose items reach past w */
+  while (lo < hi) {
+    const int32_t mid = (lo + hi) >> 1;
+    if (cum[mid] > w) hi = mid;
+    else lo = mid + 1;
+  }
+  *slot = lo;
+  *i = rows[lo];
+  *e0 = item[w];
+  *e1 = w + 1 < cum[lo] ? item[w + 1] : arp[*i + 1];
+}
+
+/* Per launch of slots rows (a block each): each row's items, its products
+ * over the launch's item size W (at least one item, at most one per A
+ * entry), W = the launch's products over target items, at least lo;
+ * cum[r] their running sum over the launch's rows, w[launch] = W */
 static __global__ void __launch_bounds__(TR_DENSE_THREADS)
-    k_split_rows(int mode, const int32_t *__restrict__ rows, int X, int32_t n, tr_operand A, tr_operand B,
-                 int64_t *crp, void *ws)
+    k_split_counts(const int32_t *__restrict__ rows, int64_t nsplit, int32_t slots,
+                   const unsigned long long *__restrict__ ub, const int64_t *__restrict__ arp,
+                   unsigned long long target, unsigned long long lo, int32_t *cum, unsigned long long *w)
+{
+  __shared__ tr_dense_tmp tmp;
+  __shared__ unsigned long long size;
+  __shared__ long long carry;
+  const int64_t r0 = (int64_t)blockIdx.x * slots, r1 = nsplit < r0 + slots ? nsplit : r0 + slots;
+  long long mine = 0;
+  for (int64_t r = r0 + threadIdx.x; r < r1; r += TR_DENSE_THREADS) mine += (long long)ub[rows[r]];
+  const long long total = tr_dense_tmp::Reduce(tmp.r).Sum(mine);
+  if (threadIdx.x == 0) {
+    const unsigned long long W = ((unsigned long long)total + target - 1) / target;
+    size = W < lo ? lo : W;
+    w[blockIdx.x] = size;
+    carry = 0;
+  }
+  __syncthreads();
+  const unsigned long long W = size;
+  for (int64_t b = r0; b < r1; b += TR_DENSE_THREADS) {
+    const int64_t r = b + threadIdx.x;
+    long long x = 0, incl;
+    if (r < r1) {
+      const int32_t i = rows[r];
+      const long long len = arp[i + 1] - arp[i];
+      x = (long long)((ub[i] + W - 1) / W);
+      if (x > len) x = len;
+      if (x < 1) x = 1;
+    }
+    tr_dense_tmp::Scan(tmp.s).InclusiveSum(x, incl);
+    if (r < r1) cum[r] = (int32_t)(carry + incl);
+    __syncthreads();
+    if (threadIdx.x == TR_DENSE_THREADS - 1) carry += incl;
+    __syncthreads();
+  }
+}
+
+/* Per split row (a block each): each item's first A entry, item x (of X)
+ * starting at the entry that holds the row's product x W (a scan of the
+ * row's B row lengths), or even runs of a long row's entries; items of a
+ * launch from item + launch * cap */
+static __global__ void __launch_bounds__(TR_DENSE_THREADS)
+    k_split_bounds(const int32_t *__restrict__ rows, int32_t slots, const int32_t *__restrict__ cum,
+                   const unsigned long long *__restrict__ w, const int64_t *__restrict__ arp,
+                   const int32_t *__restrict__ acol, const int64_t *__restrict__ brp, int64_t cap, int64_t *item)
+{
+  __shared__ tr_dense_tmp tmp;
+  __shared__ long long carry;
+  const int64_t r = blockIdx.x, launch = r / slots;
+  const int32_t i = rows[r];
+  const long long first = r % slots ? cum[r - 1] : 0, X = cum[r] - first;
+  const unsigned long long W = w[launch];
+  int64_t *it = item + launch * cap + first;
+  const int64_t a0 = arp[i], a1 = arp[i + 1];
+  if (a1 - a0 >= TR_SPLIT_EVEN_ENTRIES * X) {
+    for (long long x = threadIdx.x; x < X; x += TR_DENSE_THREADS) it[x] = a0 + (a1 - a0) * x / X;
+    return;
+  }
+  if (threadIdx.x == 0) {
+    it[0] = a0;
+    carry = 0;
+  }
+  if (X == 1) return; /* the whole block */
+  __syncthreads();
+  for (int64_t eb = a0; eb < a1; eb += TR_DENSE_THREADS) {
+    const int64_t e = eb + threadIdx.x;
+    long long len = 0, incl;
+    if (e < a1) {
+      const int32_t c = acol[e];
+      len = brp[c + 1] - brp[c];
+    }
+    tr_dense_tmp::Scan(tmp.s).InclusiveSum(len, incl);
+    /* entry e holds the row's products lo..hi-1: items x whose x W falls there
+     * ((X - 1) W is below the row's products: X is at most their count over W, rounded up) */
+    const unsigned long long hi = (unsigned long long)(carry + incl), lo = hi - (unsigned long long)len;
+    if (len > 0)
+      for (long long x = lo ? (long long)((lo + W - 1) / W) : 1; x < X && (unsigned long long)x * W < hi; x++) it[x] = e;
+    __syncthreads();
+    if (threadIdx.x == TR_DENSE_THREADS - 1) carry += incl;
+    __syncthreads();
+  }
+}
+
+/* Split rows, a work item per block (tr_split_item; the grid is the
+ * launch's most items, the blocks past its items return), all of a row's
+ * items on one global accumulator (slot = the row's place in the launch).  COUNT
+ * adds each item's new columns to crp[i] (zeroed by the caller); FILL and
+ * NUMERIC accumulate, k_split_out writes. */
+static __global__ void __launch_bounds__(TR_DENSE_THREADS)
+    k_split_rows(int mode, const int32_t *__restrict__ rows, int32_t k, const int32_t *__restrict__ cum,
+                 const int64_t *__restrict__ item, int32_t n, tr_operand A, tr_operand B, int64_t *crp, void *ws)
 {
   __shared__ tr_dense_tmp tmp;
   __shared__ tr_dense_prod prod;
-  const int64_t slot = blockIdx.x / X, x = blockIdx.x % X;
+  const int64_t w = blockIdx.x;
+  if (k <= 0 || w >= cum[k - 1]) return; /* the whole block */
+  const bool values = mode != TR_CSR_COUNT && A.val;
+  int32_t slot, i;
+  int64_t e0, e1;
+  tr_split_item(w, k, cum, item, rows, A.rp, &slot, &i, &e0, &e1);
   int32_t *flag;
   double *acc;
   tr_dense_slot(ws, n, slot, &flag, &acc);
-  const int32_t i = rows[slot];
   const int32_t stamp = mode == TR_CSR_COUNT ? i + 1 : -(i + 1);
-  const int64_t a0 = A.rp[i], len = A.rp[i + 1] - a0;
-  const int64_t e0 = a0 + len * x / X, e1 = a0 + len * (x + 1) / X;
   long long fresh_n = 0;
-  const bool values = mode != TR_CSR_COUNT && A.val;
   tr_block_products<TR_DENSE_THREADS>(A, B, e0, e1, threadIdx.x, values, prod.scan, prod.incl, prod.bs, prod.av,
                                       [&](int64_t f, double av, int64_t) {
     const int32_t c = B.col[f];
     if (mode == TR_CSR_COUNT) {
       if (flag[c] != stamp && atomicExch(&flag[c], stamp) != stamp) fresh_n++;
     } else {
-      if (mode == TR_CSR_FILL && flag[c] != stamp) flag[c] = stamp; /* every block writes the same stamp */
+      if (mode == TR_CSR_FILL && flag[c] != stamp) flag[c] = stamp; /* every item writes the same stamp */
       if (values) atomicAdd(&acc[c], av * tr_val(B, f));
     }
   });
@@ -810,36 +931,39 @@ static __global__ void __launch_bounds__(TR_DENSE_THREADS)
   }
 }
 
-/* Split rows where C is narrow (n <= TR_SPLIT_SHARED_COLS): each block
- * sums its run of the row's products in shared memory (the values for
- * FILL and NUMERIC, a bitmap of the columns met for COUNT and FILL), then
- * adds to the row's global accumulator once per column it met.  With the
- * global accumulator alone, a power-law graph's hub rows (10^5 products
- * into a few thousand columns) had all their blocks' fp64 atomics on the
- * same few thousand addresses.  (TR_SPLIT_SHARED_COLS: at the top) */
+/* Split rows where C is narrow (n <= TR_SPLIT_SHARED_COLS): each item's
+ * products summed in shared memory (the values for FILL and NUMERIC, a
+ * bitmap of the columns met for COUNT and FILL), then added to the row's
+ * global accumulator once per column met.  With the global accumulator
+ * alone, a power-law graph's hub rows (10^5 products into a few thousand
+ * columns) had all their blocks' fp64 atomics on the same few thousand
+ * addresses.  (TR_SPLIT_SHARED_COLS: at the top) */
 template <int MODE>
 static __global__ void __launch_bounds__(TR_DENSE_THREADS)
-    k_split_rows_shared(const int32_t *__restrict__ rows, int X, int32_t n, tr_operand A, tr_operand B, int64_t *crp,
+    k_split_rows_shared(const int32_t *__restrict__ rows, int32_t k, const int32_t *__restrict__ cum,
+                        const int64_t *__restrict__ item, int32_t n, tr_operand A, tr_operand B, int64_t *crp,
                         void *ws, int run_sums)
 {
   __shared__ tr_dense_tmp tmp;
   __shared__ tr_dense_prod prod;
   extern __shared__ __align__(16) unsigned char tr_split_smem[];
   const int32_t words = (n + 31) >> 5;
+  const int64_t w = blockIdx.x;
+  if (k <= 0 || w >= cum[k - 1]) return; /* the whole block */
+  const bool values = MODE != TR_CSR_COUNT && A.val;
+  int32_t slot, i;
+  int64_t e0, e1;
+  tr_split_item(w, k, cum, item, rows, A.rp, &slot, &i, &e0, &e1);
   double *sacc;
   uint32_t *bits;
   tr_shared_acc<MODE>(tr_split_smem, n, &sacc, &bits);
-  const int64_t slot = blockIdx.x / X, x = blockIdx.x % X;
   int32_t *flag;
   double *acc;
   tr_dense_slot(ws, n, slot, &flag, &acc);
-  const int32_t i = rows[slot];
   const int32_t stamp = MODE == TR_CSR_COUNT ? i + 1 : -(i + 1);
-  const int64_t a0 = A.rp[i], len = A.rp[i + 1] - a0;
-  const bool values = MODE != TR_CSR_COUNT && A.val;
   tr_run_sum<true> run(run_sums);
-  tr_block_products<TR_DENSE_THREADS>(A, B, a0 + len * x / X, a0 + len * (x + 1) / X, threadIdx.x, values,
-                                      prod.scan, prod.incl, prod.bs, prod.av, [&](int64_t f, double av, int64_t) {
+  tr_block_products<TR_DENSE_THREADS>(A, B, e0, e1, threadIdx.x, values, prod.scan, prod.incl, prod.bs, prod.av,
+                                      [&](int64_t f, double av, int64_t) {
     const int32_t c = B.col[f];
     if (MODE != TR_CSR_NUMERIC) {
       const uint32_t bit = 1u << (c & 31);
@@ -856,13 +980,13 @@ static __global__ void __launch_bounds__(TR_DENSE_THREADS)
     }
   } else {
     long long fresh_n = 0;
-    for (int32_t w = threadIdx.x; w < words; w += TR_DENSE_THREADS)
-      for (uint32_t b = bits[w]; b; b &= b - 1) {
-        const int32_t c = w * 32 + __ffs(b) - 1;
+    for (int32_t wd = threadIdx.x; wd < words; wd += TR_DENSE_THREADS)
+      for (uint32_t b = bits[wd]; b; b &= b - 1) {
+        const int32_t c = wd * 32 + __ffs(b) - 1;
         if (MODE == TR_CSR_COUNT) {
           if (flag[c] != stamp && atomicExch(&flag[c], stamp) != stamp) fresh_n++;
         } else {
-          if (flag[c] != stamp) flag[c] = stamp; /* every block writes the same stamp */
+          if (flag[c] != stamp) flag[c] = stamp; /* every item writes the same stamp */
           if (values) atomicAdd(&acc[c], sacc[c]);
         }
       }
@@ -949,6 +1073,29 @@ static int tr_split_shared_fit(int32_t n, size_t *bytes)
   TR_RET(tr_shared_fit(k_split_rows_shared<MODE>, need, "CSR path split rows", &per_sm));
   if (per_sm >= 1) *bytes = need;
   return TILERAP_SUCCESS;
+}
+
+/* The split rows' work items for the rows of the latest binning (the
+ * count's, then the fill's, whose order can differ): launches only */
+static int tr_split_layout(const tr_cuda_csr_product *P, const unsigned long long *ub)
+{
+  const int64_t nsplit = P->bin_start[8] - P->bin_start[7];
+  if (nsplit <= 0) return TILERAP_SUCCESS;
+  const int32_t *rows = P->rows + P->bin_start[7];
+  const int64_t launches = (nsplit + P->split_slots - 1) / P->split_slots;
+  /* an item in shared memory clears and reads out n columns: it takes at
+   * least twice as many products as that */
+  const unsigned long long lo = P->split_shm_bytes[TR_CSR_NUMERIC] && 2ull * (unsigned long long)P->n > TR_SPLIT_ITEM_MIN
+                                    ? 2ull * P->n
+                                    : TR_SPLIT_ITEM_MIN;
+  k_split_counts<<<(unsigned)launches, TR_DENSE_THREADS, 0, P->s>>>(
+      rows, nsplit, P->split_slots, ub, P->arp, (unsigned long long)TR_SPLIT_ITEMS_PER_SM * P->sms, lo, P->split_cum,
+      P->split_w);
+  TR_RET(tr_cuda_check_launch("CSR path split rows"));
+  k_split_bounds<<<(unsigned)nsplit, TR_DENSE_THREADS, 0, P->s>>>(rows, P->split_slots, P->split_cum, P->split_w,
+                                                                  P->arp, P->acol, P->brp, P->split_items_cap,
+                                                                  P->split_item);
+  return tr_cuda_check_launch("CSR path split rows");
 }
 
 /* ---------------------------------------------------- recorded re-runs */
@@ -1177,31 +1324,25 @@ static void tr_hash_launch(const tr_cuda_csr_product *P, unsigned grid, int mode
  * SMs idle for the launch. */
 #define TR_FEW_ROWS_PER_SM 8
 
-/* the split rows of one launch (k rows, X blocks each) */
-static void tr_split_launch(const tr_cuda_csr_product *P, int mode, const int32_t *rows, int64_t k, const tr_operand &A,
-                            const tr_operand &B, int64_t *crp)
+/* the split rows of one launch (k rows; their items: cum, item) */
+static void tr_split_launch(const tr_cuda_csr_product *P, int mode, const int32_t *rows, int64_t k, const int32_t *cum,
+                            const int64_t *item, const tr_operand &A, const tr_operand &B, int64_t *crp)
 {
   const cudaStream_t s = P->s;
   const size_t sh = P->split_shm_bytes[mode];
-  int X = tr_split_blocks(P, k);
-  if (!sh) {
-    k_split_rows<<<(unsigned)(k * X), TR_DENSE_THREADS, 0, s>>>(mode, rows, X, P->n, A, B, crp, P->split);
-    return;
-  }
-  /* each block at least twice as many products (a split row has at least
-   * split_min_ub; counted as at most TR_BIN_SPLIT, as before the threshold
-   * followed the work) as the columns it reads out */
-  const int64_t fewest = P->split_min_ub < TR_BIN_SPLIT ? P->split_min_ub : TR_BIN_SPLIT;
-  const int xmax = (int)(fewest / (2 * (int64_t)(P->n > 0 ? P->n : 1)));
-  if (X > xmax) X = xmax > 1 ? xmax : 1;
-  const unsigned g = (unsigned)(k * X);
-  if (mode == TR_CSR_COUNT)
-    k_split_rows_shared<TR_CSR_COUNT><<<g, TR_DENSE_THREADS, sh, s>>>(rows, X, P->n, A, B, crp, P->split, P->run_sums);
+  const unsigned g = (unsigned)P->split_items_cap; /* the blocks past the launch's items return */
+  const int32_t kk = (int32_t)k;
+  if (!sh)
+    k_split_rows<<<g, TR_DENSE_THREADS, 0, s>>>(mode, rows, kk, cum, item, P->n, A, B, crp, P->split);
+  else if (mode == TR_CSR_COUNT)
+    k_split_rows_shared<TR_CSR_COUNT><<<g, TR_DENSE_THREADS, sh, s>>>(rows, kk, cum, item, P->n, A, B, crp, P->split,
+                                                                      P->run_sums);
   else if (mode == TR_CSR_FILL)
-    k_split_rows_shared<TR_CSR_FILL><<<g, TR_DENSE_THREADS, sh, s>>>(rows, X, P->n, A, B, crp, P->split, P->run_sums);
+    k_split_rows_shared<TR_CSR_FILL><<<g, TR_DENSE_THREADS, sh, s>>>(rows, kk, cum, item, P->n, A, B, crp, P->split,
+                                                                     P->run_sums);
   else
-    k_split_rows_shared<TR_CSR_NUMERIC><<<g, TR_DENSE_THREADS, sh, s>>>(rows, X, P->n, A, B, crp, P->split,
-                                                                        P->run_sums);
+    k_split_rows_shared<TR_CSR_NUMERIC><<<g, TR_DENSE_THREADS, sh, s>>>(rows, kk, cum, item, P->n, A, B, crp,
+                                                                        P->split, P->run_sums);
 }
 
 /* COUNT writes each row's count to cnt[row] */
@@ -1230,7 +1371,8 @@ static int tr_launch(const tr_cuda_csr_product *P, int mode, const tr_operand &A
     case 7: /* in launches of as many rows as there are accumulators */
       for (int64_t r0 = 0; r0 < nr; r0 += P->split_slots) {
         const int64_t k = nr - r0 < P->split_slots ? nr - r0 : P->split_slots;
-        tr_split_launch(P, mode, rows + r0, k, A, B, crp);
+        tr_split_launch(P, mode, rows + r0, k, P->split_cum + r0,
+                        P->split_item + r0 / P->split_slots * P->split_items_cap, A, B, crp);
         if (mode != TR_CSR_COUNT)
           k_split_out<<<(unsigned)k, TR_DENSE_THREADS, 0, s>>>(mode, rows + r0, P->n, crp, P->ccol, cval, cvidx,
                                                               P->split);
@@ -1260,7 +1402,7 @@ extern "C" void tr_cuda_csr_product_destroy(tr_cuda_csr_product *P)
 {
   if (!P) return;
   tr_dfree(P->crp, P->s); tr_dfree(P->ccol, P->s); tr_dfree(P->rows, P->s); tr_dfree(P->dense, P->s);
-  tr_dfree(P->split, P->s);
+  tr_dfree(P->split, P->s); tr_dfree(P->split_cum, P->s); tr_dfree(P->split_item, P->s); tr_dfree(P->split_w, P->s);
   tr_record_free(P);
   free(P);
 }
@@ -1278,7 +1420,7 @@ extern "C" int tr_cuda_csr_product_create(int32_t m, int32_t n, const int64_t *a
   P->run_sums = n <= TR_RUN_COLS;
   unsigned long long *ub = NULL, *cursor = NULL;
   int64_t *cnt = NULL;
-  unsigned long long hb[TR_CSR_BINS + 2];
+  unsigned long long hb[TR_CSR_BINS + 1];
   void *scan = NULL;
   size_t scan_bytes = 0;
   int err = TILERAP_SUCCESS;
@@ -1340,10 +1482,17 @@ extern "C" int tr_cuda_csr_product_create(int32_t m, int32_t n, const int64_t *a
     }
     /* the split rows' accumulators: as many rows at once as 512 MB hold */
     if (nsplit > 0) {
-      const int64_t k = nsplit < cap ? nsplit : cap;
+      const int64_t k = nsplit < cap ? nsplit : cap, launches = (nsplit + k - 1) / k;
       P->split_slots = (int)k;
       TR_TRY(tr_dalloc(&P->split, (size_t)k * width, s, "CSR path split rows"));
       TR_TRY_CU(cudaMemsetAsync(P->split, 0, (size_t)k * width, s), "CSR path split rows");
+      /* a launch's items: its products over the item size, rounded up per row */
+      P->split_items_cap = (int64_t)TR_SPLIT_ITEMS_PER_SM * P->sms + k;
+      TR_TRY(tr_dalloc((void **)&P->split_cum, (size_t)nsplit * sizeof(int32_t), s, "CSR path split rows"));
+      TR_TRY(tr_dalloc((void **)&P->split_item, (size_t)(launches * P->split_items_cap) * sizeof(int64_t), s,
+                       "CSR path split rows"));
+      TR_TRY(tr_dalloc((void **)&P->split_w, (size_t)launches * sizeof(unsigned long long), s, "CSR path split rows"));
+      TR_TRY(tr_split_layout(P, ub));
     }
   }
   {
@@ -1359,6 +1508,7 @@ extern "C" int tr_cuda_csr_product_create(int32_t m, int32_t n, const int64_t *a
   TR_TRY_CU(cudaMemcpyAsync(cursor + 2 * TR_CSR_BINS, P->crp + m, sizeof(int64_t), cudaMemcpyDeviceToDevice, s),
             "CSR path size");
   TR_TRY(tr_bin_rows(P, 0, ub, cursor, hb));
+  TR_TRY(tr_split_layout(P, ub));
   P->cnnz = (int64_t)hb[TR_CSR_BINS];
   TR_TRY(tr_dalloc((void **)&P->ccol, (size_t)P->cnnz * sizeof(int32_t), s, "CSR path columns"));
   *cnnz = P->cnnz;
