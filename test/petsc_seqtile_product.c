@@ -267,6 +267,73 @@ static PetscErrorCode regression_checks(MPI_Comm comm)
     PetscCall(MatDestroy(&A3));
   }
 
+  /* Products made through the MatProduct API and left after their
+   * symbolic phase (3.20+ GAMG squares its strength graph so, and reads
+   * the structure alone): C's structure is SeqAIJ's, its values zero; on
+   * the CPU route the plan makes no values then (the numeric phase runs it:
+   * "1 numeric phase(s), 0 first product(s)"), where MatMatMult's symbolic
+   * phase makes them (the numeric phase copies them) */
+  tap_diag("symbolic phase alone (MatProductCreate)");
+  {
+    const MatProductType t[3] = {MATPRODUCT_AB, MATPRODUCT_AtB, MATPRODUCT_PtAP};
+    Mat                  A4, A4a, P4, P4a;
+    PetscCall(tu_random_mat(comm, MATSEQTILE, 3 * n + 1, 3 * n + 1, 6, PETSC_TRUE, 1, 1, 921, &A4));
+    PetscCall(tu_random_mat(comm, MATSEQAIJ, 3 * n + 1, 3 * n + 1, 6, PETSC_TRUE, 1, 1, 921, &A4a));
+    PetscCall(tu_random_mat(comm, MATSEQTILE, 3 * n + 1, n, 2, PETSC_FALSE, 1, 1, 922, &P4));
+    PetscCall(tu_random_mat(comm, MATSEQAIJ, 3 * n + 1, n, 2, PETSC_FALSE, 1, 1, 922, &P4a));
+    for (int i = 0; i < 3; i++) {
+      Mat                C, Cref;
+      const PetscInt    *ci, *cj, *ri, *rj;
+      const PetscScalar *cv;
+      PetscInt           cm, rm;
+      PetscBool          done, same, zero = PETSC_TRUE;
+      PetscReal          err;
+      char               buf[4096] = "";
+      PetscCall(MatProductCreate(A4, t[i] == MATPRODUCT_PtAP ? P4 : A4, NULL, &C));
+      PetscCall(MatProductSetType(C, t[i]));
+      PetscCall(MatProductSetFromOptions(C));
+      PetscCall(MatProductSymbolic(C));
+      PetscCall(MatProductCreate(A4a, t[i] == MATPRODUCT_PtAP ? P4a : A4a, NULL, &Cref));
+      PetscCall(MatProductSetType(Cref, t[i]));
+      PetscCall(MatProductSetFromOptions(Cref));
+      PetscCall(MatProductSymbolic(Cref));
+      PetscCall(MatGetRowIJ(C, 0, PETSC_FALSE, PETSC_FALSE, &cm, &ci, &cj, &done));
+      PetscCall(MatGetRowIJ(Cref, 0, PETSC_FALSE, PETSC_FALSE, &rm, &ri, &rj, &same));
+      same = (PetscBool)(done && same && cm == rm);
+      for (PetscInt r = 0; same && r <= cm; r++) same = (PetscBool)(ci[r] == ri[r]);
+      for (PetscInt k = 0; same && k < ci[cm]; k++) same = (PetscBool)(cj[k] == rj[k]);
+      PetscCall(MatSeqAIJGetArrayRead(C, &cv));
+      for (PetscInt k = 0; same && k < ci[cm]; k++) zero = (PetscBool)(zero && cv[k] == 0.0);
+      PetscCall(MatSeqAIJRestoreArrayRead(C, &cv));
+      PetscCall(MatRestoreRowIJ(C, 0, PETSC_FALSE, PETSC_FALSE, &cm, &ci, &cj, &done));
+      PetscCall(MatRestoreRowIJ(Cref, 0, PETSC_FALSE, PETSC_FALSE, &rm, &ri, &rj, &done));
+      tap_ok(same && zero, "%s, symbolic phase alone: SeqAIJ's structure (%s), zero values (%s)", MatProductTypes[t[i]], same ? "yes" : "no", zero ? "yes" : "no");
+      PetscCall(MatProductNumeric(C));
+      PetscCall(MatProductNumeric(Cref));
+      PetscCall(dense_relerr(C, Cref, &err));
+      tap_ok(err <= RTOL, "%s, numeric phase after it: SeqAIJ's values, rel. difference %.2e", MatProductTypes[t[i]], (double)err);
+      if (!tile_route) {
+        PetscCall(tu_view_info(C, "petsc_seqtile_product.view.out", buf, sizeof buf));
+        tap_ok(strstr(buf, "1 numeric phase(s), 0 first product(s)") != NULL, "%s: the numeric phase computed the values, the symbolic phase made none (%s)", MatProductTypes[t[i]],
+               strstr(buf, "tilerap ") ? strstr(buf, "tilerap ") : buf);
+      }
+      PetscCall(MatDestroy(&C));
+      PetscCall(MatDestroy(&Cref));
+    }
+    if (!tile_route) { /* MatMatMult's symbolic phase makes the values, its numeric phase takes them */
+      Mat  C;
+      char buf[4096] = "";
+      PetscCall(MatMatMult(A4, A4, MAT_INITIAL_MATRIX, 2.0, &C));
+      PetscCall(tu_view_info(C, "petsc_seqtile_product.view.out", buf, sizeof buf));
+      tap_ok(strstr(buf, "0 numeric phase(s), 1 first product(s)") != NULL, "MatMatMult: the first product made by the symbolic phase's plan (%s)", strstr(buf, "tilerap ") ? strstr(buf, "tilerap ") : buf);
+      PetscCall(MatDestroy(&C));
+    }
+    PetscCall(MatDestroy(&A4));
+    PetscCall(MatDestroy(&A4a));
+    PetscCall(MatDestroy(&P4));
+    PetscCall(MatDestroy(&P4a));
+  }
+
   /* R*A*P (MatMatMatMult, ex111): every mix of tile and AIJ operands;
    * a tile matrix in the middle recursed until the stack overflowed */
   tap_diag("MatMatMatMult R*A*P");

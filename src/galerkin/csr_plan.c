@@ -199,7 +199,7 @@ int tilerap_csr_plan_create(tilerap_csr_kind kind, const tilerap_csr *A, const t
     } else if (kind == TILERAP_CSR_AB) err = tr_cpu_csr_product_fill(p, A->val, NULL, B->val, NULL, cval, 1);
     else if (kind == TILERAP_CSR_ATB) err = tr_cpu_csr_product_fill(p, A->val, X->tvidx, B->val, NULL, cval, 1);
     else err = tr_cpu_csr_product_fill(p, B->val, X->tvidx, X->apval, NULL, cval, 1);
-    if (!values && cnnz) memset(Cm->val, 0, (size_t)cnnz * sizeof(double));
+    if (!values && cnnz && !b) memset(Cm->val, 0, (size_t)cnnz * sizeof(double)); /* take's are zero already */
   }
   if (err) {
     tilerap_csr_destroy(&Cm);

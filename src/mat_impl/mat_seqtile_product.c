@@ -62,6 +62,12 @@ typedef struct {
   double             *fresh;        /* CPU engine: C's tile values as the plan made them (plan_values) */
   PetscObjectState    ast, bst;     /* ... from the operands in these states */
   PetscInt            nplans, nnumeric, nfresh;
+  /* planning in the symbolic phase of a product made through the MatProduct
+   * API (MatProductCreate, not MatMatMult/MatPtAP...): PETSc promises no
+   * operand values then, and a caller may want the structure alone (3.20+
+   * GAMG's graph square): the CPU engine's CSR plan makes C's structure
+   * only, the numeric phase its values */
+  PetscBool           structure_only;
 } TileProduct;
 
 static PetscErrorCode TileProductDestroy(TILE_PRODUCT_DESTROY_ARG arg)
@@ -335,6 +341,10 @@ static PetscErrorCode TileProductPlanCSR(Mat C, TileProduct *pd, Mat A, Mat B)
 #endif
   PetscCall(TileAIJAsCSR(A, pd->arp, pd->acol, &va));
   PetscCall(TileAIJAsCSR(B, pd->brp, pd->bcol, &vb));
+  if (pd->structure_only) { /* the plan makes no values */
+    va.val = vb.val = NULL;
+    PetscCall(PetscInfo(C, "tilerap: %s symbolic phase of a MatProduct API product: C's structure alone\n", MatProductTypes[pd->type]));
+  }
   PetscCall(PetscLogEventBegin(TILE_Plan, A, B, C, 0));
   err = tilerap_csr_plan_create(kind, &va, &vb, &pd->csr, &Cc);
   PetscCall(PetscLogEventEnd(TILE_Plan, A, B, C, 0));
@@ -345,7 +355,8 @@ static PetscErrorCode TileProductPlanCSR(Mat C, TileProduct *pd, Mat A, Mat B)
 
   PetscCall(PetscLogEventBegin(TILE_Struct, C, 0, 0, 0));
   PetscCall(TileAssembleStructure(C, Cc->m, Cc->rowptr, Cc->colidx));
-  pd->cnnz   = (PetscInt)Cc->nnz;
+  pd->cnnz = (PetscInt)Cc->nnz;
+  if (pd->structure_only) tilerap_csr_destroy(&Cc); /* zeros: the numeric phase runs the plan */
   pd->cfirst = Cc;
   PetscCall(PetscLogEventEnd(TILE_Struct, C, 0, 0, 0));
   PetscFunctionReturn(PETSC_SUCCESS);
@@ -737,9 +748,11 @@ static PetscErrorCode MatProductSymbolic_SeqTile(Mat C)
     PetscCall(TileGetData(atile ? A : B, &t));
     pd->opt = t->opt;
   }
-  pd->device = (PetscBool)(tilerap_engine_resolve(pd->opt.engine) == TILERAP_ENGINE_CUDA);
+  pd->device         = (PetscBool)(tilerap_engine_resolve(pd->opt.engine) == TILERAP_ENGINE_CUDA);
+  pd->structure_only = (PetscBool)!product->api_user;
   {
     PetscErrorCode ierr = TileProductPlan(C, pd, A, B);
+    pd->structure_only = PETSC_FALSE; /* a plan made again in a numeric phase makes values */
     if (ierr) {
       PetscCall(TileProductDestroy(TILE_PRODUCT_DESTROY_PASS(pd)));
       PetscCall(ierr);

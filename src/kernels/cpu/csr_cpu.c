@@ -23,6 +23,7 @@ struct tr_cpu_csr_product {
   int32_t *mark; /* per thread: n stamps */
   double *acc;   /* per thread: n values, zero between rows */
   int32_t *list; /* per thread: n columns of the row being filled */
+  uint64_t *bits; /* per thread: a bit per column, zero between rows (a row's columns in order) */
   /* a product built in one pass (tr_cpu_csr_product_build), until taken:
    * its columns and values, grown row by row */
   int32_t *bcol_buf;
@@ -112,6 +113,9 @@ int tr_cpu_csr_transpose(int32_t m, int32_t n, const int64_t *rp, const int32_t 
   return TILERAP_SUCCESS;
 }
 
+/* a thread's words of bits */
+static size_t tr_bits_stride(int32_t n) { return tr_cpu_stride(n) / 64 + 1; }
+
 void tr_cpu_csr_product_bind(tr_cpu_csr_product *P, const int64_t *arp, const int32_t *acol, const int64_t *brp,
                              const int32_t *bcol)
 {
@@ -121,7 +125,7 @@ void tr_cpu_csr_product_bind(tr_cpu_csr_product *P, const int64_t *arp, const in
 void tr_cpu_csr_product_destroy(tr_cpu_csr_product *P)
 {
   if (!P) return;
-  free(P->crp); free(P->ccol); free(P->mark); free(P->acc); free(P->list);
+  free(P->crp); free(P->ccol); free(P->mark); free(P->acc); free(P->list); free(P->bits);
   free(P->bcol_buf); free(P->bval_buf);
   free(P);
 }
@@ -139,7 +143,8 @@ int tr_cpu_csr_product_create(int32_t m, int32_t n, const int64_t *arp, const in
   P->mark = tilerap_host_alloc(w * nt, sizeof(int32_t));
   P->acc = tilerap_host_calloc(w * nt, sizeof(double));
   P->list = tilerap_host_alloc(w * nt, sizeof(int32_t));
-  if (!P->crp || !P->mark || !P->acc || !P->list) { tr_cpu_csr_product_destroy(P); return TILERAP_ERR_NOMEM; }
+  P->bits = tilerap_host_calloc(tr_bits_stride(n) * nt, sizeof(uint64_t));
+  if (!P->crp || !P->mark || !P->acc || !P->list || !P->bits) { tr_cpu_csr_product_destroy(P); return TILERAP_ERR_NOMEM; }
   for (size_t i = 0; i < w * nt; i++) P->mark[i] = -1;
   int64_t total_macs = 0;
 #pragma omp parallel num_threads(P->nthreads) reduction(+ : total_macs)
@@ -177,7 +182,8 @@ int64_t tr_cpu_csr_product_bytes(const tr_cpu_csr_product *P)
 {
   if (!P) return 0;
   return (int64_t)sizeof *P + ((int64_t)P->m + 1) * 8 + P->cnnz * 4 +
-         (int64_t)P->nthreads * (int64_t)tr_cpu_stride(P->n) * (4 + 8 + 4) + P->bcap * (4 + 8);
+         (int64_t)P->nthreads * ((int64_t)tr_cpu_stride(P->n) * (4 + 8 + 4) + (int64_t)tr_bits_stride(P->n) * 8) +
+         P->bcap * (4 + 8);
 }
 
 /* distinct columns of a row: quicksort down to runs of 24, insertion sort
@@ -209,12 +215,20 @@ void tr_cpu_sort_i32(int32_t *v, int64_t n)
 
 #define TR_VAL(val, vidx, e) ((val)[(vidx) ? (vidx)[e] : (e)])
 
+/* A sorted row's columns come from a bitmap's words between its first and
+ * last column where there are at most this many words per column, else
+ * from a sort: the words cost a load each, a sort about log2(len) steps per
+ * column, and a row of a grid or a mesh in a locality order spans a few
+ * words per column */
+#define TR_BITMAP_WORDS_PER_COLUMN 16
+
 /* Row i of C into list (its len columns, sorted if asked) and, with
  * values, their sums into acc (the caller reads and zeroes them).  stamp
- * marks the row's columns in mark. */
+ * marks the row's columns in mark; bits is zero before and after. */
 static inline int64_t tr_row_product(const tr_cpu_csr_product *P, int32_t i, int32_t stamp, int32_t *mark,
-                                     int32_t *list, double *acc, const double *aval, const int64_t *avidx,
-                                     const double *bval, const int64_t *bvidx, int values, int sorted)
+                                     uint64_t *bits, int32_t *list, double *acc, const double *aval,
+                                     const int64_t *avidx, const double *bval, const int64_t *bvidx, int values,
+                                     int sorted)
 {
   int64_t len = 0;
   for (int64_t e = P->arp[i]; e < P->arp[i + 1]; e++) {
@@ -232,12 +246,14 @@ static inline int64_t tr_row_product(const tr_cpu_csr_product *P, int32_t i, int
     lo = list[j] < lo ? list[j] : lo;
     hi = list[j] > hi ? list[j] : hi;
   }
-  /* a scan of the marks where the row's columns lie close together (AMG
-   * operators), a sort where they are spread */
-  if ((int64_t)hi - lo < 4 * len) {
+  if ((int64_t)(hi >> 6) - (lo >> 6) < TR_BITMAP_WORDS_PER_COLUMN * len) {
+    for (int64_t j = 0; j < len; j++) bits[list[j] >> 6] |= 1ull << (list[j] & 63);
     int64_t q = 0;
-    for (int32_t c = lo; c <= hi; c++)
-      if (mark[c] == stamp) list[q++] = c;
+    for (int32_t wd = lo >> 6; wd <= hi >> 6; wd++) {
+      uint64_t x = bits[wd];
+      bits[wd] = 0;
+      for (; x; x &= x - 1) list[q++] = wd * 64 + __builtin_ctzll(x);
+    }
   } else {
     tr_cpu_sort_i32(list, len);
   }
@@ -256,10 +272,12 @@ int tr_cpu_csr_product_fill(tr_cpu_csr_product *P, const double *aval, const int
   {
     const size_t th = (size_t)tr_cpu_thread();
     int32_t *mark = P->mark + th * w, *list = P->list + th * w;
+    uint64_t *bits = P->bits + th * tr_bits_stride(P->n);
     double *acc = P->acc + th * w;
 #pragma omp for schedule(dynamic, 256)
     for (int32_t i = 0; i < P->m; i++) {
-      const int64_t len = tr_row_product(P, i, -2 - i, mark, list, acc, aval, avidx, bval, bvidx, cval != NULL, sorted);
+      const int64_t len =
+          tr_row_product(P, i, -2 - i, mark, bits, list, acc, aval, avidx, bval, bvidx, cval != NULL, sorted);
       const int64_t c0 = P->crp[i];
       for (int64_t j = 0; j < len; j++) {
         P->ccol[c0 + j] = list[j];
@@ -368,10 +386,11 @@ static int tr_build_threads(tr_cpu_csr_product *P, const double *aval, const int
 #endif
   {
     int32_t *mark = P->mark + (size_t)t * w, *list = P->list + (size_t)t * w;
+    uint64_t *bits = P->bits + (size_t)t * tr_bits_stride(P->n);
     double *acc = P->acc + (size_t)t * w;
     int64_t pos = off[t];
     for (int32_t i = rs[t]; i < rs[t + 1]; i++) {
-      const int64_t rl = tr_row_product(P, i, i, mark, list, acc, aval, avidx, bval, bvidx, values, sorted);
+      const int64_t rl = tr_row_product(P, i, i, mark, bits, list, acc, aval, avidx, bval, bvidx, values, sorted);
       if (pos + rl > off[t + 1]) {
 #pragma omp atomic write
         over = 1;
@@ -417,12 +436,13 @@ int tr_cpu_csr_product_build(int32_t m, int32_t n, const int64_t *arp, const int
   P->mark = tilerap_host_alloc(w * nt, sizeof(int32_t));
   P->acc = tilerap_host_calloc(w * nt, sizeof(double));
   P->list = tilerap_host_alloc(w * nt, sizeof(int32_t));
+  P->bits = tilerap_host_calloc(tr_bits_stride(n) * nt, sizeof(uint64_t));
   /* the estimate and a tenth (one thread: the buffers rarely grow, a copy
    * with the old and new buffer held at once), or a half (threads: their
    * parts' rows merge unlike the sample's; pages never written cost no
    * memory) */
   const int64_t room = entries + (nt == 1 ? entries / 10 : entries / 2) + 1024 * (int64_t)nt;
-  if (!P->crp || !P->mark || !P->acc || !P->list || !tr_build_reserve(P, room, values)) {
+  if (!P->crp || !P->mark || !P->acc || !P->list || !P->bits || !tr_build_reserve(P, room, values)) {
     tr_cpu_csr_product_destroy(P);
     return TILERAP_ERR_NOMEM;
   }
@@ -431,7 +451,8 @@ int tr_cpu_csr_product_build(int32_t m, int32_t n, const int64_t *arp, const int
   if (nt == 1) { /* one thread: the buffers grow where the estimate was short */
     for (int32_t i = 0; i < m; i++) {
       for (int64_t e = arp[i]; e < arp[i + 1]; e++) total_macs += brp[acol[e] + 1] - brp[acol[e]];
-      const int64_t rl = tr_row_product(P, i, i, P->mark, P->list, P->acc, aval, avidx, bval, bvidx, values, sorted);
+      const int64_t rl =
+          tr_row_product(P, i, i, P->mark, P->bits, P->list, P->acc, aval, avidx, bval, bvidx, values, sorted);
       if (!tr_build_reserve(P, len + rl + 1, values)) { tr_cpu_csr_product_destroy(P); return TILERAP_ERR_NOMEM; }
       tr_build_put(P, len, P->list, P->acc, rl, values);
       len += rl;
