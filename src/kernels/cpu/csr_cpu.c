@@ -215,13 +215,6 @@ void tr_cpu_sort_i32(int32_t *v, int64_t n)
 
 #define TR_VAL(val, vidx, e) ((val)[(vidx) ? (vidx)[e] : (e)])
 
-/* A sorted row's columns come from a bitmap's words between its first and
- * last column where there are at most this many words per column, else
- * from a sort: the words cost a load each, a sort about log2(len) steps per
- * column, and a row of a grid or a mesh in a locality order spans a few
- * words per column */
-#define TR_BITMAP_WORDS_PER_COLUMN 16
-
 /* Row i of C into list (its len columns, sorted if asked) and, with
  * values, their sums into acc (the caller reads and zeroes them).  stamp
  * marks the row's columns in mark; bits is zero before and after. */
@@ -246,11 +239,18 @@ static inline int64_t tr_row_product(const tr_cpu_csr_product *P, int32_t i, int
     lo = list[j] < lo ? list[j] : lo;
     hi = list[j] > hi ? list[j] : hi;
   }
-  if ((int64_t)(hi >> 6) - (lo >> 6) < TR_BITMAP_WORDS_PER_COLUMN * len) {
+  /* in order from a bitmap's words between the first and the last column,
+   * or by a sort: the words cost about twice a sort's step per column, a
+   * sort log2(len) steps per column.  A 125-point stencil's squared rows
+   * (600 columns over 110 words) take the bitmap, a 7-point grid's (25
+   * columns over 150 words) the sort. */
+  const int64_t words = (int64_t)(hi >> 6) - (lo >> 6) + 1, lg = 63 - __builtin_clzll((unsigned long long)len);
+  if (2 * words <= len * lg) {
     for (int64_t j = 0; j < len; j++) bits[list[j] >> 6] |= 1ull << (list[j] & 63);
     int64_t q = 0;
     for (int32_t wd = lo >> 6; wd <= hi >> 6; wd++) {
       uint64_t x = bits[wd];
+      if (!x) continue;
       bits[wd] = 0;
       for (; x; x &= x - 1) list[q++] = wd * 64 + __builtin_ctzll(x);
     }
