@@ -303,11 +303,7 @@ PetscErrorCode TileAssembleStructure(Mat C, int32_t m, const int64_t *rowptr, co
   PetscCall(TileStructureIs(C, m, rowptr, colidx, &same));
   if (same) PetscFunctionReturn(PETSC_SUCCESS);
   PetscCall(TileStructureBegin(C, m, rowptr, &cols));
-  { /* by all threads, as the zeroing in TileStructureEnd: first-touch faults */
-    const int64_t nz = rowptr[m];
-#pragma omp parallel for schedule(static) if (nz > (1 << 20))
-    for (int64_t k = 0; k < nz; k++) cols[k] = (PetscInt)colidx[k];
-  }
+  for (int64_t k = 0; k < rowptr[m]; k++) cols[k] = (PetscInt)colidx[k];
   PetscCall(TileStructureEnd(C, cols, rowptr[m], NULL, TILERAP_MEM_HOST));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
