@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "csr_fingerprint.h"
+#include "csr_plan.h"
 #include "spgemm_cpu.h"
 #include "tile_internal.h"
 #include "tuning.h"
@@ -97,8 +98,10 @@ static int tr_csr_product_make(int32_t m, int32_t n, const int64_t *arp, const i
   return tr_cpu_csr_product_create(m, n, arp, acol, brp, bcol, P, cnnz, macs);
 }
 
-int tilerap_csr_plan_create(tilerap_csr_kind kind, const tilerap_csr *A, const tilerap_csr *B, tilerap_csr_plan *plan,
-                            tilerap_csr **C)
+/* the plan and C; structure_only: the operands' values are not read and C
+ * gets none (val NULL) */
+static int tr_csr_plan_make(tilerap_csr_kind kind, const tilerap_csr *A, const tilerap_csr *B, tilerap_csr_plan *plan,
+                            tilerap_csr **C, int structure_only)
 {
   if (!plan || !C) return tilerap_set_error(TILERAP_ERR_NULL, "tilerap_csr_plan_create: NULL output");
   *plan = NULL;
@@ -112,7 +115,7 @@ int tilerap_csr_plan_create(tilerap_csr_kind kind, const tilerap_csr *A, const t
     return tilerap_set_error(TILERAP_ERR_INVALID, "tilerap_csr_plan_create: an operand is not a CSR matrix (NULL arrays, or rowptr not from 0 to nnz)");
   if ((err = tr_csr_checked(A)) || (err = tr_csr_checked(B))) return err;
   const uint64_t afp = tr_csr_structure_hash(A), bfp = tr_csr_structure_hash(B);
-  const int values = A->val && B->val;
+  const int values = !structure_only && A->val && B->val;
   int32_t cm, cn;
   if (kind == TILERAP_CSR_AB) {
     if (A->n != B->m) return tilerap_set_error(TILERAP_ERR_SIZE, "tilerap_csr_plan_create: A*B with A %d x %d and B %d x %d", A->m, A->n, B->m, B->n);
@@ -136,16 +139,17 @@ int tilerap_csr_plan_create(tilerap_csr_kind kind, const tilerap_csr *A, const t
   tilerap_csr *Cm = NULL;
   const tr_cpu_csr_product *last = NULL;
 
+  const double *aval = values ? A->val : NULL, *bval = values ? B->val : NULL;
   int built[2] = {0, 0};
   if (kind == TILERAP_CSR_AB) {
-    err = tr_csr_product_make(cm, cn, A->rowptr, A->colidx, B->rowptr, B->colidx, A->val, NULL, B->val, NULL, 1,
-                              &X->x, &cnnz, &macs, &built[0]);
+    err = tr_csr_product_make(cm, cn, A->rowptr, A->colidx, B->rowptr, B->colidx, aval, NULL, bval, NULL, 1, &X->x,
+                              &cnnz, &macs, &built[0]);
     last = X->x;
   } else if (kind == TILERAP_CSR_ATB) {
     err = tr_cpu_csr_transpose(A->m, A->n, A->rowptr, A->colidx, &X->trp, &X->tcol, &X->tvidx);
     if (!err)
-      err = tr_csr_product_make(cm, cn, X->trp, X->tcol, B->rowptr, B->colidx, A->val, X->tvidx, B->val, NULL, 1,
-                                &X->x, &cnnz, &macs, &built[0]);
+      err = tr_csr_product_make(cm, cn, X->trp, X->tcol, B->rowptr, B->colidx, aval, X->tvidx, bval, NULL, 1, &X->x,
+                                &cnnz, &macs, &built[0]);
     last = X->x;
   } else {
     /* P^T A P without AP (the walk) where TILERAP_CSR_PTAP asks for it:
@@ -174,18 +178,18 @@ int tilerap_csr_plan_create(tilerap_csr_kind kind, const tilerap_csr *A, const t
   if (!err && kind == TILERAP_CSR_PTAP) {
     int64_t apnnz = 0;
     /* AP is an intermediate: its rows need no order */
-    err = tr_csr_product_make(A->m, B->n, A->rowptr, A->colidx, B->rowptr, B->colidx, A->val, NULL, B->val, NULL, 0,
+    err = tr_csr_product_make(A->m, B->n, A->rowptr, A->colidx, B->rowptr, B->colidx, aval, NULL, bval, NULL, 0,
                               &X->x, &apnnz, &macs, &built[0]);
     if (!err && built[0]) { /* AP's values: the pass's buffer */
       err = tr_cpu_csr_product_take(X->x, &X->apval);
     } else if (!err) {
       if (!(X->apval = tilerap_host_alloc((size_t)apnnz + 1, sizeof(double)))) err = TILERAP_ERR_NOMEM;
-      else err = tr_cpu_csr_product_fill(X->x, A->val, NULL, B->val, NULL, values ? X->apval : NULL, 0);
+      else err = tr_cpu_csr_product_fill(X->x, aval, NULL, bval, NULL, values ? X->apval : NULL, 0);
     }
     if (!err)
       err = tr_csr_product_make(cm, cn, X->trp, X->tcol, tr_cpu_csr_product_rowptr(X->x),
-                                tr_cpu_csr_product_colidx(X->x), values ? B->val : NULL, X->tvidx,
-                                values ? X->apval : NULL, NULL, 1, &X->c, &cnnz, &macs2, &built[1]);
+                                tr_cpu_csr_product_colidx(X->x), bval, X->tvidx, values ? X->apval : NULL, NULL, 1,
+                                &X->c, &cnnz, &macs2, &built[1]);
     last = X->c;
   }
   if (!err) err = tilerap_csr_create(cm, cn, cnnz, &Cm);
@@ -193,13 +197,19 @@ int tilerap_csr_plan_create(tilerap_csr_kind kind, const tilerap_csr *A, const t
     double *cval = values ? Cm->val : NULL;
     tr_cpu_csr_product *p = (tr_cpu_csr_product *)last;
     const int b = kind == TILERAP_CSR_PTAP ? built[1] : built[0];
-    if (b) { /* C's values: the pass's buffer */
+    if (b) { /* C's values: the pass's buffer (none made for the structure alone) */
       double *val = NULL;
-      if (!(err = tr_cpu_csr_product_take(p, &val))) { free(Cm->val); Cm->val = val; }
-    } else if (kind == TILERAP_CSR_AB) err = tr_cpu_csr_product_fill(p, A->val, NULL, B->val, NULL, cval, 1);
-    else if (kind == TILERAP_CSR_ATB) err = tr_cpu_csr_product_fill(p, A->val, X->tvidx, B->val, NULL, cval, 1);
-    else err = tr_cpu_csr_product_fill(p, B->val, X->tvidx, X->apval, NULL, cval, 1);
-    if (!values && cnnz && !b) memset(Cm->val, 0, (size_t)cnnz * sizeof(double)); /* take's are zero already */
+      if (!(err = tr_cpu_csr_product_take(p, structure_only ? NULL : &val)) && !structure_only) {
+        free(Cm->val);
+        Cm->val = val;
+      }
+    } else if (kind == TILERAP_CSR_AB) err = tr_cpu_csr_product_fill(p, aval, NULL, bval, NULL, cval, 1);
+    else if (kind == TILERAP_CSR_ATB) err = tr_cpu_csr_product_fill(p, aval, X->tvidx, bval, NULL, cval, 1);
+    else err = tr_cpu_csr_product_fill(p, bval, X->tvidx, values ? X->apval : NULL, NULL, cval, 1);
+    if (structure_only) {
+      free(Cm->val);
+      Cm->val = NULL;
+    } else if (!values && cnnz && !b) memset(Cm->val, 0, (size_t)cnnz * sizeof(double)); /* take's are zero already */
   }
   if (err) {
     tilerap_csr_destroy(&Cm);
@@ -213,6 +223,18 @@ int tilerap_csr_plan_create(tilerap_csr_kind kind, const tilerap_csr *A, const t
   *plan = X;
   *C = Cm;
   return TILERAP_SUCCESS;
+}
+
+int tilerap_csr_plan_create(tilerap_csr_kind kind, const tilerap_csr *A, const tilerap_csr *B, tilerap_csr_plan *plan,
+                            tilerap_csr **C)
+{
+  return tr_csr_plan_make(kind, A, B, plan, C, 0);
+}
+
+int tr_csr_plan_create_structure(tilerap_csr_kind kind, const tilerap_csr *A, const tilerap_csr *B,
+                                 tilerap_csr_plan *plan, tilerap_csr **C)
+{
+  return tr_csr_plan_make(kind, A, B, plan, C, 1);
 }
 
 int tilerap_csr_plan_numeric(tilerap_csr_plan X, const tilerap_csr *A, const tilerap_csr *B, double *cval)

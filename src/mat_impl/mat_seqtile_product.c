@@ -20,6 +20,7 @@
  * check). */
 #include "mat_seqtile_impl.h"
 #include "tuning.h"
+#include "csr_plan.h"
 
 /* C's values were written in its host arrays: a device-base C (bound to
  * the CPU or not) must take them from there next time. */
@@ -341,12 +342,10 @@ static PetscErrorCode TileProductPlanCSR(Mat C, TileProduct *pd, Mat A, Mat B)
 #endif
   PetscCall(TileAIJAsCSR(A, pd->arp, pd->acol, &va));
   PetscCall(TileAIJAsCSR(B, pd->brp, pd->bcol, &vb));
-  if (pd->structure_only) { /* the plan makes no values */
-    va.val = vb.val = NULL;
-    PetscCall(PetscInfo(C, "tilerap: %s symbolic phase of a MatProduct API product: C's structure alone\n", MatProductTypes[pd->type]));
-  }
+  if (pd->structure_only) PetscCall(PetscInfo(C, "tilerap: %s symbolic phase of a MatProduct API product: C's structure alone\n", MatProductTypes[pd->type]));
   PetscCall(PetscLogEventBegin(TILE_Plan, A, B, C, 0));
-  err = tilerap_csr_plan_create(kind, &va, &vb, &pd->csr, &Cc);
+  if (pd->structure_only) err = tr_csr_plan_create_structure(kind, &va, &vb, &pd->csr, &Cc); /* no values, none made */
+  else err = tilerap_csr_plan_create(kind, &va, &vb, &pd->csr, &Cc);
   PetscCall(PetscLogEventEnd(TILE_Plan, A, B, C, 0));
   TileCall(comm, err);
   PetscCall(TileProductPlanned(pd, A, B));
@@ -356,7 +355,7 @@ static PetscErrorCode TileProductPlanCSR(Mat C, TileProduct *pd, Mat A, Mat B)
   PetscCall(PetscLogEventBegin(TILE_Struct, C, 0, 0, 0));
   PetscCall(TileAssembleStructure(C, Cc->m, Cc->rowptr, Cc->colidx));
   pd->cnnz = (PetscInt)Cc->nnz;
-  if (pd->structure_only) tilerap_csr_destroy(&Cc); /* zeros: the numeric phase runs the plan */
+  if (pd->structure_only) tilerap_csr_destroy(&Cc); /* the numeric phase runs the plan */
   pd->cfirst = Cc;
   PetscCall(PetscLogEventEnd(TILE_Struct, C, 0, 0, 0));
   PetscFunctionReturn(PETSC_SUCCESS);

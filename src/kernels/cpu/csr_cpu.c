@@ -523,7 +523,8 @@ int tr_cpu_csr_product_one_pass(int32_t m, int32_t n, const int64_t *arp, const 
 }
 
 /* A built product's buffers become its columns and the new array *val of
- * its values (the caller frees it; zeros where built without values) */
+ * its values (the caller frees it; zeros where built without values; val
+ * NULL: none) */
 int tr_cpu_csr_product_take(tr_cpu_csr_product *P, double **val)
 {
   if (!P->bcol_buf) return TILERAP_ERR_INVALID;
@@ -531,6 +532,12 @@ int tr_cpu_csr_product_take(tr_cpu_csr_product *P, double **val)
   int32_t *col = realloc(P->bcol_buf, cn * sizeof(int32_t)); /* shrinks in place */
   P->ccol = col ? col : P->bcol_buf;
   P->bcol_buf = NULL;
+  if (!val) {
+    free(P->bval_buf);
+    P->bval_buf = NULL;
+    P->bcap = 0;
+    return TILERAP_SUCCESS;
+  }
   double *v = P->bval_buf ? realloc(P->bval_buf, cn * sizeof(double)) : tilerap_host_calloc(cn, sizeof(double));
   if (!v && !P->bval_buf) return TILERAP_ERR_NOMEM;
   *val = v ? v : P->bval_buf;

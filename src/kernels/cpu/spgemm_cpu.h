@@ -160,7 +160,7 @@ int tr_cpu_csr_product_build(int32_t m, int32_t n, const int64_t *arp, const int
                              const int32_t *bcol, const double *aval, const int64_t *avidx, const double *bval,
                              const int64_t *bvidx, int sorted, int64_t entries, tr_cpu_csr_product **P,
                              int64_t *cnnz, int64_t *macs);
-int tr_cpu_csr_product_take(tr_cpu_csr_product *P, double **val);
+int tr_cpu_csr_product_take(tr_cpu_csr_product *P, double **val); /* val NULL: no values array */
 /* whether C = A*B is better built in one pass (its entries sum many
  * products each), and C's entries estimated */
 int tr_cpu_csr_product_one_pass(int32_t m, int32_t n, const int64_t *arp, const int32_t *acol, const int64_t *brp,
