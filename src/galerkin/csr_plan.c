@@ -167,6 +167,10 @@ static int tr_csr_plan_make(tilerap_csr_kind kind, const tilerap_csr *A, const t
       }
       memcpy(X->crp, Cm->rowptr, ((size_t)cm + 1) * sizeof *X->crp);
       memcpy(X->ccol, Cm->colidx, (size_t)Cm->nnz * sizeof *X->ccol);
+      if (structure_only) { /* as on the two passes' route: C without values */
+        free(Cm->val);
+        Cm->val = NULL;
+      }
       X->cnnz = Cm->nnz;
       X->macs = macs;
       *plan = X;
