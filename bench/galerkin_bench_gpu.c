@@ -51,7 +51,9 @@
  *   device CSR arrays, no tile form; first = create + C's arrays + fill,
  *   re-run = numeric on a product made with TILERAP_CSR_REUSE); the path
  *   column reads "dcsr", "dcsr+rec" where that product re-runs all its
- *   multiply-adds from records, "dcsr+recN" where N % of them.
+ *   multiply-adds from records, "dcsr+recN" where N % of them,
+ *   "dcsr+tiles" where the product went over tiles (its fill columns: the
+ *   entries per tile it measured to choose so).
  *
  * --overhead  the fixed costs a plan pays whatever its size, on this
  *   device: a queued 4-byte memset (a launch), a launch followed by a
@@ -136,7 +138,7 @@ static double dcsr_c_err(const dcsr_c *c, int n, const tilerap_csr *R)
   return e;
 }
 static void run_device_csr(const tilerap_csr *A, const tilerap_csr *P, const tilerap_csr *R, double *med, double *err,
-                           double *t, double *mb, double *mb_rerun, double *rec_share)
+                           double *t, double *mb, double *mb_rerun, double *rec_share, int *tiled, double *fill)
 {
   dcsr cA, cP;
   dcsr_upload(A, &cA); dcsr_upload(P, &cP);
@@ -165,6 +167,9 @@ static void run_device_csr(const tilerap_csr *A, const tilerap_csr *P, const til
     TR(tilerap_csr_device_product_record_info(c.X, &rec, NULL));
     TR(tilerap_csr_device_product_info(c.X, NULL, NULL, NULL, &flops, NULL));
     *rec_share = flops > 0 ? 2.0 * (double)rec / (double)flops : 0.0;
+    tilerap_path path = TILERAP_PATH_CSR;
+    TR(tilerap_csr_device_product_path(c.X, &path, &fill[0], &fill[1]));
+    *tiled = path == TILERAP_PATH_TILES;
   }
   for (int r = -1; r < reps; r++) {
     gpu_tic();
@@ -222,12 +227,16 @@ static void run_case(const char *spec, double bw, cusparseHandle_t h)
       TR(tilerap_ptap(hA, hP, &ocpu, &hC));
       R = ref_tile_to_csr(hC);
     }
-    double t[64], med[4], err[4], dcsr_mb = 0, dcsr_mb_rerun = 0, dcsr_rec = 0;
+    double t[64], med[4], err[4], dcsr_mb = 0, dcsr_mb_rerun = 0, dcsr_rec = 0, dcsr_fill[2] = {0, 0};
+    int dcsr_tiled = 0;
     tilerap_ptap_info pinfo;
     memset(&pinfo, 0, sizeof pinfo);
     size_t tl_base = 0, tl_peak = 0, tl_peak_rerun = 0;
-    if (device_csr) run_device_csr(A, P, R, med, err, t, &dcsr_mb, &dcsr_mb_rerun, &dcsr_rec);
-    else {
+    if (device_csr) {
+      run_device_csr(A, P, R, med, err, t, &dcsr_mb, &dcsr_mb_rerun, &dcsr_rec, &dcsr_tiled, dcsr_fill);
+      pinfo.ap.a_fill = dcsr_fill[0]; /* measured by the product where it chose its path */
+      pinfo.ap.b_fill = dcsr_fill[1];
+    } else {
     /* tilerap, device-resident */
     tilerap_tile_matrix *dA = NULL, *dP = NULL, *dC = NULL;
     TR(tilerap_tile_copy(hA, TILERAP_MEM_DEVICE, &dA));
@@ -322,7 +331,8 @@ static void run_case(const char *spec, double bw, cusparseHandle_t h)
     char path[32]; /* "+rec": a product of the plan re-runs from a record */
     if (device_csr) {
       const int pct = (int)(100.0 * dcsr_rec + 0.5);
-      if (dcsr_rec <= 0) snprintf(path, sizeof path, "dcsr");
+      if (dcsr_tiled) snprintf(path, sizeof path, "dcsr+tiles");
+      else if (dcsr_rec <= 0) snprintf(path, sizeof path, "dcsr");
       else if (pct >= 100 && dcsr_rec >= 1.0) snprintf(path, sizeof path, "dcsr+rec");
       else snprintf(path, sizeof path, "dcsr+rec%d", pct < 1 ? 1 : pct > 99 ? 99 : pct);
     }

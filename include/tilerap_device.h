@@ -199,11 +199,21 @@ TILERAP_EXPORT int tilerap_csr_device_product_info(tilerap_csr_device_product X,
  * (either may be NULL) */
 TILERAP_EXPORT int tilerap_csr_device_product_record_info(tilerap_csr_device_product X, int64_t *recorded_macs,
                                                           int64_t *record_bytes);
+/* How the product multiplies: TILERAP_PATH_CSR (rows of the CSR arrays)
+ * or TILERAP_PATH_TILES (a P^T A P made with TILERAP_CSR_REUSE whose
+ * operands fill their 16 x 16 tiles densely, or any P^T A P under
+ * TILERAP_PATH=tiles: A and P converted, a tile plan, C written back;
+ * numeric runs through slot maps), and the operands' entries per stored
+ * tile that chose it (estimated on a sample of tile rows; 0 where not
+ * measured).  Any output may be NULL. */
+TILERAP_EXPORT int tilerap_csr_device_product_path(tilerap_csr_device_product X, tilerap_path *path, double *a_fill,
+                                                   double *b_fill);
 TILERAP_EXPORT void tilerap_csr_device_product_destroy(tilerap_csr_device_product *X);
 /* The path a product made once of these device operands takes: CSR (the
- * calls above) or TILES (tilerap_tile_from_csr_device, the tile plans and
- * back), by TILERAP_PATH: CSR for "auto" (the default) and "csr", TILES
- * for "tiles".  *a_longest_row (optional; NULL: no work on the device) is
+ * calls above, which take dense P^T A P over tiles themselves) or TILES
+ * (tilerap_tile_from_csr_device, the tile plans and back), by
+ * TILERAP_PATH: CSR for "auto" (the default) and "csr", TILES for
+ * "tiles".  *a_longest_row (optional; NULL: no work on the device) is
  * the longest row of A, read from its row pointers, unchecked (waits for
  * the device). */
 TILERAP_EXPORT int tilerap_csr_device_path_i32(tilerap_csr_kind kind, const tilerap_csr_device_i32 *A,

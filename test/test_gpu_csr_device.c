@@ -496,6 +496,94 @@ static void check_path(const char *spec, uint64_t *seed)
   tilerap_csr_destroy(&A);
 }
 
+/* a P^T A P's path and fills as the product reports them (made with flags) */
+static tilerap_path product_path_flags(const tilerap_csr *A, const tilerap_csr *P, unsigned flags, double *fill,
+                                       uint64_t *seed)
+{
+  dcsr dA = up(A, 1, seed), dP = up(P, 1, seed);
+  tilerap_csr_device_product X = NULL;
+  tilerap_path path = (tilerap_path)-1;
+  fill[0] = fill[1] = -1;
+  if (tilerap_csr_device_product_create_i32(TILERAP_CSR_PTAP, &dA.v, &dP.v, flags, &X, NULL) ||
+      tilerap_csr_device_product_path(X, &path, &fill[0], &fill[1]))
+    path = (tilerap_path)-1;
+  tilerap_csr_device_product_destroy(&X);
+  down_free(&dA); down_free(&dP);
+  return path;
+}
+static tilerap_path product_path(const tilerap_csr *A, const tilerap_csr *P, double *fill, uint64_t *seed)
+{
+  return product_path_flags(A, P, TILERAP_CSR_REUSE, fill, seed);
+}
+
+/* H with entry 0 of row i repeated (its value split in two): the same
+ * matrix, a row with a repeated column */
+static tilerap_csr *repeat_entry(const tilerap_csr *H, int32_t i)
+{
+  tilerap_csr *R = NULL;
+  if (tilerap_csr_create(H->m, H->n, H->nnz + 1, &R)) abort();
+  int64_t q = 0;
+  for (int32_t r = 0; r < H->m; r++) {
+    R->rowptr[r] = q;
+    for (int64_t p = H->rowptr[r]; p < H->rowptr[r + 1]; p++) {
+      R->colidx[q] = H->colidx[p];
+      R->val[q++] = H->val[p] * (r == i && p == H->rowptr[r] ? 0.5 : 1.0);
+      if (r == i && p == H->rowptr[r]) { R->colidx[q] = H->colidx[p]; R->val[q++] = 0.5 * H->val[p]; }
+    }
+  }
+  R->rowptr[H->m] = q;
+  return R;
+}
+
+/* P^T A P of operands that fill their tiles densely, kept for numeric
+ * runs, goes over tiles (the path auto takes by the measured fills; made
+ * once, or TILERAP_PATH=csr, it keeps the CSR rows), with the same results, layouts, transposed operand and numeric
+ * runs as the CSR rows (check); a row with a repeated column, which the
+ * tiles do not take, stays on the CSR rows and sums it. */
+static void check_dense_tiles(uint64_t *seed)
+{
+  tilerap_csr *A = ref_random(700, 700, 0.35, 0, seed), *P = ref_random(700, 90, 0.3, 0, seed);
+  tilerap_csr *A2 = ref_random(333, 333, 0.5, 0, seed), *P2 = ref_random(333, 41, 0.4, 0, seed);
+  double fill[2];
+  tilerap_tuning_set("TILERAP_PATH", "auto"); /* whatever the environment says */
+  tilerap_path path = product_path(A, P, fill, seed);
+  /* 16 x 16 tiles of a 35 % and a 30 % random matrix: 90 and 77 entries */
+  tap_ok(path == TILERAP_PATH_TILES && fabs(fill[0] - 0.35 * 256) < 8 && fabs(fill[1] - 0.3 * 256) < 8,
+         "dense 700 x 700, P 700 x 90: path %s, fills %.1f %.1f", path == TILERAP_PATH_TILES ? "tiles" : "not tiles",
+         fill[0], fill[1]);
+  path = product_path_flags(A, P, 0, fill, seed);
+  tap_ok(path == TILERAP_PATH_CSR && fill[0] == 0, "the same made once (no TILERAP_CSR_REUSE): the CSR rows");
+  check(TILERAP_CSR_PTAP, A, P, 1, 1, "dense 700 x 700, P 700 x 90 (over tiles)", seed);
+  check(TILERAP_CSR_PTAP, A, P, 0, 0, "dense 700 x 700, P 700 x 90 (over tiles, sorted)", seed);
+  path = product_path(A2, P2, fill, seed);
+  tap_ok(path == TILERAP_PATH_TILES, "dense 333 x 333, P 333 x 41: path tiles (fills %.1f %.1f)", fill[0], fill[1]);
+  check(TILERAP_CSR_PTAP, A2, P2, 1, 1, "dense 333 x 333, P 333 x 41 (over tiles, partial tiles)", seed);
+  tilerap_csr *Ar = repeat_entry(A2, 17);
+  path = product_path(Ar, P2, fill, seed);
+  tap_ok(path == TILERAP_PATH_CSR, "a repeated column in row 17: the CSR rows (path %d)", (int)path);
+  check(TILERAP_CSR_PTAP, Ar, P2, 0, 0, "dense 333 x 333 with a repeated column, P 333 x 41", seed);
+  tilerap_csr_destroy(&Ar);
+  tilerap_tuning_set("TILERAP_PATH", "csr");
+  path = product_path(A, P, fill, seed);
+  tap_ok(path == TILERAP_PATH_CSR && fill[0] == 0 && fill[1] == 0, "TILERAP_PATH=csr: the CSR rows, no fills measured");
+  check(TILERAP_CSR_PTAP, A, P, 1, 1, "dense 700 x 700, P 700 x 90 (TILERAP_PATH=csr)", seed);
+  tilerap_tuning_set("TILERAP_PATH", "tiles");
+  tilerap_csr *S = NULL, *Q = NULL;
+  if (!tilerap_model_irregular("mesh2d:3000", 7, &S) && !tilerap_model_sa_prolongator(S, 2.0 / 3.0, &Q)) {
+    path = product_path(S, Q, fill, seed);
+    tap_ok(path == TILERAP_PATH_TILES, "TILERAP_PATH=tiles: a sparse mesh over tiles too");
+    check(TILERAP_CSR_PTAP, S, Q, 1, 1, "mesh2d:3000, SA P (TILERAP_PATH=tiles)", seed);
+    tilerap_tuning_set("TILERAP_PATH", "auto");
+    path = product_path(S, Q, fill, seed);
+    tap_ok(path == TILERAP_PATH_CSR && fill[0] > 0 && fill[0] < 16, "auto: the sparse mesh on CSR rows (fills %.1f %.1f)",
+           fill[0], fill[1]);
+  } else
+    tap_ok(0, "mesh2d:3000: %s", tilerap_last_error());
+  tilerap_tuning_set("TILERAP_PATH", NULL);
+  tilerap_csr_destroy(&S); tilerap_csr_destroy(&Q);
+  tilerap_csr_destroy(&A); tilerap_csr_destroy(&P); tilerap_csr_destroy(&A2); tilerap_csr_destroy(&P2);
+}
+
 static void check_misuse(uint64_t *seed)
 {
   tilerap_csr *A = ref_random(40, 40, 0.1, 7, seed), *P = ref_random(40, 9, 0.2, 5, seed), *Q = ref_random(30, 9, 0.2, 0, seed);
@@ -640,6 +728,7 @@ int main(int argc, char **argv)
   check_split_rows(&seed);
   check_uneven_split_rows(&seed);
   check_kernel_choices(&seed);
+  check_dense_tiles(&seed);
   check_misuse(&seed);
   check_refill_and_new_arrays(&seed);
   check_empty_operand(&seed);

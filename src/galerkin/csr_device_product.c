@@ -9,7 +9,13 @@
  * transposed view of P, whose values the caller may take as P's stored
  * transpose (hypre keeps one for its restriction).  Numeric runs repeat
  * the products' value passes on the plan's structures: no allocation, no
- * wait for the device. */
+ * wait for the device.
+ *
+ * A P^T A P whose operands fill their 16 x 16 tiles densely (classical
+ * AMG's coarse levels: rows of hundreds of entries) goes over tiles
+ * instead: A and P converted, a tile plan, C written back; numeric runs
+ * move values through slot maps made once (tr_dcsr_tiles_pay, measured:
+ * design.md, "Dense products over tiles"). */
 #include "tile_internal.h"
 #include "tilerap_device.h"
 #include "tuning.h"
@@ -36,6 +42,11 @@ struct tilerap_csr_device_product_s {
   double *apval;
   int64_t *cpos;                  /* C's sorted entry -> its place in the caller's layout, or NULL */
   int ap_recorded;                /* A P's rows filled sorted for its record */
+  int tiled;                      /* P^T A P over tiles */
+  double a_fill, b_fill;          /* entries per stored tile (0: not measured) */
+  tilerap_tile_matrix *ta, *tb, *tc;
+  tilerap_ptap_plan plan;
+  int64_t *aslot, *bslot, *cslot; /* the caller's entries of A, P, C -> tile values */
 #endif
 };
 
@@ -75,6 +86,9 @@ void tilerap_csr_device_product_destroy(tilerap_csr_device_product *px)
   tr_cuda_free(X->trp); tr_cuda_free(X->tcol); tr_cuda_free(X->tvidx);
   tr_cuda_free(X->apval);
   tr_cuda_free(X->cpos);
+  tilerap_ptap_plan_destroy(&X->plan);
+  tilerap_tile_destroy(&X->ta); tilerap_tile_destroy(&X->tb); tilerap_tile_destroy(&X->tc);
+  tr_cuda_free(X->aslot); tr_cuda_free(X->bslot); tr_cuda_free(X->cslot);
 #endif
   free(*px);
   *px = NULL;
@@ -91,6 +105,63 @@ static int tr_keep_record(tr_cuda_csr_product *p, int64_t macs, int64_t cnnz, in
   if (!tr_csr_record_pays(macs, cnnz, rows)) return TILERAP_SUCCESS;
   const int err = tr_cuda_csr_product_keep_record(p, annz, bnnz, kept);
   return err == TILERAP_ERR_DEVICE_NOMEM ? TILERAP_SUCCESS : err;
+}
+
+/* P^T A P over tiles or over CSR rows: TILERAP_PATH, and under "auto"
+ * the operands' measured entries per tile, for products kept for numeric
+ * runs: over tiles a first product costs more (the conversions, the tile
+ * plan) and re-runs less (design.md, "Dense products over tiles") */
+static int tr_choose_tiles(tilerap_csr_device_product X, const tr_dcsr_op *ops)
+{
+  const int path = tr_knob_int(TR_KNOB_PATH); /* 0 auto, 1 tiles, 2 csr */
+  double fill[2] = {0, 0};
+  X->tiled = path == 1 && X->annz > 0 && X->bnnz > 0; /* an empty operand: nothing to convert */
+  if (path != 0 || X->annz <= 0 || X->bnnz <= 0 || !(X->flags & TILERAP_CSR_REUSE)) return TILERAP_SUCCESS;
+  const int err = tr_cuda_dcsr_fills(ops, 2, fill);
+  if (err) return err;
+  X->a_fill = fill[0];
+  X->b_fill = fill[1];
+  X->tiled = tr_dcsr_tiles_pay(X->a_fill, X->b_fill);
+  return TILERAP_SUCCESS;
+}
+
+/* A and P as tiles, the plan, C's tiles and first values, and for numeric
+ * runs the slots of A's and P's entries.  TILERAP_ERR_UNSORTED: a row
+ * repeats a column (the tiles take none; the CSR rows sum them). */
+static int tr_tiles_create(tilerap_csr_device_product X, const tilerap_csr_device_i32 *A,
+                           const tilerap_csr_device_i32 *P)
+{
+  tilerap_options opt;
+  tilerap_options_default(&opt);
+  opt.engine = TILERAP_ENGINE_CUDA;
+  opt.plan_values = 1; /* C's first values made by the plan */
+  tilerap_ptap_info info;
+  int err;
+  if ((err = tilerap_tile_from_unsorted_csr_device_i32(A->m, A->n, A->rowptr, A->colidx, A->val, TILERAP_MEM_DEVICE,
+                                                       &X->ta)) ||
+      (err = tilerap_tile_from_unsorted_csr_device_i32(P->m, P->n, P->rowptr, P->colidx, P->val, TILERAP_MEM_DEVICE,
+                                                       &X->tb)) ||
+      (err = tilerap_ptap_plan_create(X->ta, X->tb, &opt, &X->plan, &X->tc)) ||
+      (err = tilerap_ptap_plan_info(X->plan, &info)))
+    return err;
+  X->cnnz = X->tc->nnz;
+  X->macs = (info.ap.flops + info.ptap.flops) / 2;
+  if (!(X->flags & TILERAP_CSR_REUSE)) return TILERAP_SUCCESS;
+  if ((err = tr_cuda_malloc((size_t)X->annz * sizeof(int64_t), (void **)&X->aslot)) ||
+      (err = tr_cuda_malloc((size_t)X->bnnz * sizeof(int64_t), (void **)&X->bslot)) ||
+      (err = tr_cuda_tile_slots(X->ta, A->m, A->rowptr, A->colidx, X->annz, X->aslot)))
+    return err;
+  return tr_cuda_tile_slots(X->tb, P->m, P->rowptr, P->colidx, X->bnnz, X->bslot);
+}
+
+static void tr_tiles_drop(tilerap_csr_device_product X)
+{
+  tilerap_ptap_plan_destroy(&X->plan);
+  tilerap_tile_destroy(&X->ta); tilerap_tile_destroy(&X->tb); tilerap_tile_destroy(&X->tc);
+  tr_cuda_free(X->aslot); tr_cuda_free(X->bslot);
+  X->aslot = X->bslot = NULL;
+  X->tiled = 0;
+  X->cnnz = X->macs = 0;
 }
 #endif
 
@@ -131,7 +202,12 @@ int tilerap_csr_device_product_create_i32(tilerap_csr_kind kind, const tilerap_c
   } else {
     X->tm = B->n; X->tnnz = X->bnnz;
     if ((err = tr_cuda_dcsr_transpose(B->m, B->n, X->brp, B->colidx, X->bnnz, &X->trp, &X->tcol, &X->tvidx)) ||
-        (err = tr_cuda_csr_product_create(A->m, B->n, X->arp, A->colidx, X->annz, X->brp, B->colidx, NULL, &X->ap,
+        (err = tr_choose_tiles(X, ops)))
+      goto fail;
+    if (X->tiled && (err = tr_tiles_create(X, A, B)) == TILERAP_ERR_UNSORTED) tr_tiles_drop(X);
+    else if (X->tiled && err) goto fail;
+    if (X->tiled) goto made;
+    if ((err = tr_cuda_csr_product_create(A->m, B->n, X->arp, A->colidx, X->annz, X->brp, B->colidx, NULL, &X->ap,
                                           &apnnz, &macs_ap)) ||
         ((flags & TILERAP_CSR_REUSE) &&
          (err = tr_keep_record(X->ap, macs_ap, apnnz, A->m, X->annz, X->bnnz, &X->ap_recorded))) ||
@@ -147,6 +223,7 @@ int tilerap_csr_device_product_create_i32(tilerap_csr_kind kind, const tilerap_c
     err = tr_keep_record(X->c, X->macs - macs_ap, X->cnnz, cm, kind == TILERAP_CSR_PTAP ? X->bnnz : X->annz,
                          kind == TILERAP_CSR_PTAP ? apnnz : X->bnnz, &c_recorded);
   if (err) goto fail;
+made:
   if (X->cnnz > INT32_MAX) {
     err = tilerap_set_error(TILERAP_ERR_OVERFLOW, "C has %lld entries: beyond 32-bit row pointers", (long long)X->cnnz);
     goto fail;
@@ -169,6 +246,24 @@ static void tr_c_operands(const tilerap_csr_device_product X, const double *aval
   *l = X->kind == TILERAP_CSR_PTAP ? bval : aval;
   *lidx = X->kind == TILERAP_CSR_AB ? NULL : X->tvidx;
   *r = X->kind == TILERAP_CSR_PTAP ? X->apval : bval;
+}
+#endif
+
+#ifdef TILERAP_HAVE_CUDA
+/* C's tiles into the caller's arrays; for numeric runs the slot of each of
+ * its entries, whichever layout they were written in */
+static int tr_tiles_fill(tilerap_csr_device_product X, int diag_first, int32_t *rp, int32_t *col, double *val)
+{
+  int err = diag_first ? tilerap_tile_to_csr_device_diag_first_i32(X->tc, rp, col, val, TILERAP_MEM_DEVICE)
+                       : tilerap_tile_to_csr_device_i32(X->tc, rp, col, val, TILERAP_MEM_DEVICE);
+  tr_cuda_free(X->cslot);
+  X->cslot = NULL;
+  if (!err && (X->flags & TILERAP_CSR_REUSE) && X->cnnz > 0 &&
+      !(err = tr_cuda_malloc((size_t)X->cnnz * sizeof(int64_t), (void **)&X->cslot)))
+    err = tr_cuda_tile_slots(X->tc, X->cm, rp, col, X->cnnz, X->cslot);
+  if (!err) err = tr_cuda_wait("device CSR product over tiles"); /* C complete on return */
+  if (!err) X->filled = 1;
+  return err;
 }
 #endif
 
@@ -197,6 +292,7 @@ int tilerap_csr_device_product_fill_i32(tilerap_csr_device_product X, const tile
   return TILERAP_ERR_ENGINE;
 #else
   const int diag_first = (flags & TILERAP_CSR_DIAG_FIRST) != 0;
+  if (X->tiled) return tr_tiles_fill(X, diag_first, c_rowptr, c_colidx, c_val);
   /* operands without values give zeros (the kernels read NULL values as 0) */
   const int values = c_val != NULL;
   double *cv = NULL;
@@ -247,6 +343,13 @@ int tilerap_csr_device_product_numeric_i32(tilerap_csr_device_product X, const t
   return TILERAP_ERR_ENGINE;
 #else
   int err;
+  if (X->tiled) {
+    if ((err = tr_cuda_scatter_values(A->val, X->aslot, X->annz, X->ta->val)) ||
+        (err = tr_cuda_scatter_values(B->val, X->bslot, X->bnnz, X->tb->val)) ||
+        (err = tilerap_ptap_numeric(X->plan, X->ta, X->tb, X->tc)))
+      return err;
+    return X->cnnz > 0 ? tr_cuda_gather_values(X->tc->val, X->cslot, X->cnnz, c_val, NULL) : TILERAP_SUCCESS;
+  }
   if (X->kind == TILERAP_CSR_PTAP &&
       (err = tr_cuda_csr_product_numeric(X->ap, A->val, NULL, B->val, NULL, X->apval, NULL)))
     return err;
@@ -302,6 +405,20 @@ int tilerap_csr_device_product_record_info(tilerap_csr_device_product X, int64_t
 #endif
   if (recorded_macs) *recorded_macs = macs;
   if (record_bytes) *record_bytes = bytes;
+  return TILERAP_SUCCESS;
+}
+
+int tilerap_csr_device_product_path(tilerap_csr_device_product X, tilerap_path *path, double *a_fill, double *b_fill)
+{
+  if (!X) return tilerap_set_error(TILERAP_ERR_NULL, "tilerap_csr_device_product_path: product is NULL");
+  int tiled = 0;
+  double af = 0, bf = 0;
+#ifdef TILERAP_HAVE_CUDA
+  tiled = X->tiled; af = X->a_fill; bf = X->b_fill;
+#endif
+  if (path) *path = tiled ? TILERAP_PATH_TILES : TILERAP_PATH_CSR;
+  if (a_fill) *a_fill = af;
+  if (b_fill) *b_fill = bf;
   return TILERAP_SUCCESS;
 }
 

@@ -69,6 +69,14 @@ int tr_csr_record_pays(int64_t macs, int64_t cnnz, int64_t rows)
          cnnz <= (int64_t)TR_RECORD_NARROW_LEN * rows;
 }
 
+/* Dense operands (classical AMG's coarse levels) make tile pairs of many
+ * multiply-adds, which the tiles' tensor cores take faster than hash
+ * rows; sparse tiles make the conversions and the pairs a loss. */
+int tr_dcsr_tiles_pay(double a_fill, double p_fill)
+{
+  return a_fill > 0 && p_fill > 0 && a_fill * p_fill / 16 >= TR_DCSR_TILE_MACS_PER_PAIR;
+}
+
 static double tr_values[TR_KNOB_COUNT];
 static double tr_env[TR_KNOB_COUNT]; /* what the environment said (or the default) */
 static int tr_bad = -1;           /* first knob whose environment value was refused */

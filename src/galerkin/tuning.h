@@ -68,6 +68,14 @@ static inline int tr_knob_int(tr_knob_id k) { return (int)tr_knob(k); }
 #define TR_RECORD_NARROW_LEN 128
 int tr_csr_record_pays(int64_t macs, int64_t cnnz, int64_t rows);
 
+/* Whether a P^T A P of device CSR operands (csr_device_product.c) pays
+ * the tiles' conversions: a tile pair would carry at least
+ * TR_DCSR_TILE_MACS_PER_PAIR multiply-adds, estimated as fill(A) fill(P)
+ * / 16 (fill = entries per stored tile; design.md, "Dense products over
+ * tiles") */
+#define TR_DCSR_TILE_MACS_PER_PAIR 128
+int tr_dcsr_tiles_pay(double a_fill, double p_fill);
+
 /* TILERAP_CSR_PTAP's choices: AP kept (the default: faster), or the walk
  * (csr_cpu_ptap_walk.c: no AP, memory near PETSc's MatPtAP; design.md,
  * "Pᵀ A P without AP") */

@@ -273,14 +273,23 @@ PetscErrorCode TileDeviceProductNumeric(Mat C, TileDeviceProduct *dp, Mat A, Mat
 
 PetscErrorCode TileDeviceProductView(TileDeviceProduct *dp, PetscViewer viewer)
 {
-  int64_t flops = 0, longest = 0;
+  int64_t      flops = 0, longest = 0;
+  tilerap_path path  = TILERAP_PATH_CSR;
+  double       af = 0, bf = 0;
+  char         how[160];
 
   PetscFunctionBegin;
   TileCall(PETSC_COMM_SELF, tilerap_csr_device_product_info(dp->X, NULL, NULL, NULL, &flops, &longest));
+  TileCall(PETSC_COMM_SELF, tilerap_csr_device_product_path(dp->X, &path, &af, &bf));
+  if (path == TILERAP_PATH_TILES)
+    PetscCall(PetscSNPrintf(how, sizeof how, "over tiles: a dense P^T A P, its operands converted on the device (mean entries per tile A %.1f, P %.1f), C back into AIJCUSPARSE's arrays", af, bf));
+  else if (af > 0)
+    PetscCall(PetscSNPrintf(how, sizeof how, "device CSR products on AIJCUSPARSE's arrays, no tile form (mean entries per tile A %.1f, P %.1f: too sparse for tiles)", af, bf));
+  else PetscCall(PetscSNPrintf(how, sizeof how, "device CSR products on AIJCUSPARSE's arrays, no tile form"));
   PetscCall(PetscViewerASCIIPrintf(viewer,
-                                   "tilerap path device-csr: device CSR products on AIJCUSPARSE's arrays, no tile form (A's longest row %" PetscInt64_FMT "; -mat_tile_path tiles for the tile plans), %" PetscInt64_FMT
+                                   "tilerap path device-csr %s (A's longest row %" PetscInt64_FMT "; -mat_tile_path tiles for the tile plans), %" PetscInt64_FMT
                                    " entries of C, %" PetscInt64_FMT " flops a numeric run, %" PetscInt_FMT " numeric run(s), %" PetscInt_FMT " made again on moved operand arrays\n",
-                                   (PetscInt64)longest, (PetscInt64)dp->cnnz, (PetscInt64)flops, dp->nnumeric, dp->nremade));
+                                   how, (PetscInt64)longest, (PetscInt64)dp->cnnz, (PetscInt64)flops, dp->nnumeric, dp->nremade));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 

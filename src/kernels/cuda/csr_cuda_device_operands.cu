@@ -275,3 +275,67 @@ extern "C" int tr_cuda_dcsr_view_write(int32_t m, int64_t nnz, const int64_t *rp
 cleanup:
   return err;
 }
+
+/* Entries per stored 16 x 16 tile of a checked operand, estimated on
+ * evenly spaced tile rows (at most TR_FILL_SAMPLE of them) of at most
+ * TR_FILL_ROW_MAX entries: a dense row's tile row would hold its block
+ * for the row's length, and changes the mean little.  A block takes
+ * tile rows in turn, marks each entry's tile column in a shared bitmap
+ * (the first marker of a bit counts it; rows may be in any column order),
+ * then clears only the bits it set, so the bitmap is cleared once per
+ * block, not per tile row. */
+#define TR_FILL_SAMPLE 4096
+#define TR_FILL_ROW_MAX 65536
+static __global__ void k_dcsr_tiles(int32_t m, const int64_t *__restrict__ rp, const int32_t *__restrict__ col,
+                                    int32_t words, int32_t stride, unsigned long long *sums)
+{
+  extern __shared__ unsigned tr_bits[];
+  for (int32_t w = threadIdx.x; w < words; w += blockDim.x) tr_bits[w] = 0;
+  __syncthreads();
+  unsigned long long found = 0, entries = 0;
+  const int32_t TR = (m + 15) / 16;
+  for (int64_t I = (int64_t)blockIdx.x * stride; I < TR; I += (int64_t)gridDim.x * stride) {
+    const int64_t b = rp[16 * I], e = rp[min(16 * I + 16, (int64_t)m)];
+    if (e - b > TR_FILL_ROW_MAX) continue; /* the whole block skips it */
+    if (threadIdx.x == 0) entries += (unsigned long long)(e - b);
+    for (int64_t p = b + threadIdx.x; p < e; p += blockDim.x) {
+      const int32_t t = col[p] >> 4;
+      const unsigned bit = 1u << (t & 31);
+      if (!(atomicOr(&tr_bits[t >> 5], bit) & bit)) found++;
+    }
+    __syncthreads();
+    for (int64_t p = b + threadIdx.x; p < e; p += blockDim.x) tr_bits[(col[p] >> 4) >> 5] = 0;
+    __syncthreads();
+  }
+  for (int d = 16; d; d >>= 1) found += __shfl_down_sync(0xffffffffu, found, d);
+  if ((threadIdx.x & 31) == 0 && found) atomicAdd(&sums[1], found);
+  if (threadIdx.x == 0 && entries) atomicAdd(&sums[0], entries);
+}
+
+/* fill[k]: entries per stored tile of ops[k] (checked by
+ * tr_cuda_dcsr_operands), estimated as above; 0 where nothing was
+ * counted, or its tile columns need more shared memory than a block has
+ * by default (more than 6.3 million columns).  One wait. */
+extern "C" int tr_cuda_dcsr_fills(const tr_dcsr_op *ops, int count, double *fill)
+{
+  unsigned long long *d = NULL, h[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  int err = TILERAP_SUCCESS;
+  if (count < 1 || count > 4) return tilerap_set_error(TILERAP_ERR_INVALID, "internal: %d operands", count);
+  TR_TRY(tr_dalloc((void **)&d, sizeof h, tr_s, "tile fill"));
+  TR_TRY_CU(cudaMemsetAsync(d, 0, sizeof h, tr_s), "tile fill");
+  for (int k = 0; k < count; k++) {
+    const int64_t words = ((int64_t)ops[k].n + 511) / 512, TR = ((int64_t)ops[k].m + 15) / 16;
+    if (words * 4 > 48 * 1024 || ops[k].nnz <= 0) continue;
+    const int64_t stride = (TR + TR_FILL_SAMPLE - 1) / TR_FILL_SAMPLE, rows = (TR + stride - 1) / stride;
+    const int64_t most = 8 * (int64_t)tr_cuda_sm_count();
+    k_dcsr_tiles<<<(unsigned)(rows < most ? rows : most), 256, (size_t)words * 4, tr_s>>>(
+        ops[k].m, ops[k].rp64, ops[k].col, (int32_t)words, (int32_t)stride, d + 2 * k);
+    TR_TRY(tr_cuda_check_launch("tile fill"));
+  }
+  TR_TRY_CU(cudaMemcpyAsync(h, d, sizeof h, cudaMemcpyDeviceToHost, tr_s), "tile fill");
+  TR_TRY_CU(cudaStreamSynchronize(tr_s), "tile fill");
+  for (int k = 0; k < count; k++) fill[k] = h[2 * k + 1] ? (double)h[2 * k] / (double)h[2 * k + 1] : 0.0;
+cleanup:
+  tr_dfree(d, tr_s);
+  return err;
+}

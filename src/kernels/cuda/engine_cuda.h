@@ -147,6 +147,9 @@ typedef struct {
   int64_t nnz, longest, *rp64; /* out; rp64 freed with tr_cuda_free */
 } tr_dcsr_op;
 int tr_cuda_dcsr_operands(tr_dcsr_op *ops, int count); /* at most 4, one wait */
+/* each operand's entries per stored 16 x 16 tile, estimated on a sample
+ * of tile rows (0: not counted), one wait */
+int tr_cuda_dcsr_fills(const tr_dcsr_op *ops, int count, double *fill);
 /* the longest row alone, unchecked (tile_cuda_from_csr.cu: the conversions' own test) */
 int tr_cuda_csr_longest_row_i32(int32_t m, const int32_t *rp, int64_t *longest);
 int tr_cuda_dcsr_transpose(int32_t m, int32_t n, const int64_t *rp64, const int32_t *col, int64_t nnz, int64_t **trp,
@@ -161,6 +164,8 @@ int tr_cuda_tile_from_own_csr(int32_t m, int32_t n, const int64_t *rp, const int
 TILERAP_EXPORT void tr_cuda_free(void *p); /* exported for the tests */
 int tr_cuda_malloc(size_t bytes, void **p);
 /* any direction; returns when dst holds the data (device_buffers.c) */
+/* the legacy stream's work complete */
+int tr_cuda_wait(const char *what);
 int tr_cuda_memcpy(void *dst, tilerap_memtype dst_mem, const void *src, tilerap_memtype src_mem, size_t bytes);
 /* wrapping sum of tr_fp_entry over the entries, and their count */
 int tr_cuda_csr_fingerprint(int32_t m, const int32_t *rowptr, const int32_t *colidx, const double *val,

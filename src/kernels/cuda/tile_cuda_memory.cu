@@ -467,3 +467,10 @@ extern "C" int tr_cuda_memcpy(void *dst, tilerap_memtype dst_mem, const void *sr
   const cudaError_t e = cudaStreamSynchronize(cudaStreamLegacy);
   return e == cudaSuccess ? TILERAP_SUCCESS : tr_cuda_error(e, "tilerap_memcpy");
 }
+
+/* the legacy stream's work complete (calls that return with their output in place) */
+extern "C" int tr_cuda_wait(const char *what)
+{
+  const cudaError_t e = cudaStreamSynchronize(cudaStreamLegacy);
+  return e == cudaSuccess ? TILERAP_SUCCESS : tr_cuda_error(e, what);
+}
