@@ -447,9 +447,8 @@ TILERAP_EXPORT int tilerap_csr_plan_info(tilerap_csr_plan plan, int64_t *c_nnz, 
 /* The host memory the plan holds, bytes (C's structure and the scratch of
  * its numeric runs included, the C returned by create not), and whether it
  * keeps an intermediate product: a P^T*A*P plan keeps A*P where
- * TILERAP_CSR_PTAP (doc/tuning.md) is "ap", or "auto" and C's entries sum
- * few products each; else it makes P^T*A's rows again on each run (its
- * memory near PETSc's MatPtAP's).  Either output may be NULL. */
+ * TILERAP_CSR_PTAP (doc/tuning.md) is "ap"; by default ("walk") it makes
+ * P^T*A's rows again on each run (its memory near PETSc's MatPtAP's).  Either output may be NULL. */
 TILERAP_EXPORT int tilerap_csr_plan_memory(tilerap_csr_plan plan, int64_t *bytes, int *keeps_intermediate);
 TILERAP_EXPORT void tilerap_csr_plan_destroy(tilerap_csr_plan *plan);
 

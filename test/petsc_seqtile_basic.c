@@ -378,7 +378,7 @@ int main(int argc, char **argv)
       {"-mat_tile_trace", "TILERAP_TRACE", "", "2"}, /* no value: on, as a PETSc boolean */
       {"-mat_tile_path", "TILERAP_PATH", "csr", "fastest"},
       {"-mat_tile_lowprec_reuse", "TILERAP_CUDA_LOWPREC_REUSE", "0", "-1"},
-      {"-mat_tile_csr_ptap", "TILERAP_CSR_PTAP", "walk", "fast"},
+      {"-mat_tile_csr_ptap", "TILERAP_CSR_PTAP", "ap", "fast"}, /* not the default (walk) */
     };
     Mat E;
     PetscCall(MatDuplicate(A, MAT_COPY_VALUES, &E));

@@ -138,7 +138,7 @@ static void check_spec(const char *spec, uint64_t *seed)
 }
 
 /* P^T A P by each route of TILERAP_CSR_PTAP (the runs above take the
- * default, ap): the reference
+ * default, walk): the reference
  * on meshes, graphs, blocks and stencils with SA, classical and
  * tall-skinny P; the plan says whether it keeps A*P, and without it holds
  * less memory */
@@ -189,6 +189,16 @@ static void check_routes(int quick, uint64_t *seed)
     tilerap_csr_destroy(&A);
   }
   tilerap_tuning_set("TILERAP_CSR_PTAP", NULL);
+  if (!getenv("TILERAP_CSR_PTAP")) { /* the default keeps no A*P (memory near PETSc's MatPtAP) */
+    tilerap_csr *A = NULL, *P = NULL, *C = NULL;
+    tilerap_csr_plan plan = NULL;
+    int keeps = -1;
+    if (!tilerap_model_irregular("mesh3d:1500", 5, &A) && !tilerap_model_sa_prolongator(A, 2.0 / 3.0, &P) &&
+        !tilerap_csr_plan_create(TILERAP_CSR_PTAP, A, P, &plan, &C))
+      tilerap_csr_plan_memory(plan, NULL, &keeps);
+    tap_ok(keeps == 0, "routes: the default (TILERAP_CSR_PTAP unset) is the walk: no A*P kept (%d)", keeps);
+    tilerap_csr_destroy(&C); tilerap_csr_plan_destroy(&plan); tilerap_csr_destroy(&A); tilerap_csr_destroy(&P);
+  }
 }
 
 /* misuse: every call fails with the error named, writes nothing */

@@ -13,8 +13,8 @@ typedef enum { TR_FLAG, TR_INT, TR_REAL, TR_CHOICE } tr_knob_kind;
 typedef struct {
   const char *name; /* environment variable */
   tr_knob_kind kind;
-  const char *choices; /* TR_CHOICE: '|'-separated, the first the default */
-  double def, lo, hi;  /* the others */
+  const char *choices; /* TR_CHOICE: '|'-separated; def: the default's index */
+  double def, lo, hi;  /* the default (a choice's index), the others' range */
 } tr_knob_def;
 
 /* in the order of tr_knob_id */
@@ -31,7 +31,7 @@ static const tr_knob_def tr_knobs[TR_KNOB_COUNT] = {
   {"TILERAP_HYPRE_ORDER", TR_CHOICE, "hypre|sorted", 0, 0, 0},
   {"TILERAP_HYPRE_REUSE", TR_INT, NULL, 0, -1, 1 << 30},
   {"TILERAP_PATH", TR_CHOICE, "auto|tiles|csr", 0, 0, 0},
-  {"TILERAP_CSR_PTAP", TR_CHOICE, "ap|walk", 0, 0, 0},
+  {"TILERAP_CSR_PTAP", TR_CHOICE, "ap|walk", 1, 0, 0},
   {"TILERAP_STEP1_SORT", TR_CHOICE, "auto|radix|rows|compact", 0, 0, 0},
   {"TILERAP_ROWS_MAX", TR_INT, NULL, 1 << 18, 0, 1e15},
   {"TILERAP_MASKS_LANES", TR_CHOICE, "auto|8|16", 0, 0, 0},
@@ -115,10 +115,10 @@ static void tr_read_environment(void)
 {
   for (int k = 0; k < TR_KNOB_COUNT; k++) {
     const tr_knob_def *d = &tr_knobs[k];
-    double v = d->kind == TR_CHOICE ? 0 : d->def;
+    double v = d->def; /* a choice's default is its index */
     const char *s = getenv(d->name);
     if (s && *s && !tr_parse(d, s, &v)) {
-      v = d->kind == TR_CHOICE ? 0 : d->def; /* the default, and the error kept for the message */
+      v = d->def; /* the default, and the error kept for the message */
       if (tr_bad < 0) {
         tr_bad = k;
         snprintf(tr_bad_value, sizeof tr_bad_value, "%s", s);

@@ -24,7 +24,7 @@ typedef enum {
   TR_KNOB_HYPRE_ORDER,       /* choice hypre|sorted: row order of the hook's coarse operators */
   TR_KNOB_HYPRE_REUSE,       /* int -1..: BoomerAMG re-setups from the kept hierarchy (0 off) */
   TR_KNOB_PATH,              /* choice auto|tiles|csr: the path of a product (csr_path.c) */
-  TR_KNOB_CSR_PTAP,          /* choice ap|walk: CPU CSR plans' P^T A P with AP kept or without (less memory) */
+  TR_KNOB_CSR_PTAP,          /* choice ap|walk (default walk): CPU CSR plans' P^T A P with AP kept (faster) or without (less memory) */
   /* internal: tests force paths that the automatic choice takes only on
    * large products (doc/tuning.md says which) */
   TR_KNOB_STEP1_SORT,        /* choice auto|radix|rows|compact */
@@ -54,7 +54,7 @@ typedef enum {
  * tilerap_tuning_set of that knob clears it) */
 TILERAP_EXPORT int tr_tuning_check(void); /* exported for the hypre hook */
 /* a knob's value: the number, 0/1 for a flag, the index in its list for a
- * choice (0 = the first, the default); the default where the environment
+ * choice (0 = the first); the default where the environment
  * held a bad value (tr_tuning_check reports it) */
 TILERAP_EXPORT double tr_knob(tr_knob_id k);
 static inline int tr_knob_int(tr_knob_id k) { return (int)tr_knob(k); }
@@ -76,9 +76,9 @@ int tr_csr_record_pays(int64_t macs, int64_t cnnz, int64_t rows);
 #define TR_DCSR_TILE_MACS_PER_PAIR 128
 int tr_dcsr_tiles_pay(double a_fill, double p_fill);
 
-/* TILERAP_CSR_PTAP's choices: AP kept (the default: faster), or the walk
- * (csr_cpu_ptap_walk.c: no AP, memory near PETSc's MatPtAP; design.md,
- * "Pᵀ A P without AP") */
+/* TILERAP_CSR_PTAP's choices: AP kept (faster re-runs, 1.2-14x the memory
+ * of PETSc's MatPtAP), or the walk (the default: csr_cpu_ptap_walk.c, no
+ * AP, memory near PETSc's; design.md, "Pᵀ A P without AP") */
 enum { TR_CSR_PTAP_AP, TR_CSR_PTAP_WALK };
 
 #ifdef __cplusplus

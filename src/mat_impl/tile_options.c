@@ -58,7 +58,7 @@ static const struct {
   {"-mat_tile_trace", "TILERAP_TRACE", "CUDA engine: host timestamps of plan creation on stderr (TILERAP_TRACE; process-wide, taken at each plan creation)", TR_KNOB_TRACE, PETSC_TRUE},
   {"-mat_tile_lowprec_reuse", "TILERAP_CUDA_LOWPREC_REUSE", "CUDA engine: a plan takes the low precision of -mat_tile_precision where its tensor-core pairs reuse each converted tile at least this often (default 8, where it was measured to pay; 0: always, for accuracy studies) (TILERAP_CUDA_LOWPREC_REUSE; process-wide, taken at each plan creation)", TR_KNOB_CUDA_LOWPREC_REUSE, PETSC_FALSE},
   {"-mat_tile_path", "TILERAP_PATH", "how products multiply: auto (by the operands' entries per tile; operands with a device CSR, AIJCUSPARSE underneath: row by row on it), tiles, or csr (row by row over CSR views: unordered meshes, random and power-law graphs) (TILERAP_PATH; process-wide, taken at each plan creation)", TR_KNOB_PATH, PETSC_FALSE},
-  {"-mat_tile_csr_ptap", "TILERAP_CSR_PTAP", "CPU engine, MatPtAP on the AIJ arrays: ap (default: A*P kept, faster re-runs, 1.2-14x PETSc's memory) or walk (no A*P kept: memory near PETSc's, re-runs at about PETSc's speed per core) (TILERAP_CSR_PTAP; process-wide, taken at each product's symbolic phase)", TR_KNOB_CSR_PTAP, PETSC_FALSE},
+  {"-mat_tile_csr_ptap", "TILERAP_CSR_PTAP", "CPU engine, MatPtAP on the AIJ arrays: walk (default: no A*P kept, memory near PETSc's) or ap (A*P kept: re-runs up to 2x faster on block and high-order operators, 1.2-14x PETSc's memory) (TILERAP_CSR_PTAP; process-wide, taken at each product's symbolic phase)", TR_KNOB_CSR_PTAP, PETSC_FALSE},
 };
 
 /* Reads the -mat_tile_ options into v (values are checked after the
