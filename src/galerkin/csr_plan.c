@@ -152,9 +152,9 @@ static int tr_csr_plan_make(tilerap_csr_kind kind, const tilerap_csr *A, const t
                                 &cnnz, &macs, &built[0]);
     last = X->x;
   } else {
-    /* P^T A P without AP (the walk) where TILERAP_CSR_PTAP asks for it:
-     * memory near PETSc's MatPtAP, re-runs slower than the two passes
-     * (per core at PETSc's speed or below on meshes and grids) */
+    /* P^T A P without AP (the walk) unless TILERAP_CSR_PTAP=ap: memory
+     * near PETSc's MatPtAP, re-runs slower than the two passes (per core
+     * at PETSc's speed or below on meshes and grids) */
     if (tr_knob_int(TR_KNOB_CSR_PTAP) == TR_CSR_PTAP_WALK) err = tr_cpu_ptap_walk_new(A, B, &X->walk);
     if (!err && X->walk) {
       err = tr_cpu_ptap_walk_first(X->walk, A, B, values, &Cm, &macs);

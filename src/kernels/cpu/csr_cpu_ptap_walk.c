@@ -1,5 +1,6 @@
 /* P^T A P on the CPU without AP: the CSR plans' Galerkin product with
- * TILERAP_CSR_PTAP=walk (less memory, slower re-runs than the two passes).
+ * TILERAP_CSR_PTAP=walk, the default (less memory, slower re-runs than the
+ * two passes of TILERAP_CSR_PTAP=ap).
  *
  * Per coarse row I: R*A's row (R = P^T through a transposed view of P:
  * the fine rows i of P's column I, A's row i each, summed over A's
