@@ -163,9 +163,9 @@ int tr_cuda_tile_from_own_csr(int32_t m, int32_t n, const int64_t *rp, const int
                               void *stream, tilerap_tile_matrix **T);
 TILERAP_EXPORT void tr_cuda_free(void *p); /* exported for the tests */
 int tr_cuda_malloc(size_t bytes, void **p);
-/* any direction; returns when dst holds the data (device_buffers.c) */
-/* the legacy stream's work complete */
+/* the legacy stream's work complete (what: names the step in an error) */
 int tr_cuda_wait(const char *what);
+/* any direction; returns when dst holds the data (device_buffers.c) */
 int tr_cuda_memcpy(void *dst, tilerap_memtype dst_mem, const void *src, tilerap_memtype src_mem, size_t bytes);
 /* wrapping sum of tr_fp_entry over the entries, and their count */
 int tr_cuda_csr_fingerprint(int32_t m, const int32_t *rowptr, const int32_t *colidx, const double *val,

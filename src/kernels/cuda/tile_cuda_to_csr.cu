@@ -219,12 +219,6 @@ static int tr_staging(const tilerap_tile_matrix *T, double **stage)
   return TILERAP_SUCCESS;
 }
 
-static int tr_sync(const char *what)
-{
-  cudaError_t e = cudaStreamSynchronize(cudaStreamLegacy);
-  return e == cudaSuccess ? TILERAP_SUCCESS : tr_cuda_error(e, what);
-}
-
 /* Most tiles in one tile row (one read-back): the walk is a lane's loop
  * over its tile row's tiles, fastest where they are few (grids: 0.17 against
  * 0.54 ms for 1M rows on the H200), the placement where one tile row holds
@@ -292,7 +286,7 @@ extern "C" int tr_cuda_tile_to_csr(const tilerap_tile_matrix *T, int64_t *rp64, 
     goto done;
   if ((err = tr_structure_to_csr(T, d64, d32, dcol, dval, diag_first))) goto done;
   /* only once the walk is done: no output is half-written on error */
-  if ((err = tr_sync("tile to CSR"))) goto done;
+  if ((err = tr_cuda_wait("tile to CSR"))) goto done;
   if (rp64) err = tr_d2h(rp64, d64, nrp * sizeof(int64_t), s, "CSR download");
   if (rp32 && !err) err = tr_d2h(rp32, d32, nrp * sizeof(int32_t), s, "CSR download");
   if (col && nz && !err) err = tr_d2h(col, dcol, nz * sizeof(int32_t), s, "CSR download");
@@ -328,5 +322,5 @@ extern "C" int tr_cuda_tile_values_from_csr(tilerap_tile_matrix *T, const double
   if ((err = tr_walk(T, stage, +1, NULL, NULL, NULL))) return err;
   /* the caller may reuse val on return: the ring has read it already; a
    * direct copy from pinned memory may still be reading it */
-  return tr_stage_active(bytes) ? TILERAP_SUCCESS : tr_sync("CSR value upload");
+  return tr_stage_active(bytes) ? TILERAP_SUCCESS : tr_cuda_wait("CSR value upload");
 }
