@@ -269,7 +269,10 @@ static PetscErrorCode regression_checks(MPI_Comm comm)
 
   /* Products made through the MatProduct API and left after their
    * symbolic phase (3.20+ GAMG squares its strength graph so, and reads
-   * the structure alone): C's structure is SeqAIJ's, its values zero; on
+   * the structure alone): C's structure is SeqAIJ's, its values zero (on
+   * the device route undefined until the numeric phase, as AIJCUSPARSE's
+   * own symbolic phase leaves them: not zeroed on the host, 26 M entries
+   * for GAMG's squared graph at 101^3); on
    * the CPU route the plan makes no values then (the numeric phase runs it:
    * "1 numeric phase(s), 0 first product(s)"), where MatMatMult's symbolic
    * phase makes them (the numeric phase copies them) */
@@ -307,7 +310,8 @@ static PetscErrorCode regression_checks(MPI_Comm comm)
       PetscCall(MatSeqAIJRestoreArrayRead(C, &cv));
       PetscCall(MatRestoreRowIJ(C, 0, PETSC_FALSE, PETSC_FALSE, &cm, &ci, &cj, &done));
       PetscCall(MatRestoreRowIJ(Cref, 0, PETSC_FALSE, PETSC_FALSE, &rm, &ri, &rj, &done));
-      tap_ok(same && zero, "%s, symbolic phase alone: SeqAIJ's structure (%s), zero values (%s)", MatProductTypes[t[i]], same ? "yes" : "no", zero ? "yes" : "no");
+      if (device_route) tap_ok(same, "%s, symbolic phase alone: SeqAIJ's structure (%s); values undefined until the numeric phase (device route)", MatProductTypes[t[i]], same ? "yes" : "no");
+      else tap_ok(same && zero, "%s, symbolic phase alone: SeqAIJ's structure (%s), zero values (%s)", MatProductTypes[t[i]], same ? "yes" : "no", zero ? "yes" : "no");
       PetscCall(MatProductNumeric(C));
       PetscCall(MatProductNumeric(Cref));
       PetscCall(dense_relerr(C, Cref, &err));
@@ -710,7 +714,9 @@ int main(int argc, char **argv)
           if (T->val[q] != 0.0) zero = PETSC_FALSE;
         nc = (PetscInt)T->nnz;
       }
-      tap_ok(same && istile && nrm == 0.0 && zero && nc > 0, "%s symbolic only + MatProductClear: C is seqtile with SEQAIJ's structure, values zero in CSR and tile form", names[k]);
+      if (device_route) /* values undefined: the symbolic phase alone on the device route, as AIJCUSPARSE's */
+        tap_ok(same && istile && nc > 0, "%s symbolic only + MatProductClear: C is seqtile with SEQAIJ's structure in CSR and tile form", names[k]);
+      else tap_ok(same && istile && nrm == 0.0 && zero && nc > 0, "%s symbolic only + MatProductClear: C is seqtile with SEQAIJ's structure, values zero in CSR and tile form", names[k]);
       PetscCall(MatDestroy(&C));
       PetscCall(MatDestroy(&Cref));
       /* MatProductNumeric repeated through the MatProduct API: numeric only */

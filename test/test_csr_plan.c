@@ -201,6 +201,51 @@ static void check_routes(int quick, uint64_t *seed)
   }
 }
 
+/* P of a few columns of wide support (one aggregate, a deflation space):
+ * the walk's R*A rows then span A's columns, one per thread; on 16
+ * threads it must not hold much more than ap's A*P */
+static void check_wide_columns(uint64_t *seed)
+{
+  tilerap_stencil st;
+  tilerap_csr *A = NULL;
+  int32_t dims[3];
+  int nd;
+  if (!tap_ok(!tilerap_stencil_parse("p2d5", &st) && !tilerap_model_poisson(st, 300, &A, dims, &nd),
+              "wide columns: 300^2 5-point grid generated")) return;
+  static const int ncs[] = {1, 4};
+  for (int k = 0; k < 2; k++) {
+    tilerap_csr *P = NULL;
+    if (!tap_ok(!tilerap_model_random_prolongator(A->m, ncs[k], ncs[k] > 1 ? 2 : 1, *seed, &P),
+                "wide columns: %d-column P generated", ncs[k])) continue;
+    int64_t bytes[2] = {-1, -1};
+    for (int r = 0; r < 2; r++) {
+      const char *route = r ? "ap" : "walk";
+      char what[128];
+      snprintf(what, sizeof what, "wide columns: TILERAP_CSR_PTAP=%s, 300^2 grid, %d-column P", route, ncs[k]);
+      tilerap_tuning_set("TILERAP_CSR_PTAP", route);
+      check_kind(what, TILERAP_CSR_PTAP, A, P, seed);
+      tilerap_csr_plan plan = NULL;
+      tilerap_csr *C = NULL;
+#ifdef _OPENMP
+      const int saved = omp_get_max_threads();
+      omp_set_num_threads(16);
+#endif
+      if (!tilerap_csr_plan_create(TILERAP_CSR_PTAP, A, P, &plan, &C)) tilerap_csr_plan_memory(plan, &bytes[r], NULL);
+#ifdef _OPENMP
+      omp_set_num_threads(saved);
+#endif
+      tilerap_csr_destroy(&C);
+      tilerap_csr_plan_destroy(&plan);
+    }
+    tap_ok(bytes[0] > 0 && bytes[1] > 0 && bytes[0] <= 2 * bytes[1],
+           "wide columns: %d-column P on 16 threads: the walk holds %lld bytes, ap %lld (at most twice)", ncs[k],
+           (long long)bytes[0], (long long)bytes[1]);
+    tilerap_csr_destroy(&P);
+  }
+  tilerap_tuning_set("TILERAP_CSR_PTAP", NULL);
+  tilerap_csr_destroy(&A);
+}
+
 /* misuse: every call fails with the error named, writes nothing */
 static void check_errors(uint64_t *seed)
 {
@@ -522,6 +567,7 @@ int main(int argc, char **argv)
   check_threads("walk", 0);
   check_threads("walk", 1);
   check_routes(quick, &seed);
+  check_wide_columns(&seed);
 
   check_odd_sizes("", &seed);
   check_short_estimate(&seed);

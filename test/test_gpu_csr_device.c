@@ -560,7 +560,9 @@ static void check_dense_tiles(uint64_t *seed)
   check(TILERAP_CSR_PTAP, A2, P2, 1, 1, "dense 333 x 333, P 333 x 41 (over tiles, partial tiles)", seed);
   tilerap_csr *Ar = repeat_entry(A2, 17);
   path = product_path(Ar, P2, fill, seed);
-  tap_ok(path == TILERAP_PATH_CSR, "a repeated column in row 17: the CSR rows (path %d)", (int)path);
+  tap_ok(path == TILERAP_PATH_CSR && fill[0] == 0 && fill[1] == 0,
+         "a repeated column in row 17: the CSR rows (path %d), no fills reported (%.1f %.1f: not \"too sparse\")",
+         (int)path, fill[0], fill[1]);
   check(TILERAP_CSR_PTAP, Ar, P2, 0, 0, "dense 333 x 333 with a repeated column, P 333 x 41", seed);
   tilerap_csr_destroy(&Ar);
   tilerap_tuning_set("TILERAP_PATH", "csr");
@@ -579,6 +581,34 @@ static void check_dense_tiles(uint64_t *seed)
            fill[0], fill[1]);
   } else
     tap_ok(0, "mesh2d:3000: %s", tilerap_last_error());
+  /* an empty C over tiles (A 2 x 2 with A(0,1) alone, P 2 x 1 with P(1,0)
+   * alone): the diagonal first refused as the CSR rows refuse it, before
+   * anything is written; then sorted */
+  tilerap_tuning_set("TILERAP_PATH", "tiles");
+  {
+    tilerap_csr *E = NULL, *F = NULL;
+    if (tilerap_csr_create(2, 2, 1, &E) || tilerap_csr_create(2, 1, 1, &F)) abort();
+    E->rowptr[0] = 0; E->rowptr[1] = 1; E->rowptr[2] = 1; E->colidx[0] = 1; E->val[0] = 2.0;
+    F->rowptr[0] = 0; F->rowptr[1] = 0; F->rowptr[2] = 1; F->colidx[0] = 0; F->val[0] = 3.0;
+    dcsr dE = up(E, 0, seed), dF = up(F, 0, seed);
+    tilerap_csr_device_product X = NULL;
+    int64_t cnnz = -1;
+    int32_t hrp[2] = {-1, -1}, *crp = dup_to_device(hrp, sizeof hrp);
+    int err = tilerap_csr_device_product_create_i32(TILERAP_CSR_PTAP, &dE.v, &dF.v, TILERAP_CSR_REUSE, &X, &cnnz);
+    tap_ok(!err && cnnz == 0, "empty C over tiles: made, no entries (%lld)", (long long)cnnz);
+    if (!err) {
+      EXPECT(tilerap_csr_device_product_fill_i32(X, &dE.v, &dF.v, TILERAP_CSR_DIAG_FIRST, crp, NULL, NULL),
+             TILERAP_ERR_STRUCTURE, "empty C over tiles, diagonal first");
+      err = tilerap_csr_device_product_fill_i32(X, &dE.v, &dF.v, 0, crp, NULL, NULL);
+      if (!err) err = tilerap_memcpy(hrp, TILERAP_MEM_HOST, crp, TILERAP_MEM_DEVICE, sizeof hrp);
+      tap_ok(!err && hrp[0] == 0 && hrp[1] == 0, "empty C over tiles, sorted: row pointers 0 0 (%s)",
+             err ? tilerap_last_error() : "ok");
+    }
+    tilerap_csr_device_product_destroy(&X);
+    tilerap_device_free(crp);
+    down_free(&dE); down_free(&dF);
+    tilerap_csr_destroy(&E); tilerap_csr_destroy(&F);
+  }
   tilerap_tuning_set("TILERAP_PATH", NULL);
   tilerap_csr_destroy(&S); tilerap_csr_destroy(&Q);
   tilerap_csr_destroy(&A); tilerap_csr_destroy(&P); tilerap_csr_destroy(&A2); tilerap_csr_destroy(&P2);

@@ -162,6 +162,7 @@ static void tr_tiles_drop(tilerap_csr_device_product X)
   X->aslot = X->bslot = NULL;
   X->tiled = 0;
   X->cnnz = X->macs = 0;
+  X->a_fill = X->b_fill = 0; /* the path reports no fills: not "too sparse" */
 }
 #endif
 
@@ -204,7 +205,11 @@ int tilerap_csr_device_product_create_i32(tilerap_csr_kind kind, const tilerap_c
     if ((err = tr_cuda_dcsr_transpose(B->m, B->n, X->brp, B->colidx, X->bnnz, &X->trp, &X->tcol, &X->tvidx)) ||
         (err = tr_choose_tiles(X, ops)))
       goto fail;
-    if (X->tiled && (err = tr_tiles_create(X, A, B)) == TILERAP_ERR_UNSORTED) tr_tiles_drop(X);
+    /* a row repeating a column (the tiles take none), or under "auto" no
+     * device memory for the tiles: the CSR rows, which need less */
+    if (X->tiled && (err = tr_tiles_create(X, A, B)) &&
+        (err == TILERAP_ERR_UNSORTED || (err == TILERAP_ERR_DEVICE_NOMEM && tr_knob_int(TR_KNOB_PATH) == 0)))
+      tr_tiles_drop(X);
     else if (X->tiled && err) goto fail;
     if (X->tiled) goto made;
     if ((err = tr_cuda_csr_product_create(A->m, B->n, X->arp, A->colidx, X->annz, X->brp, B->colidx, NULL, &X->ap,
@@ -254,6 +259,9 @@ static void tr_c_operands(const tilerap_csr_device_product X, const double *aval
  * its entries, whichever layout they were written in */
 static int tr_tiles_fill(tilerap_csr_device_product X, int diag_first, int32_t *rp, int32_t *col, double *val)
 {
+  if (diag_first && X->cnnz == 0 && X->cm > 0) /* as the CSR rows report it, before anything is written */
+    return tilerap_set_error(TILERAP_ERR_STRUCTURE, "diagonal first: C has no entries, row 0 no diagonal");
+  if (X->cnnz == 0) diag_first = 0; /* no rows, or no entries: the layouts agree */
   int err = diag_first ? tilerap_tile_to_csr_device_diag_first_i32(X->tc, rp, col, val, TILERAP_MEM_DEVICE)
                        : tilerap_tile_to_csr_device_i32(X->tc, rp, col, val, TILERAP_MEM_DEVICE);
   tr_cuda_free(X->cslot);

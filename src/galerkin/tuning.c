@@ -154,6 +154,19 @@ double tr_knob(tr_knob_id k)
   return tr_values[k];
 }
 
+void tr_knob_text(tr_knob_id k, char *buf, size_t len)
+{
+  const tr_knob_def *d = &tr_knobs[k];
+  const double v = tr_knob(k);
+  if (d->kind != TR_CHOICE) {
+    snprintf(buf, len, "%.17g", v);
+    return;
+  }
+  const char *c = d->choices;
+  for (int i = 0; i < (int)v && strchr(c, '|'); i++) c = strchr(c, '|') + 1;
+  snprintf(buf, len, "%.*s", (int)strcspn(c, "|"), c);
+}
+
 int tilerap_tuning_set(const char *name, const char *value)
 {
   if (!name) return tilerap_set_error(TILERAP_ERR_NULL, "tilerap_tuning_set: NULL name");

@@ -58,6 +58,8 @@ TILERAP_EXPORT int tr_tuning_check(void); /* exported for the hypre hook */
  * held a bad value (tr_tuning_check reports it) */
 TILERAP_EXPORT double tr_knob(tr_knob_id k);
 static inline int tr_knob_int(tr_knob_id k) { return (int)tr_knob(k); }
+/* a knob's value as its variable takes it: a choice's name, else the number */
+TILERAP_EXPORT void tr_knob_text(tr_knob_id k, char *buf, size_t len);
 
 /* Whether a CUDA CSR product whose C (rows x cnnz entries) sums macs
  * multiply-adds re-runs from a record rather than its hash tables

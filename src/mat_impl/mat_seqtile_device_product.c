@@ -81,16 +81,17 @@ PetscErrorCode TileDeviceProductDestroy(TileDeviceProduct **pdp)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-/* Host copies of the filled product's structure (TileDeviceProductFill). */
+/* The filled product's structure: its arrays on the device, its row
+ * pointers on the host (TileDeviceProductFill). */
 typedef struct {
   int32_t *drp, *dcol; /* device */
-  int32_t *hrp, *hcol; /* host */
+  int32_t *hrp;        /* host */
   int64_t *rp64;
 } TileDeviceFillBuffers;
 
 /* dp->X made anew (kept for numeric runs: TILERAP_CSR_REUSE, as
  * AIJCUSPARSE keeps its SpGEMM buffers) and filled, the values into
- * dp->first, the structure to the host in b. */
+ * dp->first, the row pointers to the host in b. */
 static PetscErrorCode TileDeviceProductFill(Mat C, TileDeviceProduct *dp, const tilerap_csr_device_i32 *va, const tilerap_csr_device_i32 *vb, TileDeviceFillBuffers *b)
 {
   MPI_Comm comm = PetscObjectComm((PetscObject)C);
@@ -109,26 +110,43 @@ static PetscErrorCode TileDeviceProductFill(Mat C, TileDeviceProduct *dp, const 
   TileCall(comm, tilerap_csr_device_product_fill_i32(dp->X, va, vb, 0, b->drp, b->dcol, dp->first));
   PetscCall(PetscMalloc1(dp->m + 1, &b->hrp));
   PetscCall(PetscMalloc1(dp->m + 1, &b->rp64));
-  PetscCall(PetscMalloc1(nz, &b->hcol));
   TileCall(comm, tilerap_memcpy(b->hrp, TILERAP_MEM_HOST, b->drp, TILERAP_MEM_DEVICE, ((size_t)dp->m + 1) * sizeof(int32_t)));
-  if (dp->cnnz > 0) TileCall(comm, tilerap_memcpy(b->hcol, TILERAP_MEM_HOST, b->dcol, TILERAP_MEM_DEVICE, (size_t)dp->cnnz * sizeof(int32_t)));
   for (int32_t i = 0; i <= dp->m; i++) b->rp64[i] = b->hrp[i];
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
 /* C's structure from the filled product's: kept where it is the same,
- * else made (may_restructure) or refused. */
-static PetscErrorCode TileDeviceProductStructure(Mat C, const TileDeviceProduct *dp, const TileDeviceFillBuffers *b, PetscBool may_restructure)
+ * else made (may_restructure) or refused.  C's first structure takes the
+ * columns straight from the device into its own array (no host copy in
+ * between: GAMG's squared graph of a 101^3 Laplacian has 26 M entries);
+ * values zero unless zero_values is false (a MatProduct API symbolic
+ * phase, whose values are undefined until the numeric one, as
+ * AIJCUSPARSE leaves them). */
+static PetscErrorCode TileDeviceProductStructure(Mat C, const TileDeviceProduct *dp, const TileDeviceFillBuffers *b, PetscBool may_restructure, PetscBool zero_values)
 {
-  PetscBool same;
+  MPI_Comm       comm = PetscObjectComm((PetscObject)C);
+  int32_t       *hcol;
+  PetscBool      same = PETSC_FALSE;
+  PetscErrorCode ierr;
+  int            err = TILERAP_SUCCESS;
 
   PetscFunctionBegin;
-  if (may_restructure) {
-    PetscCall(TileAssembleStructure(C, dp->m, b->rp64, b->hcol));
+  if (may_restructure && !(C->assembled && C->preallocated) && !PetscDefined(USE_64BIT_INDICES)) {
+    PetscInt *cols;
+    PetscCall(TileStructureBegin(C, dp->m, b->rp64, &cols));
+    if (dp->cnnz > 0) TileCall(comm, tilerap_memcpy(cols, TILERAP_MEM_HOST, b->dcol, TILERAP_MEM_DEVICE, (size_t)dp->cnnz * sizeof(int32_t)));
+    PetscCall(TileStructureEnd(C, cols, dp->cnnz, NULL, TILERAP_MEM_HOST, zero_values));
     PetscFunctionReturn(PETSC_SUCCESS);
   }
-  PetscCall(TileStructureIs(C, dp->m, b->rp64, b->hcol, &same));
-  PetscCheck(same, PetscObjectComm((PetscObject)C), PETSC_ERR_PLIB, "the product of unchanged operand patterns differs from C's structure");
+  /* a product made again: compared with C's structure on the host */
+  PetscCall(PetscMalloc1(dp->cnnz ? dp->cnnz : 1, &hcol));
+  if (dp->cnnz > 0) err = tilerap_memcpy(hcol, TILERAP_MEM_HOST, b->dcol, TILERAP_MEM_DEVICE, (size_t)dp->cnnz * sizeof(int32_t));
+  if (err) ierr = TileCheckError_Private(comm, err, "tilerap_memcpy");
+  else if (may_restructure) ierr = TileAssembleStructure(C, dp->m, b->rp64, hcol);
+  else ierr = TileStructureIs(C, dp->m, b->rp64, hcol, &same);
+  PetscCall(PetscFree(hcol));
+  PetscCall(ierr);
+  PetscCheck(may_restructure || same, comm, PETSC_ERR_PLIB, "the product of unchanged operand patterns differs from C's structure");
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -136,12 +154,12 @@ static PetscErrorCode TileDeviceProductStructure(Mat C, const TileDeviceProduct 
  * in dp->first.  C keeps its structure where it is the product's (a plan
  * made again for operands of unchanged patterns: C's nonzerostate kept),
  * else C's AIJ structure is made from the product's (may_restructure; an
- * error otherwise), values zero: the device CSR is made from it at the
- * numeric phase, as AIJCUSPARSE's own products leave it.  On failure dp
- * holds no product (a numeric phase plans again). */
-static PetscErrorCode TileDeviceProductMake(Mat C, TileDeviceProduct *dp, const tilerap_csr_device_i32 *va, const tilerap_csr_device_i32 *vb, PetscBool may_restructure)
+ * error otherwise): the device CSR is made from it at the numeric phase,
+ * as AIJCUSPARSE's own products leave it.  On failure dp holds no product
+ * (a numeric phase plans again). */
+static PetscErrorCode TileDeviceProductMake(Mat C, TileDeviceProduct *dp, const tilerap_csr_device_i32 *va, const tilerap_csr_device_i32 *vb, PetscBool may_restructure, PetscBool zero_values)
 {
-  TileDeviceFillBuffers b = {NULL, NULL, NULL, NULL, NULL};
+  TileDeviceFillBuffers b = {NULL, NULL, NULL, NULL};
   PetscErrorCode        ierr;
 
   PetscFunctionBegin;
@@ -150,13 +168,12 @@ static PetscErrorCode TileDeviceProductMake(Mat C, TileDeviceProduct *dp, const 
   dp->first = NULL;
   PetscCall(PetscLogEventBegin(TILE_Struct, C, 0, 0, 0));
   ierr = TileDeviceProductFill(C, dp, va, vb, &b);
+  if (!ierr) ierr = TileDeviceProductStructure(C, dp, &b, may_restructure, zero_values);
   tilerap_device_free(b.drp);
   tilerap_device_free(b.dcol);
-  if (!ierr) ierr = TileDeviceProductStructure(C, dp, &b, may_restructure);
   {
     PetscErrorCode e2 = PetscFree(b.hrp);
     if (!e2) e2 = PetscFree(b.rp64);
-    if (!e2) e2 = PetscFree(b.hcol);
     if (!ierr) ierr = e2;
     e2 = PetscLogEventEnd(TILE_Struct, C, 0, 0, 0);
     if (!ierr) ierr = e2;
@@ -170,7 +187,7 @@ static PetscErrorCode TileDeviceProductMake(Mat C, TileDeviceProduct *dp, const 
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-PetscErrorCode TileDeviceProductPlan(Mat C, MatProductType type, Mat A, Mat B, TileDeviceProduct **out)
+PetscErrorCode TileDeviceProductPlan(Mat C, MatProductType type, Mat A, Mat B, PetscBool structure_only, TileDeviceProduct **out)
 {
   TileDeviceProduct     *dp = NULL;
   TileAIJArrays          ra, rb;
@@ -197,7 +214,7 @@ PetscErrorCode TileDeviceProductPlan(Mat C, MatProductType type, Mat A, Mat B, T
       if (!ierr) {
         dp->kind = TileDeviceKind(type);
         dp->m    = (int32_t)C->rmap->n;
-        ierr = TileDeviceProductMake(C, dp, &va, &vb, PETSC_TRUE);
+        ierr = TileDeviceProductMake(C, dp, &va, &vb, PETSC_TRUE, (PetscBool)!structure_only);
       }
       if (!ierr) ierr = PetscObjectStateGet((PetscObject)A, &dp->ast);
       if (!ierr) ierr = PetscObjectStateGet((PetscObject)B, &dp->bst);
@@ -246,7 +263,7 @@ PetscErrorCode TileDeviceProductNumeric(Mat C, TileDeviceProduct *dp, Mat A, Mat
         /* AIJCUSPARSE moved an operand's unchanged pattern to new arrays
          * (its device copy rebuilt): the product made again on them, its
          * structure checked against C's before its values go there */
-        ierr = TileDeviceProductMake(C, dp, &va, &vb, PETSC_FALSE);
+        ierr = TileDeviceProductMake(C, dp, &va, &vb, PETSC_FALSE, PETSC_TRUE);
         err  = ierr ? TILERAP_SUCCESS : tilerap_memcpy(ca, TILERAP_MEM_DEVICE, dp->first, TILERAP_MEM_DEVICE, (size_t)dp->cnnz * sizeof(double));
         dp->nremade++;
       }

@@ -112,7 +112,7 @@ PetscErrorCode MatCreateGraph_SeqTile(Mat A, PetscBool sym, PetscBool scale, Pet
   }
   PetscCall(TileStructureBegin(Gmat, mb, rp64, &cols));
   if (gnnz > 0) TileCall(comm, tilerap_memcpy(cols, TILERAP_MEM_HOST, gcols, gmem, (size_t)gnnz * sizeof(int32_t)));
-  PetscCall(TileStructureEnd(Gmat, cols, gnnz, vals, gmem));
+  PetscCall(TileStructureEnd(Gmat, cols, gnnz, vals, gmem, PETSC_TRUE));
   PetscCall(MatSetOption(Gmat, MAT_NEW_NONZERO_ALLOCATION_ERR, PETSC_FALSE)); /* as AIJ's duplicate */
   if (!G) PetscCall(PetscFree(rp64));
   tilerap_csr_destroy(&G);

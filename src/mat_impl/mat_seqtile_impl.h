@@ -186,12 +186,14 @@ PetscErrorCode TileFormExplicitTranspose(Mat P);
  * (tilerap's device CSR products; no tile form).  Plan: *dp NULL when
  * that route does not apply (C, A or B without a device CSR, or an
  * operand row too long for the CSR path: the tile route then), else C's
- * AIJ structure made and the values kept for the numeric phase.  Numeric:
+ * AIJ structure made (host values zero, left unset for a MatProduct API
+ * symbolic phase: structure_only) and the values kept on the device for
+ * the numeric phase.  Numeric:
  * C's values into its device CSR (*fresh: those of the plan, the operands
  * unchanged since); *stale when an operand or C has left the device since
  * the plan (nothing done: plan again). */
 typedef struct TileDeviceProduct TileDeviceProduct;
-PetscErrorCode TileDeviceProductPlan(Mat C, MatProductType type, Mat A, Mat B, TileDeviceProduct **dp);
+PetscErrorCode TileDeviceProductPlan(Mat C, MatProductType type, Mat A, Mat B, PetscBool structure_only, TileDeviceProduct **dp);
 PetscErrorCode TileDeviceProductNumeric(Mat C, TileDeviceProduct *dp, Mat A, Mat B, PetscBool *stale, PetscBool *fresh);
 PetscErrorCode TileDeviceProductView(TileDeviceProduct *dp, PetscViewer viewer);
 PetscErrorCode TileDeviceProductDestroy(TileDeviceProduct **dp);
@@ -234,7 +236,10 @@ PetscErrorCode TileStructureIs(Mat C, int32_t m, const int64_t *rowptr, const in
 /* Both from host CSR arrays in tilerap's layout: C's structure, values
  * zero, unless C has it already (TileStructureIs). */
 PetscErrorCode TileAssembleStructure(Mat C, int32_t m, const int64_t *rowptr, const int32_t *colidx);
-PetscErrorCode TileStructureEnd(Mat C, PetscInt *cols, int64_t nz, const double *vals, tilerap_memtype vals_mem);
+/* C's values from vals (host or device), else zero, or left unset where
+ * zero is false (undefined until a numeric phase, as AIJCUSPARSE's own
+ * symbolic phases leave them); then C assembled. */
+PetscErrorCode TileStructureEnd(Mat C, PetscInt *cols, int64_t nz, const double *vals, tilerap_memtype vals_mem, PetscBool zero);
 /* MatCreateGraph of a seqtile (mat_seqtile_graph.c): the strength graph
  * by the engine (tilerap_csr_graph_i32 or its device form), the same as
  * AIJ's; AIJ's own (base) where the engine does not apply.  Versions whose

@@ -252,7 +252,7 @@ PetscErrorCode TileStructureBegin(Mat C, int32_t m, const int64_t *rowptr, Petsc
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-PetscErrorCode TileStructureEnd(Mat C, PetscInt *cols, int64_t nz, const double *vals, tilerap_memtype vals_mem)
+PetscErrorCode TileStructureEnd(Mat C, PetscInt *cols, int64_t nz, const double *vals, tilerap_memtype vals_mem, PetscBool zero)
 {
   PetscScalar *ca;
 
@@ -263,8 +263,10 @@ PetscErrorCode TileStructureEnd(Mat C, PetscInt *cols, int64_t nz, const double 
   PetscCall(MatSeqAIJGetArrayWrite(C, &ca));
   int terr = TILERAP_SUCCESS;
   if (!vals) { /* by all threads: a fresh array's first-touch faults dominate the zeroing */
+    if (zero) {
 #pragma omp parallel for schedule(static) if (nz > (1 << 20))
-    for (int64_t k = 0; k < nz; k++) ca[k] = 0;
+      for (int64_t k = 0; k < nz; k++) ca[k] = 0;
+    }
   } else if (nz > 0) terr = tilerap_memcpy(ca, TILERAP_MEM_HOST, vals, vals_mem, (size_t)nz * sizeof(double));
   PetscCall(MatSeqAIJRestoreArrayWrite(C, &ca));
   TileCall(PetscObjectComm((PetscObject)C), terr);
@@ -305,7 +307,7 @@ PetscErrorCode TileAssembleStructure(Mat C, int32_t m, const int64_t *rowptr, co
   if (same) PetscFunctionReturn(PETSC_SUCCESS);
   PetscCall(TileStructureBegin(C, m, rowptr, &cols));
   for (int64_t k = 0; k < rowptr[m]; k++) cols[k] = (PetscInt)colidx[k];
-  PetscCall(TileStructureEnd(C, cols, rowptr[m], NULL, TILERAP_MEM_HOST));
+  PetscCall(TileStructureEnd(C, cols, rowptr[m], NULL, TILERAP_MEM_HOST, PETSC_TRUE));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -412,7 +414,7 @@ static PetscErrorCode TileProductPlan(Mat C, TileProduct *pd, Mat A, Mat B)
 #if TILE_DEVICE_AIJ
   PetscCall(TileDeviceProductDestroy(&pd->dcsr));
   if (pd->device) { /* the device CSR route where C and the operands have a device CSR */
-    PetscCall(TileDeviceProductPlan(C, pd->type, A, B, &pd->dcsr));
+    PetscCall(TileDeviceProductPlan(C, pd->type, A, B, pd->structure_only, &pd->dcsr));
     if (pd->dcsr) {
       PetscCall(TileProductPlanned(pd, A, B));
       PetscCall(TileProductUntiled(pd, C, cc));
@@ -464,7 +466,7 @@ static PetscErrorCode TileProductPlan(Mat C, TileProduct *pd, Mat A, Mat B)
        * into C's column array (32-bit PetscInt) */
       PetscCall(TileStructureBegin(C, (int32_t)m, rp, &cols));
       err = tilerap_tile_to_csr_device(out, NULL, (int32_t *)cols, NULL, TILERAP_MEM_HOST);
-      if (!err) PetscCall(TileStructureEnd(C, cols, out->nnz, NULL, TILERAP_MEM_HOST));
+      if (!err) PetscCall(TileStructureEnd(C, cols, out->nnz, NULL, TILERAP_MEM_HOST, PETSC_TRUE));
     } else { /* through a 32-bit copy; a plan made again keeps C's structure where it is the product's */
       int32_t *cj32;
       PetscCall(PetscMalloc1(out->nnz ? out->nnz : 1, &cj32));

@@ -80,7 +80,7 @@ static PetscErrorCode TileOptionsRead(TileOptionItems PetscOptionsObject, const 
   PetscCall(PetscOptionsInt("-mat_tile_device", "CUDA device of this process (default for mpitile: node-local rank mod device count)", "MatSeqTile", v->device, &v->device, &v->device_set));
   for (int k = 0; k < TILE_NTUNING; k++) {
     char now[32];
-    PetscCall(PetscSNPrintf(now, sizeof now, "%.17g", tr_knob(tile_tuning_options[k].id)));
+    tr_knob_text(tile_tuning_options[k].id, now, sizeof now);
     PetscCall(PetscOptionsString(tile_tuning_options[k].option, tile_tuning_options[k].help, "MatSeqTile", now, v->tuning[k], sizeof v->tuning[k], &v->tuning_set[k]));
     if (v->tuning_set[k] && tile_tuning_options[k].flag && !v->tuning[k][0]) PetscCall(PetscStrncpy(v->tuning[k], "1", sizeof v->tuning[k]));
   }

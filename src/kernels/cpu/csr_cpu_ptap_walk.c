@@ -159,6 +159,18 @@ int tr_cpu_ptap_walk_new(const tilerap_csr *A, const tilerap_csr *P, tr_cpu_ptap
   W->fs = tr_cpu_stride(nf);
   W->ls = tr_cpu_stride(W->lmax);
   W->cs = tr_cpu_stride(nc);
+  /* Every thread holds an R*A row of up to lmax entries.  A P of a few
+   * columns of wide support (one aggregate, a deflation space) makes those
+   * rows as long as A is wide, and 64 threads would hold 64 of them (a
+   * 2000^2 grid's one-column P: 4 GB against A*P's 128 MB): no more
+   * threads than C has rows, and no more than fit twice A's CSR arrays. */
+  if (W->nth > nc) W->nth = nc > 1 ? nc : 1;
+  {
+    const int64_t row_bytes = (int64_t)W->ls * 16; /* lcol, lval, and a slot or hash entry each */
+    int64_t budget = 2 * (A->nnz * 12 + (int64_t)nf * 4);
+    if (budget < ((int64_t)1 << 26)) budget = (int64_t)1 << 26;
+    if ((int64_t)W->nth * row_bytes > budget) W->nth = budget / row_bytes > 1 ? (int)(budget / row_bytes) : 1;
+  }
   /* a slot per fine column and thread (a hash probe costs 1.4x on the
    * R*A rows of elasticity and the 125-point stencil) while those stay
    * within an eighth of A's CSR arrays; else a hash table at most half

@@ -293,7 +293,7 @@ static __global__ void k_dcsr_tiles(int32_t m, const int64_t *__restrict__ rp, c
   for (int32_t w = threadIdx.x; w < words; w += blockDim.x) tr_bits[w] = 0;
   __syncthreads();
   unsigned long long found = 0, entries = 0;
-  const int32_t TR = (m + 15) / 16;
+  const int64_t TR = ((int64_t)m + 15) / 16;
   for (int64_t I = (int64_t)blockIdx.x * stride; I < TR; I += (int64_t)gridDim.x * stride) {
     const int64_t b = rp[16 * I], e = rp[min(16 * I + 16, (int64_t)m)];
     if (e - b > TR_FILL_ROW_MAX) continue; /* the whole block skips it */
