@@ -137,6 +137,29 @@ static void check_spec(const char *spec, uint64_t *seed)
   tilerap_csr_destroy(&A);
 }
 
+/* P^T A P by one route of TILERAP_CSR_PTAP against the reference (what),
+ * then its plan's memory and whether it keeps A*P, made on nth threads */
+static void route_memory(const char *route, const char *what, tilerap_csr *A, tilerap_csr *P, int nth,
+                         uint64_t *seed, int64_t *bytes, int *keeps)
+{
+  tilerap_tuning_set("TILERAP_CSR_PTAP", route);
+  check_kind(what, TILERAP_CSR_PTAP, A, P, seed);
+  tilerap_csr_plan plan = NULL;
+  tilerap_csr *C = NULL;
+#ifdef _OPENMP
+  const int saved = omp_get_max_threads();
+  omp_set_num_threads(nth);
+#else
+  (void)nth;
+#endif
+  if (!tilerap_csr_plan_create(TILERAP_CSR_PTAP, A, P, &plan, &C)) tilerap_csr_plan_memory(plan, bytes, keeps);
+#ifdef _OPENMP
+  omp_set_num_threads(saved);
+#endif
+  tilerap_csr_destroy(&C);
+  tilerap_csr_plan_destroy(&plan);
+}
+
 /* P^T A P by each route of TILERAP_CSR_PTAP (the runs above take the
  * default, walk): the reference
  * on meshes, graphs, blocks and stencils with SA, classical and
@@ -160,26 +183,11 @@ static void check_routes(int quick, uint64_t *seed)
       int64_t bytes[2] = {-1, -1};
       int keeps[2] = {-1, -1};
       for (int r = 0; r < 2; r++) {
-        const char *route = r ? "ap" : "walk";
         char what[160];
-        snprintf(what, sizeof what, "TILERAP_CSR_PTAP=%s, %s %s", route, specs[k], pn[p]);
-        tilerap_tuning_set("TILERAP_CSR_PTAP", route);
-        check_kind(what, TILERAP_CSR_PTAP, A, P[p], seed);
-        tilerap_csr_plan plan = NULL;
-        tilerap_csr *C = NULL;
+        snprintf(what, sizeof what, "TILERAP_CSR_PTAP=%s, %s %s", r ? "ap" : "walk", specs[k], pn[p]);
         /* per-thread scratch: with many threads on these small operands
          * the walk's (A's rows) can outweigh the A*P saved */
-#ifdef _OPENMP
-        const int saved = omp_get_max_threads();
-        omp_set_num_threads(2);
-#endif
-        if (!tilerap_csr_plan_create(TILERAP_CSR_PTAP, A, P[p], &plan, &C))
-          tilerap_csr_plan_memory(plan, &bytes[r], &keeps[r]);
-#ifdef _OPENMP
-        omp_set_num_threads(saved);
-#endif
-        tilerap_csr_destroy(&C);
-        tilerap_csr_plan_destroy(&plan);
+        route_memory(r ? "ap" : "walk", what, A, P[p], 2, seed, &bytes[r], &keeps[r]);
       }
       tap_ok(keeps[0] == 0 && keeps[1] == 1 && bytes[0] > 0 && bytes[0] < bytes[1],
              "routes: %s %s: the walk keeps no A*P (%d; ap %d) and, on 2 threads, holds less (%lld bytes against %lld)", specs[k], pn[p],
@@ -219,23 +227,9 @@ static void check_wide_columns(uint64_t *seed)
                 "wide columns: %d-column P generated", ncs[k])) continue;
     int64_t bytes[2] = {-1, -1};
     for (int r = 0; r < 2; r++) {
-      const char *route = r ? "ap" : "walk";
       char what[128];
-      snprintf(what, sizeof what, "wide columns: TILERAP_CSR_PTAP=%s, 300^2 grid, %d-column P", route, ncs[k]);
-      tilerap_tuning_set("TILERAP_CSR_PTAP", route);
-      check_kind(what, TILERAP_CSR_PTAP, A, P, seed);
-      tilerap_csr_plan plan = NULL;
-      tilerap_csr *C = NULL;
-#ifdef _OPENMP
-      const int saved = omp_get_max_threads();
-      omp_set_num_threads(16);
-#endif
-      if (!tilerap_csr_plan_create(TILERAP_CSR_PTAP, A, P, &plan, &C)) tilerap_csr_plan_memory(plan, &bytes[r], NULL);
-#ifdef _OPENMP
-      omp_set_num_threads(saved);
-#endif
-      tilerap_csr_destroy(&C);
-      tilerap_csr_plan_destroy(&plan);
+      snprintf(what, sizeof what, "wide columns: TILERAP_CSR_PTAP=%s, 300^2 grid, %d-column P", r ? "ap" : "walk", ncs[k]);
+      route_memory(r ? "ap" : "walk", what, A, P, 16, seed, &bytes[r], NULL);
     }
     tap_ok(bytes[0] > 0 && bytes[1] > 0 && bytes[0] <= 2 * bytes[1],
            "wide columns: %d-column P on 16 threads: the walk holds %lld bytes, ap %lld (at most twice)", ncs[k],
