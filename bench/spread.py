@@ -8,6 +8,9 @@ BENCHMARKS.md tabulates them:
     bench/spread.py --hypre run1/hypre.log run2/hypre.log run3/hypre.log   (hypre-device-bench)
     bench/spread.py --resetup run1/r.log run2/r.log run3/r.log            (hypre-resetup-bench)
     bench/spread.py --lowprec run1/l.log run2/l.log run3/l.log            (bench/lowprec.sh)
+    bench/spread.py --gamg call1/gamg.md call2/gamg.md call3/gamg.md      (bench/petsc_gamg.sh tables of
+                    one run each, e.g. one per device call: min / median / max over them, the
+                    iterations seen, the median peak memory)
     bench/spread.py --cpu run1.log run2.log run3.log                       (galerkin-bench on the CPU,
                     with PETSc: first and re-run times, PETSc / tilerap per run)
     bench/spread.py --levels old1.log old2.log --vs new1.log new2.log
@@ -263,6 +266,47 @@ def tc(files):
         print("| %s | %s | %s | %.3f–%.3f | %s |" % (name, lvl, mp, min(col[0]), max(col[0]), " | ".join(cells)))
 
 
+def gamg(files):
+    """bench/petsc_gamg.sh tables (its "| case | type | ..." rows): each
+    column's first number (a table of one run: that run) over the files"""
+    rows, order = {}, []
+    head = None
+    for f in files:
+        for line in open(f):
+            if not line.startswith("| ") or line.startswith("|---"):
+                continue
+            cells = [c.strip() for c in line.strip().strip("|").split("|")]
+            if cells[0] == "case":
+                head = line.strip()
+                continue
+            key = (cells[0], cells[1])
+            if key not in rows:
+                rows[key] = []
+                order.append(key)
+            rows[key].append(cells[2:])
+    if head is None:
+        sys.exit("--gamg: no bench/petsc_gamg.sh table in " + " ".join(files))
+    print(head.replace("| iterations |", "| runs | iterations |"))
+    print("|" + "---|" * (len(head.strip("|").split("|")) + 1))
+    for key in order:
+        runs = rows[key]
+        out = []
+        for j in range(len(runs[0])):
+            cells = [r[j] for r in runs]
+            if j == 6:  # iterations, as the runs gave them
+                its = sorted({i.strip() for c in cells for i in c.split(",") if i.strip()}, key=int)
+                out.append("%d | %s" % (len(runs), ", ".join(its)))
+                continue
+            vals = [float(c.split("/")[0]) for c in cells]
+            if j == 7:  # peak memory: the median
+                out.append("%.0f" % statistics.median(vals))
+            elif all(v == 0 for v in vals):
+                out.append("—")
+            else:
+                out.append(mmm(vals))
+        print("| %s | %s | %s |" % (key[0], key[1], " | ".join(out)))
+
+
 def levels(args):
     """per level of galerkin-bench-gpu logs: old (before --vs) against new"""
     if "--vs" not in args:
@@ -307,6 +351,8 @@ if __name__ == "__main__":
         resetup(args[1:])
     elif args[0] == "--cpu":
         cpu(args[1:])
+    elif args[0] == "--gamg":
+        gamg(args[1:])
     elif args[0] == "--lowprec":
         lowprec(args[1:])
     elif args[0] == "--tc":
