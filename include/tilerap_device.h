@@ -220,6 +220,23 @@ TILERAP_EXPORT int tilerap_csr_device_path_i32(tilerap_csr_kind kind, const tile
                                                const tilerap_csr_device_i32 *B, tilerap_path *path,
                                                int64_t *a_longest_row);
 
+/* Products of A's transpose with a vector on the device, for a restriction
+ * y = P^T x (+ z) in a multigrid cycle: A's transpose as a view made once
+ * for A's structure (rows of A^T, each entry's position in A's values),
+ * then each product reads A's current values through it, a few lanes per
+ * row of A^T summing in a fixed order (no atomics: the same result on
+ * every call).  x has A->m entries, y and z (optional, may be y) A->n.
+ * Runs on the legacy default stream and returns without waiting; A's
+ * shape and structure arrays must be those given to create
+ * (TILERAP_ERR_STRUCTURE otherwise: create again). */
+typedef struct tilerap_csr_device_transpose_s *tilerap_csr_device_transpose;
+TILERAP_EXPORT int tilerap_csr_device_transpose_create_i32(const tilerap_csr_device_i32 *A,
+                                                           tilerap_csr_device_transpose *T);
+TILERAP_EXPORT int tilerap_csr_device_transpose_mult_i32(tilerap_csr_device_transpose T,
+                                                         const tilerap_csr_device_i32 *A, const double *x,
+                                                         const double *z, double *y);
+TILERAP_EXPORT void tilerap_csr_device_transpose_destroy(tilerap_csr_device_transpose *T);
+
 #ifdef __cplusplus
 }
 #endif

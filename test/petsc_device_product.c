@@ -295,9 +295,10 @@ static PetscErrorCode more_checks(void)
   PetscCall(VecDestroy(&yref));
   PetscCall(MatDestroy(&C));
 
-  /* a P that asks for its explicit transpose (as GAMG's do) gets it in the
-   * product's setup, as AIJCUSPARSE's PtAP does; the restriction after it
-   * forms none, and multiplies right */
+  /* a P that asks for its explicit transpose (as GAMG's do) gets its
+   * transposed view in the product's setup (AIJCUSPARSE's PtAP forms its
+   * explicit transpose there): no cuSPARSE transpose then or in the
+   * restriction after it, which multiplies right */
   {
     Mat       Pt;
     PetscInt  g0, g1, g2;
@@ -317,7 +318,53 @@ static PetscErrorCode more_checks(void)
     PetscCall(VecAXPY(x, -1.0, yref));
     PetscCall(VecNorm(x, NORM_2, &e));
     PetscCall(VecNorm(yref, NORM_2, &r));
-    tap_ok(g1 == g0 + 1 && g2 == g1 && e <= TOL * r, "P's explicit transpose formed in PtAP's setup (+%d), none in the restriction after (+%d), P^T y rel. difference %.2e", (int)(g1 - g0), (int)(g2 - g1), (double)(e / r));
+    tap_ok(g1 == g0 && g2 == g1 && e <= TOL * r, "P's transpose for the restriction: no cuSPARSE transpose in PtAP's setup (+%d) or in the restriction after (+%d), P^T y rel. difference %.2e", (int)(g1 - g0), (int)(g2 - g1), (double)(e / r));
+    /* MatMultTransposeAdd (z apart and z = y), new values, a new
+     * structure, bound to the CPU and back: each against AIJCUSPARSE's */
+    {
+      Mat Pr; /* the reference, changed alike (Pc stays for the checks below) */
+      PetscCall(MatDuplicate(Pc, MAT_COPY_VALUES, &Pr));
+      for (int k = 0; k < 5; k++) {
+        Vec       z, w;
+        PetscReal ea, eb, ra, rb;
+        if (k == 1) {
+          PetscCall(MatScale(Pt, 1.5));
+          PetscCall(MatScale(Pr, 1.5));
+        } else if (k == 2) { /* a new entry: a new nonzerostate, a new view */
+          PetscCall(MatSetOption(Pt, MAT_NEW_NONZERO_ALLOCATION_ERR, PETSC_FALSE));
+          PetscCall(MatSetOption(Pr, MAT_NEW_NONZERO_ALLOCATION_ERR, PETSC_FALSE));
+          PetscCall(MatSetValue(Pt, 5, 0, 2.5, INSERT_VALUES));
+          PetscCall(MatSetValue(Pr, 5, 0, 2.5, INSERT_VALUES));
+          PetscCall(MatAssemblyBegin(Pt, MAT_FINAL_ASSEMBLY));
+          PetscCall(MatAssemblyEnd(Pt, MAT_FINAL_ASSEMBLY));
+          PetscCall(MatAssemblyBegin(Pr, MAT_FINAL_ASSEMBLY));
+          PetscCall(MatAssemblyEnd(Pr, MAT_FINAL_ASSEMBLY));
+        } else if (k == 3) PetscCall(MatBindToCPU(Pt, PETSC_TRUE));
+        else if (k == 4) PetscCall(MatBindToCPU(Pt, PETSC_FALSE));
+        PetscCall(VecDuplicate(x, &z));
+        PetscCall(VecDuplicate(x, &w));
+        PetscCall(VecSetRandom(y, NULL));
+        PetscCall(VecSetRandom(z, NULL));
+        PetscCall(MatMultTransposeAdd(Pt, y, z, x)); /* x = P^T y + z */
+        PetscCall(MatMultTranspose(Pr, y, yref));   /* the reference: P^T y, then + z */
+        PetscCall(VecAXPY(yref, 1.0, z));
+        PetscCall(VecAXPY(x, -1.0, yref));
+        PetscCall(VecNorm(x, NORM_2, &ea));
+        PetscCall(VecNorm(yref, NORM_2, &ra));
+        PetscCall(VecCopy(z, w));
+        PetscCall(MatMultTransposeAdd(Pt, y, w, w)); /* w = P^T y + w, against P^T y + z above */
+        PetscCall(VecAXPY(w, -1.0, yref));
+        PetscCall(VecNorm(w, NORM_2, &eb));
+        rb = ra;
+        {
+          static const char *const when[] = {"as made", "after MatScale", "after a new entry", "bound to the CPU", "released again"};
+          tap_ok(ea <= TOL * ra && eb <= TOL * rb, "MatMultTransposeAdd of a tile P %s: P^T y + z rel. difference %.2e, in place %.2e", when[k], (double)(ea / ra), (double)(eb / rb));
+        }
+        PetscCall(VecDestroy(&z));
+        PetscCall(VecDestroy(&w));
+      }
+      PetscCall(MatDestroy(&Pr));
+    }
     PetscCall(VecDestroy(&x));
     PetscCall(VecDestroy(&y));
     PetscCall(VecDestroy(&yref));

@@ -614,6 +614,91 @@ static void check_dense_tiles(uint64_t *seed)
   tilerap_csr_destroy(&A); tilerap_csr_destroy(&P); tilerap_csr_destroy(&A2); tilerap_csr_destroy(&P2);
 }
 
+/* y = H^T x (+ z, or + y in place) on the device (tilerap_csr_device_transpose_*)
+ * against long-double sums, relative to the sum of the terms' magnitudes;
+ * a second product bit for bit the first (no atomics); the view refuses
+ * moved structure arrays and missing vectors. */
+static void check_transpose_mult(const char *what, const tilerap_csr *H, uint64_t *seed)
+{
+  const int32_t m = H->m, n = H->n;
+  dcsr D = up(H, 1, seed);
+  if (!H->nnz) D.v.val = NULL; /* a matrix without entries may have no values */
+  double *hx = malloc(((size_t)m + 1) * sizeof *hx), *hz = malloc(((size_t)n + 1) * sizeof *hz);
+  double *hy = malloc(((size_t)n + 1) * sizeof *hy), *hy2 = malloc(((size_t)n + 1) * sizeof *hy2);
+  long double *ref = calloc((size_t)n + 1, sizeof *ref), *mag = calloc((size_t)n + 1, sizeof *mag);
+  for (int32_t i = 0; i < m; i++) hx[i] = ref_rand01(seed) - 0.5;
+  for (int32_t j = 0; j < n; j++) hz[j] = ref_rand01(seed) - 0.5;
+  for (int32_t i = 0; i < m; i++)
+    for (int64_t p = H->rowptr[i]; p < H->rowptr[i + 1]; p++) {
+      ref[H->colidx[p]] += (long double)H->val[p] * hx[i];
+      mag[H->colidx[p]] += fabsl((long double)H->val[p] * hx[i]);
+    }
+  double *dx = dup_to_device(hx, (size_t)m * sizeof *hx), *dz = dup_to_device(hz, (size_t)n * sizeof *hz);
+  double *dy = dup_to_device(NULL, (size_t)n * sizeof *hy);
+  tilerap_csr_device_transpose T = NULL;
+  int err = tilerap_csr_device_transpose_create_i32(&D.v, &T), same = 1;
+  double worst = 0;
+  for (int mode = 0; mode < 3 && !err; mode++) { /* y = H^T x, + z, + y */
+    if (mode == 2) err = tilerap_memcpy(dy, TILERAP_MEM_DEVICE, hz, TILERAP_MEM_HOST, (size_t)n * sizeof *hz);
+    if (!err) err = tilerap_csr_device_transpose_mult_i32(T, &D.v, dx, mode == 1 ? dz : mode == 2 ? dy : NULL, dy);
+    if (!err) err = tilerap_memcpy(hy, TILERAP_MEM_HOST, dy, TILERAP_MEM_DEVICE, (size_t)n * sizeof *hy);
+    for (int32_t j = 0; !err && j < n; j++) {
+      const long double want = ref[j] + (mode ? hz[j] : 0), scale = mag[j] + (mode ? fabs(hz[j]) : 0);
+      const double e = (double)(fabsl((long double)hy[j] - want) / (scale > 0 ? scale : 1));
+      if (e > worst) worst = e;
+    }
+    if (!err && mode == 0) {
+      err = tilerap_csr_device_transpose_mult_i32(T, &D.v, dx, NULL, dy);
+      if (!err) err = tilerap_memcpy(hy2, TILERAP_MEM_HOST, dy, TILERAP_MEM_DEVICE, (size_t)n * sizeof *hy2);
+      same = !err && !memcmp(hy, hy2, (size_t)n * sizeof *hy);
+    }
+  }
+  tap_ok(!err && worst <= 1e-14 && same, "transpose times a vector, %s (%d x %d, %lld entries): y = A^T x, + z, + y in place within %.1e of the sums' magnitudes%s (%s)",
+         what, m, n, (long long)H->nnz, worst, same ? ", again bit for bit" : ", NOT the same twice", err ? tilerap_last_error() : "ok");
+  if (T && H->nnz > 0) {
+    tilerap_csr_device_i32 moved = D.v;
+    moved.rowptr = dup_to_device(NULL, ((size_t)m + 1) * sizeof(int32_t));
+    EXPECT(tilerap_csr_device_transpose_mult_i32(T, &moved, dx, NULL, dy), TILERAP_ERR_STRUCTURE,
+           "transpose times a vector with A's row pointers moved");
+    tilerap_device_free((void *)moved.rowptr);
+    EXPECT(tilerap_csr_device_transpose_mult_i32(T, &D.v, NULL, NULL, dy), TILERAP_ERR_NULL,
+           "transpose times a vector without x");
+  }
+  tilerap_csr_device_transpose_destroy(&T);
+  tap_ok(T == NULL, "transpose: destroy clears the handle");
+  tilerap_device_free(dx); tilerap_device_free(dz); tilerap_device_free(dy);
+  free(hx); free(hz); free(hy); free(hy2); free(ref); free(mag);
+  down_free(&D);
+}
+
+static void check_transpose_mults(uint64_t *seed)
+{
+  tilerap_csr *S = NULL, *Q = NULL;
+  if (!tilerap_model_irregular("mesh2d:3000", 7, &S) && !tilerap_model_sa_prolongator(S, 2.0 / 3.0, &Q))
+    check_transpose_mult("mesh2d:3000's SA P", Q, seed);
+  else
+    tap_ok(0, "mesh2d:3000: %s", tilerap_last_error());
+  tilerap_csr_destroy(&S); tilerap_csr_destroy(&Q);
+  /* columns of about 4, 12, 24 and 90 entries (each lane count), empty rows, no entries, no rows */
+  static const struct { int32_t m, n; double d; int empty; } r[] = {
+      {301, 77, 0.012, 9}, {400, 40, 0.03, 0}, {400, 40, 0.06, 7}, {301, 1, 0.3, 0}, {40, 23, 0.0, 0}, {0, 5, 0.0, 0}};
+  for (int k = 0; k < (int)(sizeof r / sizeof *r); k++) {
+    tilerap_csr *H = NULL;
+    if (r[k].d > 0) H = ref_random(r[k].m, r[k].n, r[k].d, r[k].empty, seed);
+    else {
+      if (tilerap_csr_create(r[k].m, r[k].n, 0, &H)) abort();
+      for (int32_t i = 0; i <= r[k].m; i++) H->rowptr[i] = 0;
+    }
+    char what[64];
+    snprintf(what, sizeof what, "random %d x %d, density %g", r[k].m, r[k].n, r[k].d);
+    check_transpose_mult(what, H, seed);
+    tilerap_csr_destroy(&H);
+  }
+  tilerap_csr_device_transpose T = NULL;
+  EXPECT(tilerap_csr_device_transpose_create_i32(NULL, &T), TILERAP_ERR_NULL, "transpose of a NULL matrix");
+  EXPECT(tilerap_csr_device_transpose_mult_i32(NULL, NULL, NULL, NULL, NULL), TILERAP_ERR_NULL, "transpose product of NULLs");
+}
+
 static void check_misuse(uint64_t *seed)
 {
   tilerap_csr *A = ref_random(40, 40, 0.1, 7, seed), *P = ref_random(40, 9, 0.2, 5, seed), *Q = ref_random(30, 9, 0.2, 0, seed);
@@ -735,6 +820,10 @@ int main(int argc, char **argv)
   ref_long_double_sums(1);
   const int quick = argc > 1 && !strcmp(argv[1], "--quick");
   uint64_t seed = 20261127;
+  if (argc > 1 && !strcmp(argv[1], "--transpose")) { /* that check alone (compute-sanitizer runs of its kernel) */
+    check_transpose_mults(&seed);
+    return tap_done();
+  }
   const char *set[] = {"mesh2d:3000", "mesh3d:2500", "powerlaw:3000", "random:2000", "denserow:2500", "elast:1500",
                        "s125:1000", "mesh2d:20000:sfc"};
   const int nset = quick ? 4 : (int)(sizeof set / sizeof *set);
@@ -762,6 +851,7 @@ int main(int argc, char **argv)
   check_misuse(&seed);
   check_refill_and_new_arrays(&seed);
   check_empty_operand(&seed);
+  check_transpose_mults(&seed);
   return tap_done();
 }
 

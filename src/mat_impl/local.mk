@@ -8,6 +8,7 @@ libtilerap_la_SOURCES += \
 	src/mat_impl/tile_options.c \
 	src/mat_impl/mat_seqtile_product.c \
 	src/mat_impl/mat_seqtile_device_product.c \
+	src/mat_impl/mat_seqtile_transpose_mult.c \
 	src/mat_impl/mat_seqtile_graph.c \
 	src/mat_impl/mat_mpitile.c \
 	src/mat_impl/mat_tile_register.c

@@ -83,6 +83,7 @@ static PetscErrorCode TileDataFree(Mat_SeqTile **t)
 {
   PetscFunctionBegin;
   if (*t) PetscCall(TileCacheReset(&(*t)->cache));
+  if (*t) tilerap_csr_device_transpose_destroy(&(*t)->dT);
   PetscCall(PetscFree(*t));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
@@ -380,6 +381,8 @@ static PetscErrorCode TileCaptureBaseOps(Mat B, PetscBool device)
   b->productsetfromoptions = B->ops->productsetfromoptions;
   b->duplicate             = B->ops->duplicate;
   b->bindtocpu             = B->ops->bindtocpu;
+  b->multtranspose         = B->ops->multtranspose;
+  b->multtransposeadd      = B->ops->multtransposeadd;
 #if TILE_GRAPH
   b->creategraph = B->ops->creategraph;
 #endif
@@ -407,6 +410,13 @@ static PetscErrorCode TileRestoreBaseOps(Mat B, PetscBool device)
   B->ops->productsetfromoptions = b->productsetfromoptions;
   B->ops->duplicate             = b->duplicate;
   B->ops->bindtocpu             = b->bindtocpu;
+#if TILE_DEVICE_AIJ
+  if (!(device && B->boundtocpu)) /* bound to the CPU, B has the base's host versions */
+#endif
+  {
+    B->ops->multtranspose    = b->multtranspose;
+    B->ops->multtransposeadd = b->multtransposeadd;
+  }
 #if TILE_GRAPH
   B->ops->creategraph = b->creategraph;
 #endif
@@ -475,6 +485,10 @@ static PetscErrorCode MatBindToCPU_SeqTile(Mat A, PetscBool flg)
   PetscCall(TileGetData(A, &t));
   if (tile_base_ops[1].bindtocpu) PetscCall(tile_base_ops[1].bindtocpu(A, flg));
   A->ops->productsetfromoptions = MatProductSetFromOptions_SeqTile;
+  if (!flg) { /* the base put its device versions back */
+    A->ops->multtranspose    = MatMultTranspose_SeqTile;
+    A->ops->multtransposeadd = MatMultTransposeAdd_SeqTile;
+  }
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 #endif
@@ -543,6 +557,10 @@ PetscErrorCode TileSeqConvertInPlace(Mat B, PetscBool device)
 #if TILE_DEVICE_AIJ
   B->ops->duplicate = MatDuplicate_SeqTile;
   if (device) B->ops->bindtocpu = MatBindToCPU_SeqTile;
+  if (device && !B->boundtocpu) {
+    B->ops->multtranspose    = MatMultTranspose_SeqTile;
+    B->ops->multtransposeadd = MatMultTransposeAdd_SeqTile;
+  }
 #endif
   PetscCall(TileCompose(B, device, device ? MATSEQAIJTILE : MATSEQAIJTILEHOST, PETSC_TRUE));
   PetscCall(PetscObjectChangeTypeName((PetscObject)B, device ? MATSEQAIJTILE : MATSEQAIJTILEHOST));

@@ -97,6 +97,8 @@ typedef struct {
   PetscErrorCode (*fallback)(Mat); /* SeqAIJ's productsetfromoptions */
   PetscErrorCode (*duplicate)(Mat, MatDuplicateOption, Mat *);
   PetscErrorCode (*bindtocpu)(Mat, PetscBool);
+  PetscErrorCode (*multtranspose)(Mat, Vec, Vec);
+  PetscErrorCode (*multtransposeadd)(Mat, Vec, Vec, Vec);
 #if !PETSC_VERSION_LT(3, 25, 0)
   PetscErrorCode (*creategraph)(Mat, PetscBool, PetscBool, PetscReal, PetscInt, PetscInt[], Mat *);
 #elif PETSC_VERSION_LT(3, 19, 0) && !PETSC_VERSION_LT(3, 18, 0)
@@ -110,6 +112,8 @@ typedef struct {
   TileCache cache;
   tilerap_options opt;
   PetscBool device_aij; /* base is SeqAIJCUSPARSE: the AIJ arrays have a device copy */
+  tilerap_csr_device_transpose dT; /* device_aij: the transposed view of MatMultTranspose */
+  PetscObjectState             dT_state; /* ... made for this nonzerostate */
 } Mat_SeqTile;
 
 /* ---------------------------------------------------------------- shared state */
@@ -176,12 +180,19 @@ PetscErrorCode TileAIJArraysEnd(Mat X, TileAIJArrays *r);
  * transpose marked stale); the device CSR is made first if C has none. */
 PetscErrorCode TileDeviceValuesBegin(Mat C, PetscScalar **ca);
 PetscErrorCode TileDeviceValuesEnd(Mat C, PetscScalar **ca);
-/* P's explicit transpose on the device when P asks for one
+/* P's transpose on the device when P asks for one
  * (MAT_FORM_EXPLICIT_TRANSPOSE, set by GAMG on its prolongators):
  * AIJCUSPARSE's own PtAP forms it, and PCMG's restriction multiplies with
- * it, so a tile PtAP forms it in its setup too rather than leaving it to
- * the first solve. */
+ * it, so a tile PtAP makes it in its setup too rather than leaving it to
+ * the first solve: a tile P's transposed view (its MatMultTranspose),
+ * another P's explicit transpose through AIJCUSPARSE. */
 PetscErrorCode TileFormExplicitTranspose(Mat P);
+/* mat_seqtile_transpose_mult.c: a device seqtile's MatMultTranspose and
+ * MatMultTransposeAdd through tilerap's device transposed view (CUDA
+ * vectors; the base's otherwise) */
+PetscErrorCode MatMultTranspose_SeqTile(Mat, Vec, Vec);
+PetscErrorCode MatMultTransposeAdd_SeqTile(Mat, Vec, Vec, Vec);
+PetscErrorCode TileTransposeViewFor(Mat P);
 /* mat_seqtile_device_product.c: a product on the operands' device CSR
  * (tilerap's device CSR products; no tile form).  Plan: *dp NULL when
  * that route does not apply (C, A or B without a device CSR, or an

@@ -105,13 +105,19 @@ void TileLocalProductsPop(void)
 
 PetscErrorCode TileFormExplicitTranspose(Mat P)
 {
-  PetscBool devcsr;
-  Vec       x, y;
+  PetscBool    devcsr;
+  Vec          x, y;
+  Mat_SeqTile *t;
 
   PetscFunctionBegin;
   if (!P->form_explicit_transpose || tile_local_products > 0) PetscFunctionReturn(PETSC_SUCCESS);
   PetscCall(TileHasDeviceCSR(P, &devcsr));
   if (!devcsr) PetscFunctionReturn(PETSC_SUCCESS);
+  PetscCall(TileGetData(P, &t));
+  if (t && t->device_aij) { /* a tile P restricts through its own transposed view */
+    PetscCall(TileTransposeViewFor(P));
+    PetscFunctionReturn(PETSC_SUCCESS);
+  }
   /* PETSc's public way to it: one transposed multiply, which forms and keeps it */
   PetscCall(MatCreateVecs(P, &x, &y));
   {

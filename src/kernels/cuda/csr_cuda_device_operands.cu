@@ -276,6 +276,39 @@ cleanup:
   return err;
 }
 
+/* y = V x (+ z) for a view V (rows rp64, columns col, values val[vidx]):
+ * W lanes per row, each summing every W-th entry, then a butterfly over
+ * the W lanes: the same sums in the same order on every call, no atomics
+ * (a restriction P^T x through P's transposed view).  z may be y. */
+template <int W>
+static __global__ void k_view_mult(int32_t m, const int64_t *__restrict__ rp, const int32_t *__restrict__ col,
+                                   const int64_t *__restrict__ vidx, const double *__restrict__ val,
+                                   const double *__restrict__ x, const double *z, double *y)
+{
+  const int64_t r = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) / W;
+  const int l = threadIdx.x % W;
+  double s = 0.0;
+  if (r < m)
+    for (int64_t q = rp[r] + l; q < rp[r + 1]; q += W) s += val[vidx[q]] * x[col[q]];
+#pragma unroll
+  for (int d = W >> 1; d; d >>= 1) s += __shfl_xor_sync(0xffffffffu, s, d, W); /* every lane of the warp */
+  if (r < m && l == 0) y[r] = z ? z[r] + s : s;
+}
+
+extern "C" int tr_cuda_dcsr_view_mult(int32_t m, const int64_t *rp64, const int32_t *col, const int64_t *vidx,
+                                      const double *val, int lanes, const double *x, const double *z, double *y)
+{
+  if (m <= 0) return TILERAP_SUCCESS;
+  const unsigned grid = tr_blocks((int64_t)m * lanes, 256);
+  switch (lanes) {
+  case 4: k_view_mult<4><<<grid, 256, 0, tr_s>>>(m, rp64, col, vidx, val, x, z, y); break;
+  case 8: k_view_mult<8><<<grid, 256, 0, tr_s>>>(m, rp64, col, vidx, val, x, z, y); break;
+  case 16: k_view_mult<16><<<grid, 256, 0, tr_s>>>(m, rp64, col, vidx, val, x, z, y); break;
+  default: k_view_mult<32><<<grid, 256, 0, tr_s>>>(m, rp64, col, vidx, val, x, z, y); break;
+  }
+  return tr_cuda_check_launch("transposed product with a vector");
+}
+
 /* Entries per stored 16 x 16 tile of a checked operand, estimated on
  * evenly spaced tile rows (at most TR_FILL_SAMPLE of them) of at most
  * TR_FILL_ROW_MAX entries: a dense row's tile row would hold its block

@@ -158,6 +158,10 @@ int tr_cuda_dcsr_write(int32_t m, int64_t nnz, const int64_t *rp64, const int32_
                        int diag_first, int32_t *orp, int32_t *ocol, double *oval, int64_t *map);
 int tr_cuda_dcsr_view_write(int32_t m, int64_t nnz, const int64_t *rp64, const int32_t *col, const int64_t *vidx,
                             const double *val, int32_t *orp, int32_t *ocol, double *oval);
+/* y = V x (+ z) for a view (rows rp64, columns col, values val[vidx]) of m
+ * rows, lanes (4, 8, 16 or 32) per row; launches only */
+int tr_cuda_dcsr_view_mult(int32_t m, const int64_t *rp64, const int32_t *col, const int64_t *vidx,
+                           const double *val, int lanes, const double *x, const double *z, double *y);
 /* C from its own sorted device CSR (no validation: the product made it) */
 int tr_cuda_tile_from_own_csr(int32_t m, int32_t n, const int64_t *rp, const int32_t *colidx, const double *val,
                               void *stream, tilerap_tile_matrix **T);
