@@ -327,19 +327,17 @@ static PetscErrorCode more_checks(void)
       for (int k = 0; k < 5; k++) {
         Vec       z, w;
         PetscReal ea, eb, ra, rb;
-        if (k == 1) {
-          PetscCall(MatScale(Pt, 1.5));
-          PetscCall(MatScale(Pr, 1.5));
-        } else if (k == 2) { /* a new entry: a new nonzerostate, a new view */
-          PetscCall(MatSetOption(Pt, MAT_NEW_NONZERO_ALLOCATION_ERR, PETSC_FALSE));
-          PetscCall(MatSetOption(Pr, MAT_NEW_NONZERO_ALLOCATION_ERR, PETSC_FALSE));
-          PetscCall(MatSetValue(Pt, 5, 0, 2.5, INSERT_VALUES));
-          PetscCall(MatSetValue(Pr, 5, 0, 2.5, INSERT_VALUES));
-          PetscCall(MatAssemblyBegin(Pt, MAT_FINAL_ASSEMBLY));
-          PetscCall(MatAssemblyEnd(Pt, MAT_FINAL_ASSEMBLY));
-          PetscCall(MatAssemblyBegin(Pr, MAT_FINAL_ASSEMBLY));
-          PetscCall(MatAssemblyEnd(Pr, MAT_FINAL_ASSEMBLY));
-        } else if (k == 3) PetscCall(MatBindToCPU(Pt, PETSC_TRUE));
+        for (int q = 0; q < 2 && (k == 1 || k == 2); q++) { /* the tile P and the reference alike */
+          Mat M = q ? Pr : Pt;
+          if (k == 1) PetscCall(MatScale(M, 1.5));
+          else { /* a new entry (row 5 has none): a new nonzerostate, a new view */
+            PetscCall(MatSetOption(M, MAT_NEW_NONZERO_ALLOCATION_ERR, PETSC_FALSE));
+            PetscCall(MatSetValue(M, 5, 0, 2.5, INSERT_VALUES));
+            PetscCall(MatAssemblyBegin(M, MAT_FINAL_ASSEMBLY));
+            PetscCall(MatAssemblyEnd(M, MAT_FINAL_ASSEMBLY));
+          }
+        }
+        if (k == 3) PetscCall(MatBindToCPU(Pt, PETSC_TRUE));
         else if (k == 4) PetscCall(MatBindToCPU(Pt, PETSC_FALSE));
         PetscCall(VecDuplicate(x, &z));
         PetscCall(VecDuplicate(x, &w));

@@ -36,7 +36,7 @@ static tilerap_csr_kind TileDeviceKind(MatProductType type)
 
 /* X's device CSR as the device products read it (AIJCUSPARSE's own
  * arrays, valid while X is unchanged), or mem HOST when X has none. */
-static PetscErrorCode TileDeviceOperand(Mat X, TileAIJArrays *arr, tilerap_csr_device_i32 *v)
+PetscErrorCode TileDeviceOperand(Mat X, TileAIJArrays *arr, tilerap_csr_device_i32 *v)
 {
   PetscInt m, n;
 

@@ -204,6 +204,9 @@ PetscErrorCode TileTransposeViewFor(Mat P);
  * unchanged since); *stale when an operand or C has left the device since
  * the plan (nothing done: plan again). */
 typedef struct TileDeviceProduct TileDeviceProduct;
+/* X's device CSR as tilerap's device calls read it (arr->mem HOST where X
+ * has none; TileAIJArraysEnd gives it back) */
+PetscErrorCode TileDeviceOperand(Mat X, TileAIJArrays *arr, tilerap_csr_device_i32 *v);
 PetscErrorCode TileDeviceProductPlan(Mat C, MatProductType type, Mat A, Mat B, PetscBool structure_only, TileDeviceProduct **dp);
 PetscErrorCode TileDeviceProductNumeric(Mat C, TileDeviceProduct *dp, Mat A, Mat B, PetscBool *stale, PetscBool *fresh);
 PetscErrorCode TileDeviceProductView(TileDeviceProduct *dp, PetscViewer viewer);

@@ -37,7 +37,7 @@ static PetscErrorCode TileMultTranspose(Mat A, Vec x, Vec z, Vec y, PetscBool *d
   PetscBool              ok = PETSC_TRUE;
   TileAIJArrays          arr;
   tilerap_csr_device_i32 v;
-  PetscInt               m, n;
+  PetscInt               n;
   const PetscScalar     *xa, *za = NULL;
   PetscScalar           *ya;
   PetscErrorCode         ierr;
@@ -50,18 +50,13 @@ static PetscErrorCode TileMultTranspose(Mat A, Vec x, Vec z, Vec y, PetscBool *d
   PetscCall(TileCUDAVector(y, &ok));
   PetscCall(TileCUDAVector(z, &ok));
   if (!t || !t->device_aij || A->boundtocpu || !ok || PetscDefined(USE_64BIT_INDICES)) PetscFunctionReturn(PETSC_SUCCESS);
-  PetscCall(TileAIJArraysBegin(A, PETSC_TRUE, &arr));
+  PetscCall(TileDeviceOperand(A, &arr, &v));
   if (arr.mem != TILERAP_MEM_DEVICE) {
     PetscCall(TileAIJArraysEnd(A, &arr));
     PetscFunctionReturn(PETSC_SUCCESS);
   }
-  PetscCall(MatGetSize(A, &m, &n));
-  v.m      = (int32_t)m;
-  v.n      = (int32_t)n;
-  v.rowptr = (const int32_t *)arr.ai;
-  v.colidx = (const int32_t *)arr.aj;
-  v.val    = (const double *)arr.aa;
-  ierr     = TileTransposeView(A, t, &v, PETSC_FALSE);
+  n    = v.n;
+  ierr = TileTransposeView(A, t, &v, PETSC_FALSE);
   if (!ierr) ierr = VecCUDAGetArrayRead(x, &xa);
   if (!ierr) {
     if (z == y) ierr = VecCUDAGetArray(y, &ya);
@@ -107,20 +102,13 @@ PetscErrorCode TileTransposeViewFor(Mat P)
   Mat_SeqTile           *t;
   TileAIJArrays          arr;
   tilerap_csr_device_i32 v;
-  PetscInt               m, n;
   PetscErrorCode         ierr;
 
   PetscFunctionBegin;
   PetscCall(TileGetData(P, &t));
   if (!t || !t->device_aij || P->boundtocpu || PetscDefined(USE_64BIT_INDICES)) PetscFunctionReturn(PETSC_SUCCESS);
-  PetscCall(TileAIJArraysBegin(P, PETSC_TRUE, &arr));
-  PetscCall(MatGetSize(P, &m, &n));
-  v.m      = (int32_t)m;
-  v.n      = (int32_t)n;
-  v.rowptr = (const int32_t *)arr.ai;
-  v.colidx = (const int32_t *)arr.aj;
-  v.val    = (const double *)arr.aa;
-  ierr     = arr.mem == TILERAP_MEM_DEVICE ? TileDeviceJoinPETSc() : PETSC_SUCCESS;
+  PetscCall(TileDeviceOperand(P, &arr, &v));
+  ierr = arr.mem == TILERAP_MEM_DEVICE ? TileDeviceJoinPETSc() : PETSC_SUCCESS;
   if (!ierr && arr.mem == TILERAP_MEM_DEVICE) ierr = TileTransposeView(P, t, &v, PETSC_FALSE);
   PetscCall(TileAIJArraysEnd(P, &arr));
   PetscCall(ierr);
